@@ -1,0 +1,335 @@
+//! [`AtomicBlockedBloom`]: the blocked bloom filter with concurrent inserts through `&self`.
+
+use std::hash::Hash;
+
+use crate::block::{
+    BITS_PER_BLOCK, BLOCK_BYTES, Block, WORDS_PER_BLOCK, block_index, fingerprint, masks,
+};
+use crate::builder::{hash_id, hash_key, try_alloc};
+use crate::error::{BuildError, LoadError, ShapeError};
+use crate::filter::{BlockedBloom, PREFETCH_AHEAD, estimate_len};
+use crate::simd::{Backend, prefetch};
+use crate::sync::{AtomicU64, Ordering};
+use crate::{format, sizing};
+
+/// One block of atomic words, on its own 64-byte cache line.
+#[derive(Debug, Default)]
+#[repr(C, align(64))]
+struct AtomicBlock([AtomicU64; WORDS_PER_BLOCK]);
+
+impl AtomicBlock {
+    fn new(block: Block) -> Self {
+        AtomicBlock(block.0.map(AtomicU64::new))
+    }
+
+    /// A snapshot of the words (each read on its own; see the type docs on concurrency).
+    fn load(&self) -> Block {
+        // Relaxed: a snapshot for serialization or counting; words are independent and callers
+        // order it against inserts with their own synchronisation (as for `contains`).
+        Block(core::array::from_fn(|i| self.0[i].load(Ordering::Relaxed)))
+    }
+}
+
+/// A blocked bloom filter that many threads insert into at once, through `&self`: each word of
+/// the key's block gets its bit with one `fetch_or`, skipped when a plain load shows the bit is
+/// already set (the common case once the filter fills, and it keeps the line shared instead of
+/// bouncing it between cores). Same layout, hashes and serialized form as [`BlockedBloom`].
+///
+/// # Concurrency
+/// - Every insert that happens-before a query (a thread join, a channel, a Release store read by
+///   an Acquire load, ...) is seen by it: no false negatives. A query racing an insert of the same
+///   key may see some of its bits and not others, and answer either way.
+/// - [`insert`](Self::insert) returns `true` iff this call set at least one of the key's bits
+///   that was clear. When several threads insert the same new key at the same time, **at least
+///   one of them returns `true`**, and more than one may: each bit is set by exactly one
+///   `fetch_or`, but different threads can win different bits. Code that needs exactly one
+///   winner per key needs a lock or a set, not a bloom filter.
+/// - Words are atomics with `Relaxed` ordering: the filter publishes no other memory through
+///   its bits, so it asks for no ordering beyond each word's own modification order.
+///
+/// # Examples
+/// ```
+/// use std::sync::Arc;
+/// use txgate_bloom::BloomBuilder;
+/// let seen = Arc::new(BloomBuilder::with_false_positive_rate(10_000, 0.001)?.build_atomic()?);
+/// let handles: Vec<_> = (0..4u64)
+///     .map(|t| {
+///         let seen = Arc::clone(&seen);
+///         std::thread::spawn(move || for i in 0..100u64 { seen.insert(&(t * 1000 + i)); })
+///     })
+///     .collect();
+/// for h in handles { h.join().unwrap(); }
+/// assert!((0..4u64).all(|t| (0..100u64).all(|i| seen.contains(&(t * 1000 + i)))));
+/// # Ok::<(), txgate_bloom::BuildError>(())
+/// ```
+pub struct AtomicBlockedBloom {
+    // Invariant: blocks.len() == num_blocks > 0.
+    blocks: Box<[AtomicBlock]>,
+    num_blocks: u64,
+    seed: u64,
+    // Invariant: backend.is_available().
+    backend: Backend,
+}
+
+impl std::fmt::Debug for AtomicBlockedBloom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AtomicBlockedBloom")
+            .field("num_blocks", &self.num_blocks)
+            .field("seed", &self.seed)
+            .field("backend", &self.backend)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AtomicBlockedBloom {
+    pub(crate) fn from_parts(
+        num_blocks: u64,
+        seed: u64,
+        backend: Backend,
+    ) -> Result<Self, BuildError> {
+        let blocks = try_alloc(num_blocks, || AtomicBlock::new(Block::ZERO))?;
+        Ok(Self::from_blocks(blocks, seed, backend))
+    }
+
+    fn from_blocks(blocks: Box<[AtomicBlock]>, seed: u64, backend: Backend) -> Self {
+        debug_assert!(!blocks.is_empty() && backend.is_available());
+        AtomicBlockedBloom {
+            num_blocks: blocks.len() as u64,
+            blocks,
+            seed,
+            backend,
+        }
+    }
+
+    #[inline]
+    fn block(&self, hash: u64) -> &AtomicBlock {
+        let index = block_index(hash, self.num_blocks) as usize;
+        debug_assert!(index < self.blocks.len());
+        // SAFETY: `block_index` is below `num_blocks`, which equals `blocks.len()` (invariant).
+        unsafe { self.blocks.get_unchecked(index) }
+    }
+
+    /// The 64-bit hash this filter uses for `key`.
+    #[inline]
+    pub fn hash<T: Hash + ?Sized>(&self, key: &T) -> u64 {
+        hash_key(self.seed, key)
+    }
+
+    /// The 64-bit hash this filter uses for a 32-byte id.
+    #[inline]
+    pub fn hash_id(&self, id: &[u8; 32]) -> u64 {
+        hash_id(self.seed, id)
+    }
+
+    /// Inserts `key`; returns `true` iff this call set a bit that was clear (see the type docs
+    /// for what racing inserts of one key return).
+    #[inline]
+    pub fn insert<T: Hash + ?Sized>(&self, key: &T) -> bool {
+        self.insert_hash(self.hash(key))
+    }
+
+    /// Inserts a 32-byte id; returns as [`insert`](Self::insert).
+    #[inline]
+    pub fn insert_id(&self, id: &[u8; 32]) -> bool {
+        self.insert_hash(self.hash_id(id))
+    }
+
+    /// Inserts a key by its 64-bit hash (which must already be well mixed); returns as
+    /// [`insert`](Self::insert).
+    #[inline]
+    pub fn insert_hash(&self, hash: u64) -> bool {
+        let block = self.block(hash);
+        let mut set_any = false;
+        for (word, mask) in block.0.iter().zip(masks(fingerprint(hash))) {
+            // Relaxed (load and fetch_or): bits publish nothing else; only each word's own
+            // modification order matters, and it decides which fetch_or set the bit.
+            if word.load(Ordering::Relaxed) & mask != mask {
+                let before = word.fetch_or(mask, Ordering::Relaxed);
+                set_any |= before & mask == 0;
+            }
+        }
+        set_any
+    }
+
+    /// Whether `key` may be in the filter.
+    #[inline]
+    pub fn contains<T: Hash + ?Sized>(&self, key: &T) -> bool {
+        self.contains_hash(self.hash(key))
+    }
+
+    /// Whether the 32-byte id may be in the filter.
+    #[inline]
+    pub fn contains_id(&self, id: &[u8; 32]) -> bool {
+        self.contains_hash(self.hash_id(id))
+    }
+
+    /// Whether the key with this 64-bit hash may be in the filter.
+    #[inline]
+    pub fn contains_hash(&self, hash: u64) -> bool {
+        let block = self.block(hash);
+        let mut missing = 0;
+        for (word, mask) in block.0.iter().zip(masks(fingerprint(hash))) {
+            // Relaxed: see the type docs; inserts are ordered before this by the caller.
+            missing |= mask & !word.load(Ordering::Relaxed);
+        }
+        missing == 0
+    }
+
+    /// Answers [`contains_hash`](Self::contains_hash) for every hash into `out`, prefetching
+    /// lines 16 keys ahead (as [`BlockedBloom::contains_many`]).
+    ///
+    /// # Panics
+    /// Panics if `out.len() != hashes.len()`.
+    pub fn contains_many(&self, hashes: &[u64], out: &mut [bool]) {
+        assert_eq!(
+            hashes.len(),
+            out.len(),
+            "contains_many: one output per hash"
+        );
+        for (i, (&hash, answer)) in hashes.iter().zip(out.iter_mut()).enumerate() {
+            if let Some(&ahead) = hashes.get(i + PREFETCH_AHEAD) {
+                prefetch(self.block(ahead));
+            }
+            *answer = self.contains_hash(hash);
+        }
+    }
+
+    /// Adds every key of `other` (bitwise OR, word by word with `fetch_or`), concurrently with
+    /// other inserts.
+    ///
+    /// # Errors
+    /// [`ShapeError`] when the filters differ in blocks or seed; nothing changes then.
+    pub fn union(&self, other: &BlockedBloom) -> Result<(), ShapeError> {
+        self.check_shape(other.num_blocks(), other.seed())?;
+        for (ours, theirs) in self.blocks.iter().zip(other.blocks()) {
+            for (word, bits) in ours.0.iter().zip(theirs.0) {
+                if bits != 0 {
+                    // Relaxed: as in insert_hash.
+                    word.fetch_or(bits, Ordering::Relaxed);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps only bits also set in `other` (bitwise AND). Needs `&mut self`: a concurrent insert
+    /// could otherwise lose its bits.
+    ///
+    /// # Errors
+    /// [`ShapeError`] when the filters differ in blocks or seed; nothing changes then.
+    pub fn intersect(&mut self, other: &BlockedBloom) -> Result<(), ShapeError> {
+        self.check_shape(other.num_blocks(), other.seed())?;
+        for (ours, theirs) in self.blocks.iter_mut().zip(other.blocks()) {
+            let current = ours.load();
+            *ours = AtomicBlock::new(Block(core::array::from_fn(|i| current.0[i] & theirs.0[i])));
+        }
+        Ok(())
+    }
+
+    fn check_shape(&self, num_blocks: u64, seed: u64) -> Result<(), ShapeError> {
+        if num_blocks != self.num_blocks {
+            return Err(ShapeError::Blocks {
+                ours: self.num_blocks,
+                theirs: num_blocks,
+            });
+        }
+        if seed != self.seed {
+            return Err(ShapeError::Seed);
+        }
+        Ok(())
+    }
+
+    /// Removes every key (`&mut self`: no insert can race it).
+    pub fn clear(&mut self) {
+        for block in self.blocks.iter_mut() {
+            *block = AtomicBlock::new(Block::ZERO);
+        }
+    }
+
+    /// Bits set in the whole filter (each word read once; concurrent inserts may or may not be
+    /// counted).
+    pub fn count_ones(&self) -> u64 {
+        self.blocks
+            .iter()
+            .flat_map(|b| b.load().0)
+            .map(|w| u64::from(w.count_ones()))
+            .sum()
+    }
+
+    /// An estimate of the distinct keys inserted (see [`estimate_len`]).
+    pub fn estimated_len(&self) -> f64 {
+        estimate_len(self.count_ones(), self.num_bits())
+    }
+
+    /// The false-positive rate the formula expects after `items` distinct inserts.
+    pub fn expected_false_positive_rate(&self, items: u64) -> f64 {
+        sizing::false_positive_rate(items, self.num_blocks)
+    }
+
+    /// Blocks (cache lines) in the filter.
+    pub fn num_blocks(&self) -> u64 {
+        self.num_blocks
+    }
+
+    /// Bits in the filter (`num_blocks * 512`).
+    pub fn num_bits(&self) -> u64 {
+        self.num_blocks * BITS_PER_BLOCK
+    }
+
+    /// Bytes of filter memory (`num_blocks * 64`).
+    pub fn memory_bytes(&self) -> u64 {
+        self.num_blocks * BLOCK_BYTES as u64
+    }
+
+    /// The hash seed.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// The backend [`to_plain`](Self::to_plain) hands on (atomic words are tested with scalar
+    /// code: a vector load of atomics would race with `fetch_or`).
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// The serialized form, identical to [`BlockedBloom::to_bytes`] of the same bits.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        format::encode(
+            self.seed,
+            self.num_blocks,
+            self.blocks.iter().map(AtomicBlock::load),
+        )
+    }
+
+    /// Loads a filter written by either filter type's `to_bytes`.
+    ///
+    /// # Errors
+    /// As [`BlockedBloom::from_bytes`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, LoadError> {
+        let (header, mut blocks) = format::decode(bytes)?;
+        let loaded = try_alloc(header.num_blocks, || {
+            AtomicBlock::new(blocks.next().unwrap_or(Block::ZERO))
+        })?;
+        Ok(Self::from_blocks(loaded, header.seed, Backend::detect()))
+    }
+
+    /// A plain copy of the current bits (for SIMD queries once inserts are done).
+    ///
+    /// # Errors
+    /// [`BuildError::AllocationFailed`] when the copy cannot be allocated.
+    pub fn to_plain(&self) -> Result<BlockedBloom, BuildError> {
+        let mut it = self.blocks.iter();
+        let blocks = try_alloc(self.num_blocks, || {
+            it.next().map_or(Block::ZERO, AtomicBlock::load)
+        })?;
+        Ok(BlockedBloom::from_raw(blocks, self.seed, self.backend))
+    }
+}
+
+impl From<BlockedBloom> for AtomicBlockedBloom {
+    fn from(plain: BlockedBloom) -> Self {
+        let (blocks, seed, backend) = plain.into_blocks();
+        let atomic: Box<[AtomicBlock]> = blocks.iter().map(|b| AtomicBlock::new(*b)).collect();
+        AtomicBlockedBloom::from_blocks(atomic, seed, backend)
+    }
+}

@@ -1,0 +1,321 @@
+//! [`BlockedBloom`]: the single-writer blocked bloom filter.
+
+use std::hash::Hash;
+
+use crate::block::{BITS_PER_BLOCK, BITS_PER_KEY, BLOCK_BYTES, Block, block_index, fingerprint};
+use crate::builder::{BloomBuilder, hash_id, hash_key, try_alloc};
+use crate::error::{BuildError, LoadError, ShapeError};
+use crate::simd::{Backend, prefetch};
+use crate::{format, sizing};
+
+/// How many keys ahead [`BlockedBloom::contains_many`] prefetches: enough lines in flight to
+/// cover a DRAM miss (about 100 ns) at a few ns per query, and below the ~20 line-fill buffers
+/// of current x86 cores.
+pub(crate) const PREFETCH_AHEAD: usize = 16;
+
+/// A blocked bloom filter: every key sets 8 bits inside one 64-byte cache line, so an insert or
+/// a query touches exactly one line. Insert needs `&mut self`; see [`AtomicBlockedBloom`] for
+/// concurrent inserts through `&self`.
+///
+/// A key is hashed once to 64 bits (wyhash keyed with the filter's seed, or pre-hashed by the
+/// caller); the hash picks the block and the bits (see the crate docs for the layout). There
+/// are no false negatives: a key that was inserted is always reported present.
+///
+/// [`AtomicBlockedBloom`]: crate::AtomicBlockedBloom
+///
+/// # Examples
+/// ```
+/// use txgate_bloom::BlockedBloom;
+/// let mut seen = BlockedBloom::with_false_positive_rate(1000, 0.01)?;
+/// assert!(seen.insert("txid-1"));   // new
+/// assert!(!seen.insert("txid-1"));  // already there
+/// assert!(seen.contains("txid-1"));
+/// # Ok::<(), txgate_bloom::BuildError>(())
+/// ```
+#[derive(Clone)]
+pub struct BlockedBloom {
+    // Invariant: blocks.len() == num_blocks > 0.
+    blocks: Box<[Block]>,
+    num_blocks: u64,
+    seed: u64,
+    // Invariant: backend.is_available().
+    backend: Backend,
+}
+
+impl std::fmt::Debug for BlockedBloom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlockedBloom")
+            .field("num_blocks", &self.num_blocks)
+            .field("seed", &self.seed)
+            .field("backend", &self.backend)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BlockedBloom {
+    /// An empty filter sized for `items` keys at false-positive rate `fpr`, with a random seed
+    /// and the detected backend. Shorthand for
+    /// [`BloomBuilder::with_false_positive_rate`]`(items, fpr)?.build()`.
+    ///
+    /// # Errors
+    /// As [`BloomBuilder::with_false_positive_rate`] and [`BloomBuilder::build`].
+    pub fn with_false_positive_rate(items: u64, fpr: f64) -> Result<Self, BuildError> {
+        BloomBuilder::with_false_positive_rate(items, fpr)?.build()
+    }
+
+    /// An empty filter of at least `bits` bits, with a random seed and the detected backend.
+    ///
+    /// # Errors
+    /// As [`BloomBuilder::with_num_bits`] and [`BloomBuilder::build`].
+    pub fn with_num_bits(bits: u64) -> Result<Self, BuildError> {
+        BloomBuilder::with_num_bits(bits)?.build()
+    }
+
+    pub(crate) fn from_parts(
+        num_blocks: u64,
+        seed: u64,
+        backend: Backend,
+    ) -> Result<Self, BuildError> {
+        let blocks = try_alloc(num_blocks, || Block::ZERO)?;
+        Ok(Self::from_blocks(blocks, seed, backend))
+    }
+
+    fn from_blocks(blocks: Box<[Block]>, seed: u64, backend: Backend) -> Self {
+        debug_assert!(!blocks.is_empty() && backend.is_available());
+        BlockedBloom {
+            num_blocks: blocks.len() as u64,
+            blocks,
+            seed,
+            backend,
+        }
+    }
+
+    #[inline]
+    fn block(&self, hash: u64) -> &Block {
+        let index = block_index(hash, self.num_blocks) as usize;
+        debug_assert!(index < self.blocks.len());
+        // SAFETY: `block_index` is below `num_blocks`, which equals `blocks.len()` (invariant).
+        unsafe { self.blocks.get_unchecked(index) }
+    }
+
+    #[inline]
+    fn block_mut(&mut self, hash: u64) -> &mut Block {
+        let index = block_index(hash, self.num_blocks) as usize;
+        debug_assert!(index < self.blocks.len());
+        // SAFETY: `block_index` is below `num_blocks`, which equals `blocks.len()` (invariant).
+        unsafe { self.blocks.get_unchecked_mut(index) }
+    }
+
+    /// The 64-bit hash this filter uses for `key` (for the `*_hash` entry points).
+    #[inline]
+    pub fn hash<T: Hash + ?Sized>(&self, key: &T) -> u64 {
+        hash_key(self.seed, key)
+    }
+
+    /// The 64-bit hash this filter uses for a 32-byte id.
+    #[inline]
+    pub fn hash_id(&self, id: &[u8; 32]) -> u64 {
+        hash_id(self.seed, id)
+    }
+
+    /// Inserts `key`; returns whether it was new (at least one of its bits was clear). A
+    /// `false` for a key never inserted is a false positive.
+    #[inline]
+    pub fn insert<T: Hash + ?Sized>(&mut self, key: &T) -> bool {
+        self.insert_hash(self.hash(key))
+    }
+
+    /// Inserts a 32-byte id (a txid) by its own fast hash path; returns whether it was new.
+    #[inline]
+    pub fn insert_id(&mut self, id: &[u8; 32]) -> bool {
+        self.insert_hash(self.hash_id(id))
+    }
+
+    /// Inserts a key by its 64-bit hash, used as is: it must already be well mixed (all 64 bits
+    /// uniformly random), or the false-positive rate will be worse than the formula's.
+    #[inline]
+    pub fn insert_hash(&mut self, hash: u64) -> bool {
+        let backend = self.backend;
+        backend.insert(self.block_mut(hash), fingerprint(hash))
+    }
+
+    /// Whether `key` may be in the filter (no false negatives; false positives at the rate of
+    /// [`BlockedBloom::expected_false_positive_rate`]).
+    #[inline]
+    pub fn contains<T: Hash + ?Sized>(&self, key: &T) -> bool {
+        self.contains_hash(self.hash(key))
+    }
+
+    /// Whether the 32-byte id may be in the filter.
+    #[inline]
+    pub fn contains_id(&self, id: &[u8; 32]) -> bool {
+        self.contains_hash(self.hash_id(id))
+    }
+
+    /// Whether the key with this 64-bit hash may be in the filter.
+    #[inline]
+    pub fn contains_hash(&self, hash: u64) -> bool {
+        self.backend.contains(self.block(hash), fingerprint(hash))
+    }
+
+    /// Answers [`contains_hash`](Self::contains_hash) for every hash, writing `out[i]` for
+    /// `hashes[i]`, while prefetching the cache lines of the keys 16 places ahead: on a filter
+    /// larger than the caches this keeps many DRAM reads in flight at once.
+    ///
+    /// # Panics
+    /// Panics if `out.len() != hashes.len()`.
+    pub fn contains_many(&self, hashes: &[u64], out: &mut [bool]) {
+        assert_eq!(
+            hashes.len(),
+            out.len(),
+            "contains_many: one output per hash"
+        );
+        for (i, (&hash, answer)) in hashes.iter().zip(out.iter_mut()).enumerate() {
+            if let Some(&ahead) = hashes.get(i + PREFETCH_AHEAD) {
+                prefetch(self.block(ahead));
+            }
+            *answer = self.contains_hash(hash);
+        }
+    }
+
+    /// Adds every key of `other` (bitwise OR).
+    ///
+    /// # Errors
+    /// [`ShapeError`] when the filters differ in blocks or seed; `self` is unchanged then.
+    pub fn union(&mut self, other: &BlockedBloom) -> Result<(), ShapeError> {
+        self.check_shape(other.num_blocks, other.seed)?;
+        for (ours, theirs) in self.blocks.iter_mut().zip(other.blocks.iter()) {
+            for (a, b) in ours.0.iter_mut().zip(theirs.0) {
+                *a |= b;
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps only bits set in both filters (bitwise AND): a filter that answers "maybe" for
+    /// every key in both, with a false-positive rate at most that of either.
+    ///
+    /// # Errors
+    /// [`ShapeError`] when the filters differ in blocks or seed; `self` is unchanged then.
+    pub fn intersect(&mut self, other: &BlockedBloom) -> Result<(), ShapeError> {
+        self.check_shape(other.num_blocks, other.seed)?;
+        for (ours, theirs) in self.blocks.iter_mut().zip(other.blocks.iter()) {
+            for (a, b) in ours.0.iter_mut().zip(theirs.0) {
+                *a &= b;
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn check_shape(&self, num_blocks: u64, seed: u64) -> Result<(), ShapeError> {
+        if num_blocks != self.num_blocks {
+            return Err(ShapeError::Blocks {
+                ours: self.num_blocks,
+                theirs: num_blocks,
+            });
+        }
+        if seed != self.seed {
+            return Err(ShapeError::Seed);
+        }
+        Ok(())
+    }
+
+    /// Removes every key.
+    pub fn clear(&mut self) {
+        self.blocks.fill(Block::ZERO);
+    }
+
+    /// Whether no bit is set.
+    pub fn is_empty(&self) -> bool {
+        self.blocks.iter().all(|b| *b == Block::ZERO)
+    }
+
+    /// Bits set in the whole filter.
+    pub fn count_ones(&self) -> u64 {
+        self.blocks
+            .iter()
+            .flat_map(|b| b.0)
+            .map(|w| u64::from(w.count_ones()))
+            .sum()
+    }
+
+    /// An estimate of the distinct keys inserted, from the bits set (see [`estimate_len`]).
+    pub fn estimated_len(&self) -> f64 {
+        estimate_len(self.count_ones(), self.num_bits())
+    }
+
+    /// The false-positive rate the formula expects after `items` distinct inserts
+    /// ([`false_positive_rate`](crate::false_positive_rate)).
+    pub fn expected_false_positive_rate(&self, items: u64) -> f64 {
+        sizing::false_positive_rate(items, self.num_blocks)
+    }
+
+    /// Blocks (cache lines) in the filter.
+    pub fn num_blocks(&self) -> u64 {
+        self.num_blocks
+    }
+
+    /// Bits in the filter (`num_blocks * 512`).
+    pub fn num_bits(&self) -> u64 {
+        self.num_blocks * BITS_PER_BLOCK
+    }
+
+    /// Bytes of filter memory (`num_blocks * 64`).
+    pub fn memory_bytes(&self) -> u64 {
+        self.num_blocks * BLOCK_BYTES as u64
+    }
+
+    /// The hash seed.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// The kernel backend in use.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// The serialized form (see the [`format`](crate::format) module): a 32-byte versioned
+    /// header, then the blocks as little-endian words.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        format::encode(self.seed, self.num_blocks, self.blocks.iter().copied())
+    }
+
+    /// Loads a filter written by [`to_bytes`](Self::to_bytes) (by either filter type), with the
+    /// detected backend.
+    ///
+    /// # Errors
+    /// A [`LoadError`] for wrong magic, an unknown version or block layout, non-zero reserved
+    /// bytes, zero blocks, or a length that does not match the header; never a panic.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, LoadError> {
+        let (header, mut blocks) = format::decode(bytes)?;
+        let loaded = try_alloc(header.num_blocks, || blocks.next().unwrap_or(Block::ZERO))?;
+        Ok(Self::from_blocks(loaded, header.seed, Backend::detect()))
+    }
+
+    pub(crate) fn blocks(&self) -> &[Block] {
+        &self.blocks
+    }
+
+    pub(crate) fn into_blocks(self) -> (Box<[Block]>, u64, Backend) {
+        (self.blocks, self.seed, self.backend)
+    }
+
+    pub(crate) fn from_raw(blocks: Box<[Block]>, seed: u64, backend: Backend) -> Self {
+        Self::from_blocks(blocks, seed, backend)
+    }
+}
+
+/// Estimates the distinct keys in a filter of `num_bits` bits with `ones` bits set.
+///
+/// Each key sets one bit in each of the 8 word positions, and within a position every bit of
+/// every block is equally likely, so the filter behaves like 8 interleaved classic filters of
+/// `m / 8` bits with one hash each; the estimator of Swamidass and Baldi (2007),
+/// `n ≈ -(m / k) ln(1 - X / m)`, applies with `k = 8`. A full filter gives `f64::INFINITY`.
+pub fn estimate_len(ones: u64, num_bits: u64) -> f64 {
+    if num_bits == 0 {
+        return 0.0;
+    }
+    let m = num_bits as f64;
+    -(m / f64::from(BITS_PER_KEY)) * (1.0 - ones as f64 / m).ln()
+}
