@@ -38,3 +38,72 @@ pub fn data_file(relative: &str) -> Option<PathBuf> {
     );
     None
 }
+
+/// One round's transaction ids from the real data.
+#[derive(Debug, Clone)]
+pub struct RoundTxids {
+    /// Network name (`tbd` for the private dataset2 network).
+    pub network: String,
+    /// Round number.
+    pub round: u64,
+    /// The round's txids, in block order, as raw 32 bytes.
+    pub txids: Vec<[u8; 32]>,
+}
+
+/// Decodes an Algorand txid: 52 characters of unpadded RFC 4648 base32 for 32 bytes.
+///
+/// # Panics
+/// Panics on anything else (real-data files only).
+pub fn decode_txid(base32: &str) -> [u8; 32] {
+    let bytes = data_encoding::BASE32_NOPAD
+        .decode(base32.as_bytes())
+        .expect("txid base32");
+    bytes.try_into().expect("txid is 32 bytes")
+}
+
+/// Every real round with txids in `../shared/data/derived`: the 45 non-empty rounds of the private
+/// dataset2 network (164 txids) and 7 real testnet/betanet rounds (287 txids). `None` (printed
+/// skip, or a failure under `CI=true`) when the data is missing.
+pub fn real_round_txids() -> Option<Vec<RoundTxids>> {
+    let jsonl = std::fs::read_to_string(data_file("derived/algorand_private_dataset2_txns.jsonl")?)
+        .unwrap();
+    let public =
+        std::fs::read_to_string(data_file("derived/algorand_public_round_txids.json")?).unwrap();
+    let mut rounds: Vec<RoundTxids> = Vec::new();
+    for line in jsonl.lines().filter(|l| !l.trim().is_empty()) {
+        let v: serde_json::Value = serde_json::from_str(line).expect("jsonl line");
+        let round = v["round"].as_u64().expect("round");
+        let txid = decode_txid(v["txid"].as_str().expect("txid"));
+        match rounds.last_mut() {
+            Some(last) if last.round == round => last.txids.push(txid),
+            _ => rounds.push(RoundTxids {
+                network: "tbd".into(),
+                round,
+                txids: vec![txid],
+            }),
+        }
+    }
+    let public: serde_json::Value = serde_json::from_str(&public).expect("public round json");
+    for r in public.as_array().expect("array of rounds") {
+        let txids = r["txids"]
+            .as_array()
+            .expect("txids")
+            .iter()
+            .map(|t| {
+                let id = decode_txid(t["txid"].as_str().expect("txid"));
+                let hex = t["txid_hex"].as_str().expect("txid_hex");
+                let from_hex: Vec<u8> = (0..32)
+                    .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).expect("hex"))
+                    .collect();
+                assert_eq!(&id[..], &from_hex[..], "base32 and hex txids disagree");
+                id
+            })
+            .collect();
+        rounds.push(RoundTxids {
+            network: r["network"].as_str().expect("network").into(),
+            round: r["round"].as_u64().expect("round"),
+            txids,
+        });
+    }
+    Some(rounds)
+}

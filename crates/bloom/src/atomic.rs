@@ -3,7 +3,8 @@
 use std::hash::Hash;
 
 use crate::block::{
-    BITS_PER_BLOCK, BLOCK_BYTES, Block, WORDS_PER_BLOCK, block_index, fingerprint, masks,
+    BITS_PER_BLOCK, BLOCK_BYTES, Block, WORDS_PER_BLOCK, block_index, fingerprint, from_pairs,
+    masks, to_pairs,
 };
 use crate::builder::{hash_id, hash_key, try_alloc};
 use crate::error::{BuildError, LoadError, ShapeError};
@@ -12,28 +13,34 @@ use crate::simd::{Backend, prefetch};
 use crate::sync::{AtomicU64, Ordering};
 use crate::{format, sizing};
 
-/// One block of atomic words, on its own 64-byte cache line.
+/// One block as four atomic 64-bit words (each holding two of the block's 32-bit words, see
+/// [`to_pairs`]), 32-byte aligned like [`Block`] so that it lies inside one cache line.
 #[derive(Debug, Default)]
-#[repr(C, align(64))]
-struct AtomicBlock([AtomicU64; WORDS_PER_BLOCK]);
+#[repr(C, align(32))]
+struct AtomicBlock([AtomicU64; WORDS_PER_BLOCK / 2]);
+
+const _: () = assert!(size_of::<AtomicBlock>() == BLOCK_BYTES);
 
 impl AtomicBlock {
     fn new(block: Block) -> Self {
-        AtomicBlock(block.0.map(AtomicU64::new))
+        AtomicBlock(to_pairs(block.0).map(AtomicU64::new))
     }
 
     /// A snapshot of the words (each read on its own; see the type docs on concurrency).
     fn load(&self) -> Block {
         // Relaxed: a snapshot for serialization or counting; words are independent and callers
         // order it against inserts with their own synchronisation (as for `contains`).
-        Block(core::array::from_fn(|i| self.0[i].load(Ordering::Relaxed)))
+        Block(from_pairs(core::array::from_fn(|j| {
+            self.0[j].load(Ordering::Relaxed)
+        })))
     }
 }
 
-/// A blocked bloom filter that many threads insert into at once, through `&self`: each word of
-/// the key's block gets its bit with one `fetch_or`, skipped when a plain load shows the bit is
-/// already set (the common case once the filter fills, and it keeps the line shared instead of
-/// bouncing it between cores). Same layout, hashes and serialized form as [`BlockedBloom`].
+/// A blocked bloom filter that many threads insert into at once, through `&self`. The block's
+/// eight 32-bit words are held as four `AtomicU64`s; each gets the key's two bits with one
+/// `fetch_or`, skipped when a plain load shows both are already set (the common case once the
+/// filter fills, and it keeps the line shared instead of bouncing it between cores): at most four
+/// read-modify-writes per insert. Same bits, hashes and serialized form as [`BlockedBloom`].
 ///
 /// # Concurrency
 /// - Every insert that happens-before a query (a thread join, a channel, a Release store read by
@@ -101,7 +108,7 @@ impl AtomicBlockedBloom {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn block(&self, hash: u64) -> &AtomicBlock {
         let index = block_index(hash, self.num_blocks) as usize;
         debug_assert!(index < self.blocks.len());
@@ -136,19 +143,34 @@ impl AtomicBlockedBloom {
 
     /// Inserts a key by its 64-bit hash (which must already be well mixed); returns as
     /// [`insert`](Self::insert).
-    #[inline]
+    #[inline(always)]
     pub fn insert_hash(&self, hash: u64) -> bool {
         let block = self.block(hash);
         let mut set_any = false;
-        for (word, mask) in block.0.iter().zip(masks(fingerprint(hash))) {
+        for (word, mask) in block.0.iter().zip(to_pairs(masks(fingerprint(hash)))) {
             // Relaxed (load and fetch_or): bits publish nothing else; only each word's own
             // modification order matters, and it decides which fetch_or set the bit.
             if word.load(Ordering::Relaxed) & mask != mask {
                 let before = word.fetch_or(mask, Ordering::Relaxed);
-                set_any |= before & mask == 0;
+                set_any |= before & mask != mask;
             }
         }
         set_any
+    }
+
+    /// Inserts every key of `hashes` (pre-hashed, as [`insert_hash`](Self::insert_hash)),
+    /// prefetching the blocks of the keys 16 places ahead, so that the atomic read-modify-writes
+    /// (which on x86 wait for every earlier load) find their lines in cache; returns how many
+    /// this call reported new (see the type docs for races).
+    pub fn insert_many(&self, hashes: &[u64]) -> usize {
+        let mut new = 0;
+        for (i, &hash) in hashes.iter().enumerate() {
+            if let Some(&ahead) = hashes.get(i + PREFETCH_AHEAD) {
+                prefetch(self.block(ahead));
+            }
+            new += usize::from(self.insert_hash(hash));
+        }
+        new
     }
 
     /// Whether `key` may be in the filter.
@@ -164,11 +186,11 @@ impl AtomicBlockedBloom {
     }
 
     /// Whether the key with this 64-bit hash may be in the filter.
-    #[inline]
+    #[inline(always)]
     pub fn contains_hash(&self, hash: u64) -> bool {
         let block = self.block(hash);
         let mut missing = 0;
-        for (word, mask) in block.0.iter().zip(masks(fingerprint(hash))) {
+        for (word, mask) in block.0.iter().zip(to_pairs(masks(fingerprint(hash)))) {
             // Relaxed: see the type docs; inserts are ordered before this by the caller.
             missing |= mask & !word.load(Ordering::Relaxed);
         }
@@ -202,7 +224,7 @@ impl AtomicBlockedBloom {
     pub fn union(&self, other: &BlockedBloom) -> Result<(), ShapeError> {
         self.check_shape(other.num_blocks(), other.seed())?;
         for (ours, theirs) in self.blocks.iter().zip(other.blocks()) {
-            for (word, bits) in ours.0.iter().zip(theirs.0) {
+            for (word, bits) in ours.0.iter().zip(to_pairs(theirs.0)) {
                 if bits != 0 {
                     // Relaxed: as in insert_hash.
                     word.fetch_or(bits, Ordering::Relaxed);
@@ -271,12 +293,12 @@ impl AtomicBlockedBloom {
         self.num_blocks
     }
 
-    /// Bits in the filter (`num_blocks * 512`).
+    /// Bits in the filter (`num_blocks * 256`).
     pub fn num_bits(&self) -> u64 {
         self.num_blocks * BITS_PER_BLOCK
     }
 
-    /// Bytes of filter memory (`num_blocks * 64`).
+    /// Bytes of filter memory (`num_blocks * 32`).
     pub fn memory_bytes(&self) -> u64 {
         self.num_blocks * BLOCK_BYTES as u64
     }

@@ -13,8 +13,8 @@ use crate::{format, sizing};
 /// of current x86 cores.
 pub(crate) const PREFETCH_AHEAD: usize = 16;
 
-/// A blocked bloom filter: every key sets 8 bits inside one 64-byte cache line, so an insert or
-/// a query touches exactly one line. Insert needs `&mut self`; see [`AtomicBlockedBloom`] for
+/// A blocked bloom filter: every key sets 8 bits inside one 256-bit block that lies in one
+/// cache line, so an insert or a query touches exactly one line. Insert needs `&mut self`; see [`AtomicBlockedBloom`] for
 /// concurrent inserts through `&self`.
 ///
 /// A key is hashed once to 64 bits (wyhash keyed with the filter's seed, or pre-hashed by the
@@ -90,7 +90,7 @@ impl BlockedBloom {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn block(&self, hash: u64) -> &Block {
         let index = block_index(hash, self.num_blocks) as usize;
         debug_assert!(index < self.blocks.len());
@@ -98,7 +98,7 @@ impl BlockedBloom {
         unsafe { self.blocks.get_unchecked(index) }
     }
 
-    #[inline]
+    #[inline(always)]
     fn block_mut(&mut self, hash: u64) -> &mut Block {
         let index = block_index(hash, self.num_blocks) as usize;
         debug_assert!(index < self.blocks.len());
@@ -133,10 +133,23 @@ impl BlockedBloom {
 
     /// Inserts a key by its 64-bit hash, used as is: it must already be well mixed (all 64 bits
     /// uniformly random), or the false-positive rate will be worse than the formula's.
-    #[inline]
+    #[inline(always)]
     pub fn insert_hash(&mut self, hash: u64) -> bool {
         let backend = self.backend;
         backend.insert(self.block_mut(hash), fingerprint(hash))
+    }
+
+    /// Inserts every key of `hashes` (pre-hashed, as [`insert_hash`](Self::insert_hash)),
+    /// prefetching the blocks of the keys 16 places ahead; returns how many were new.
+    pub fn insert_many(&mut self, hashes: &[u64]) -> usize {
+        let mut new = 0;
+        for (i, &hash) in hashes.iter().enumerate() {
+            if let Some(&ahead) = hashes.get(i + PREFETCH_AHEAD) {
+                prefetch(self.block(ahead));
+            }
+            new += usize::from(self.insert_hash(hash));
+        }
+        new
     }
 
     /// Whether `key` may be in the filter (no false negatives; false positives at the rate of
@@ -153,7 +166,7 @@ impl BlockedBloom {
     }
 
     /// Whether the key with this 64-bit hash may be in the filter.
-    #[inline]
+    #[inline(always)]
     pub fn contains_hash(&self, hash: u64) -> bool {
         self.backend.contains(self.block(hash), fingerprint(hash))
     }
@@ -255,12 +268,12 @@ impl BlockedBloom {
         self.num_blocks
     }
 
-    /// Bits in the filter (`num_blocks * 512`).
+    /// Bits in the filter (`num_blocks * 256`).
     pub fn num_bits(&self) -> u64 {
         self.num_blocks * BITS_PER_BLOCK
     }
 
-    /// Bytes of filter memory (`num_blocks * 64`).
+    /// Bytes of filter memory (`num_blocks * 32`).
     pub fn memory_bytes(&self) -> u64 {
         self.num_blocks * BLOCK_BYTES as u64
     }

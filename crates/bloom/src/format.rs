@@ -5,15 +5,15 @@
 //! offset  size  field
 //!      0     8  magic b"TXGBLOOM"
 //!      8     2  format version, u16 little-endian (= 1)
-//!     10     1  block layout (= 1: 512-bit blocks of 8 x u64 words, one bit per word, k = 8)
+//!     10     1  block layout (= 1: 256-bit blocks of 8 x u32 words, one bit per word, k = 8)
 //!     11     5  reserved, zero
 //!     16     8  hash seed, u64 little-endian
 //!     24     8  number of blocks, u64 little-endian (> 0)
-//!     32   64n  the blocks, each 8 words as u64 little-endian
+//!     32   32n  the blocks, each 8 words as u32 little-endian
 //! ```
 //! Loading checks every field and the total length before allocating, and never panics.
 
-use crate::block::{BLOCK_BYTES, Block, WORDS_PER_BLOCK};
+use crate::block::{BLOCK_BYTES, Block};
 use crate::error::LoadError;
 use crate::sizing::MAX_BLOCKS;
 
@@ -21,8 +21,8 @@ use crate::sizing::MAX_BLOCKS;
 pub(crate) const MAGIC: [u8; 8] = *b"TXGBLOOM";
 /// The format version this build writes and reads.
 pub const FORMAT_VERSION: u16 = 1;
-/// The layout code of 512-bit blocks of 8 x u64 words.
-pub(crate) const LAYOUT_512_8X64: u8 = 1;
+/// The layout code of 256-bit blocks of 8 x u32 words.
+pub(crate) const LAYOUT_256_8X32: u8 = 1;
 /// Bytes before the first block.
 pub const HEADER_BYTES: usize = 32;
 
@@ -39,14 +39,12 @@ pub(crate) fn encode(seed: u64, num_blocks: u64, blocks: impl Iterator<Item = Bl
     let mut out = Vec::with_capacity(HEADER_BYTES + body);
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-    out.push(LAYOUT_512_8X64);
+    out.push(LAYOUT_256_8X32);
     out.extend_from_slice(&[0; 5]);
     out.extend_from_slice(&seed.to_le_bytes());
     out.extend_from_slice(&num_blocks.to_le_bytes());
     for block in blocks {
-        for word in block.0 {
-            out.extend_from_slice(&word.to_le_bytes());
-        }
+        block.write_le_bytes(&mut out);
     }
     debug_assert_eq!(out.len(), HEADER_BYTES + body);
     out
@@ -75,9 +73,9 @@ pub(crate) fn decode(
     if version != FORMAT_VERSION {
         return Err(LoadError::UnsupportedVersion(version));
     }
-    if bytes[10] != LAYOUT_512_8X64 {
+    if bytes[10] != LAYOUT_256_8X32 {
         return Err(LoadError::ShapeMismatch {
-            expected: LAYOUT_512_8X64,
+            expected: LAYOUT_256_8X32,
             found: bytes[10],
         });
     }
@@ -101,7 +99,6 @@ pub(crate) fn decode(
     }
     let blocks = bytes[HEADER_BYTES..]
         .chunks_exact(BLOCK_BYTES)
-        .map(|chunk| Block(core::array::from_fn(|w| u64_at(chunk, w * 8))));
-    debug_assert_eq!(WORDS_PER_BLOCK * 8, BLOCK_BYTES);
+        .map(|chunk| chunk.try_into().map_or(Block::ZERO, Block::from_le_bytes));
     Ok((Header { seed, num_blocks }, blocks))
 }

@@ -9,9 +9,9 @@
 //! bitset follows a Thrift compact-protocol `BloomFilterHeader`, which
 //! [`Sbbf::from_parquet`] and [`Sbbf::to_parquet`] read and write.
 
+use crate::block::{BLOCK_BYTES as SBBF_BLOCK_BYTES, Block as SbbfBlock};
 use crate::builder::try_alloc;
 use crate::error::{BuildError, LoadError};
-use crate::sbbf_block::{SBBF_BLOCK_BYTES, SbbfBlock, block_index};
 use crate::simd::Backend;
 
 /// The Thrift compact encoding of a `BloomFilterHeader` after its `numBytes` field: algorithm =
@@ -22,6 +22,13 @@ const HEADER_TAIL: [u8; 13] = [
 ];
 /// Thrift compact field header: field id delta 1, type i32 (`numBytes`).
 const NUM_BYTES_FIELD: u8 = 0x15;
+/// The SBBF block of hash `h`: the spec's `((h >> 32) * num_blocks) >> 32` (so at most 2^32
+/// blocks).
+#[inline(always)]
+fn block_index(hash: u64, num_blocks: u64) -> u64 {
+    ((hash >> 32) * num_blocks) >> 32
+}
+
 /// The largest bitset Parquet's sizing rule produces (arrow-rs and parquet-mr `BLOOM_FILTER_MAX_BYTES`).
 pub const SBBF_MAX_OPTIMAL_BYTES: u64 = 128 * 1024 * 1024;
 
@@ -134,13 +141,13 @@ impl Sbbf {
     }
 
     /// Inserts by XXH64 hash; returns whether a bit changed.
-    #[inline]
+    #[inline(always)]
     pub fn insert_hash(&mut self, hash: u64) -> bool {
         let index = self.index(hash);
         let backend = self.backend;
         // Indexing (not get_unchecked): the block index is below num_blocks by the spec's rule,
         // and this path is not the crate's hot one.
-        backend.sbbf_insert(&mut self.blocks[index], hash as u32)
+        backend.insert(&mut self.blocks[index], hash as u32)
     }
 
     /// Whether a value (plain-encoded bytes) may be in the filter.
@@ -149,10 +156,10 @@ impl Sbbf {
     }
 
     /// Whether the value with this XXH64 hash may be in the filter.
-    #[inline]
+    #[inline(always)]
     pub fn contains_hash(&self, hash: u64) -> bool {
         self.backend
-            .sbbf_contains(&self.blocks[self.index(hash)], hash as u32)
+            .contains(&self.blocks[self.index(hash)], hash as u32)
     }
 
     /// Blocks of 256 bits.
@@ -167,11 +174,9 @@ impl Sbbf {
 
     /// The bitset as Parquet stores it: each block's eight words as little-endian `u32`.
     pub fn bitset(&self) -> Vec<u8> {
-        self.blocks
-            .iter()
-            .flat_map(|b| b.0)
-            .flat_map(u32::to_le_bytes)
-            .collect()
+        let mut out = Vec::with_capacity(self.num_bytes() as usize);
+        self.blocks.iter().for_each(|b| b.write_le_bytes(&mut out));
+        out
     }
 
     /// A filter over a Parquet bitset (no header).
@@ -196,15 +201,10 @@ impl Sbbf {
         }
         let mut chunks = bytes.chunks_exact(SBBF_BLOCK_BYTES);
         let blocks = try_alloc(len / SBBF_BLOCK_BYTES as u64, || {
-            let chunk = chunks.next().unwrap_or(&[0; SBBF_BLOCK_BYTES]);
-            SbbfBlock(core::array::from_fn(|w| {
-                u32::from_le_bytes([
-                    chunk[4 * w],
-                    chunk[4 * w + 1],
-                    chunk[4 * w + 2],
-                    chunk[4 * w + 3],
-                ])
-            }))
+            chunks
+                .next()
+                .and_then(|c| c.try_into().ok())
+                .map_or(SbbfBlock::ZERO, SbbfBlock::from_le_bytes)
         })?;
         Ok(Sbbf {
             num_blocks: blocks.len() as u64,
@@ -271,12 +271,17 @@ impl Sbbf {
     }
 }
 
-/// A ULEB128 varint of at most 5 bytes (an i32's zigzag form); the value and bytes used.
+/// A minimal ULEB128 varint of at most 5 bytes (an i32's zigzag form); the value and bytes used.
 fn read_varint(bytes: &[u8]) -> Option<(u32, usize)> {
     let mut value: u64 = 0;
     for (i, &byte) in bytes.iter().take(5).enumerate() {
         value |= u64::from(byte & 0x7f) << (7 * i);
         if byte & 0x80 == 0 {
+            // A zero final byte after the first is a non-minimal encoding: rejected, so that a
+            // filter that loads writes the same header back.
+            if byte == 0 && i > 0 {
+                return None;
+            }
             return u32::try_from(value).ok().map(|v| (v, i + 1));
         }
     }

@@ -1,11 +1,11 @@
 //! Kernel backends: a scalar path that is always compiled (and the only one under miri), and an
 //! AVX2 path on x86-64, picked once when a filter is built.
 //!
-//! AVX-512 is not offered: the 512-bit block is two 256-bit halves in AVX2 already, and the
-//! machines this crate was measured on have no AVX-512 to show that a third path pays.
+//! AVX-512 is not offered: a block is one 256-bit register, so a wider register does not make a
+//! single query cheaper, and the machines this crate was measured on have no AVX-512 on which to
+//! show that a batched AVX-512 path pays.
 
 use crate::block::{self, Block};
-use crate::sbbf_block::{self, SbbfBlock};
 
 /// The instruction set a filter's kernels use.
 ///
@@ -16,8 +16,8 @@ use crate::sbbf_block::{self, SbbfBlock};
 pub enum Backend {
     /// Portable 64-bit scalar code. Always available.
     Scalar,
-    /// x86-64 AVX2: a block is two 256-bit vectors; masks come from one `vpmulld` and
-    /// `vpsllvq` per half.
+    /// x86-64 AVX2: a block is one 256-bit vector; its mask is one `vpmulld`, one `vpsrld` and
+    /// one `vpsllvd`.
     Avx2,
 }
 
@@ -51,7 +51,7 @@ impl Backend {
     /// Whether every bit of fingerprint `x` is set in `block`.
     ///
     /// Invariant (callers): `self.is_available()`, checked when the filter was built.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn contains(self, block: &Block, x: u32) -> bool {
         match self {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
@@ -67,7 +67,7 @@ impl Backend {
     /// Sets every bit of fingerprint `x` in `block`; whether any was clear before.
     ///
     /// Invariant (callers): `self.is_available()`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn insert(self, block: &mut Block, x: u32) -> bool {
         match self {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
@@ -77,38 +77,6 @@ impl Backend {
                 unsafe { avx2::insert(block, x) }
             }
             _ => block::insert_scalar(block, x),
-        }
-    }
-
-    /// Parquet SBBF: whether every bit of `x` is set in `block`.
-    ///
-    /// Invariant (callers): `self.is_available()`.
-    #[inline]
-    pub(crate) fn sbbf_contains(self, block: &SbbfBlock, x: u32) -> bool {
-        match self {
-            #[cfg(all(target_arch = "x86_64", not(miri)))]
-            Backend::Avx2 => {
-                debug_assert!(avx2_available());
-                // SAFETY: a filter only holds `Backend::Avx2` after `is_available` said yes.
-                unsafe { avx2::sbbf_contains(block, x) }
-            }
-            _ => sbbf_block::contains_scalar(block, x),
-        }
-    }
-
-    /// Parquet SBBF: sets every bit of `x` in `block`; whether any was clear before.
-    ///
-    /// Invariant (callers): `self.is_available()`.
-    #[inline]
-    pub(crate) fn sbbf_insert(self, block: &mut SbbfBlock, x: u32) -> bool {
-        match self {
-            #[cfg(all(target_arch = "x86_64", not(miri)))]
-            Backend::Avx2 => {
-                debug_assert!(avx2_available());
-                // SAFETY: a filter only holds `Backend::Avx2` after `is_available` said yes.
-                unsafe { avx2::sbbf_insert(block, x) }
-            }
-            _ => sbbf_block::insert_scalar(block, x),
         }
     }
 }
@@ -144,20 +112,18 @@ pub(crate) fn prefetch<T>(ptr: *const T) {
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 mod avx2 {
     use core::arch::x86_64::{
-        __m256i, _mm256_andnot_si256, _mm256_castsi256_si128, _mm256_cvtepu32_epi64,
-        _mm256_extracti128_si256, _mm256_loadu_si256, _mm256_mullo_epi32, _mm256_or_si256,
-        _mm256_set1_epi32, _mm256_set1_epi64x, _mm256_setr_epi32, _mm256_sllv_epi32,
-        _mm256_sllv_epi64, _mm256_srli_epi32, _mm256_storeu_si256, _mm256_testc_si256,
-        _mm256_testz_si256,
+        __m256i, _mm256_andnot_si256, _mm256_loadu_si256, _mm256_mullo_epi32, _mm256_or_si256,
+        _mm256_set1_epi32, _mm256_setr_epi32, _mm256_sllv_epi32, _mm256_srli_epi32,
+        _mm256_storeu_si256, _mm256_testc_si256, _mm256_testz_si256,
     };
 
     use crate::block::{BIT_SHIFT, Block, SALT};
-    use crate::sbbf_block::{SBBF_BIT_SHIFT, SbbfBlock};
 
-    /// `x * SALT[i] mod 2^32 >> shift` in each of eight 32-bit lanes.
+    /// The block mask for `x`: bit `x * SALT[i] mod 2^32 >> 27` in 32-bit lane `i`.
     #[inline]
     #[target_feature(enable = "avx2")]
-    fn bit_indexes<const SHIFT: i32>(x: u32) -> __m256i {
+    pub(crate) fn mask(x: u32) -> __m256i {
+        const { assert!(BIT_SHIFT == 27) };
         let salt = _mm256_setr_epi32(
             SALT[0] as i32,
             SALT[1] as i32,
@@ -168,19 +134,8 @@ mod avx2 {
             SALT[6] as i32,
             SALT[7] as i32,
         );
-        _mm256_srli_epi32::<SHIFT>(_mm256_mullo_epi32(_mm256_set1_epi32(x as i32), salt))
-    }
-
-    /// The two 256-bit halves of the block mask for `x`: one bit in each 64-bit word.
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    fn masks(x: u32) -> (__m256i, __m256i) {
-        const { assert!(BIT_SHIFT == 26) };
-        let idx = bit_indexes::<26>(x);
-        let lo = _mm256_cvtepu32_epi64(_mm256_castsi256_si128(idx));
-        let hi = _mm256_cvtepu32_epi64(_mm256_extracti128_si256::<1>(idx));
-        let one = _mm256_set1_epi64x(1);
-        (_mm256_sllv_epi64(one, lo), _mm256_sllv_epi64(one, hi))
+        let index = _mm256_srli_epi32::<27>(_mm256_mullo_epi32(_mm256_set1_epi32(x as i32), salt));
+        _mm256_sllv_epi32(_mm256_set1_epi32(1), index)
     }
 
     /// # Safety
@@ -188,13 +143,10 @@ mod avx2 {
     #[inline]
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn contains(block: &Block, x: u32) -> bool {
-        let (m0, m1) = masks(x);
-        let p = block.0.as_ptr().cast::<__m256i>();
-        // SAFETY: `block.0` is 64 readable bytes, so both 32-byte unaligned loads at offsets 0
-        // and 32 stay inside it.
-        let (b0, b1) = unsafe { (_mm256_loadu_si256(p), _mm256_loadu_si256(p.add(1))) };
+        // SAFETY: `block.0` is 32 readable bytes: one unaligned 32-byte load covers it exactly.
+        let b = unsafe { _mm256_loadu_si256(block.0.as_ptr().cast::<__m256i>()) };
         // testc(b, m) is 1 iff (!b & m) == 0: every mask bit is set in the block.
-        (_mm256_testc_si256(b0, m0) & _mm256_testc_si256(b1, m1)) != 0
+        _mm256_testc_si256(b, mask(x)) != 0
     }
 
     /// # Safety
@@ -202,44 +154,7 @@ mod avx2 {
     #[inline]
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn insert(block: &mut Block, x: u32) -> bool {
-        let (m0, m1) = masks(x);
-        let p = block.0.as_mut_ptr().cast::<__m256i>();
-        // SAFETY: `block.0` is 64 bytes we hold exclusively (`&mut`); the loads and stores at
-        // offsets 0 and 32 cover it exactly, unaligned access is allowed.
-        unsafe {
-            let (b0, b1) = (_mm256_loadu_si256(p), _mm256_loadu_si256(p.add(1)));
-            let missing = _mm256_or_si256(_mm256_andnot_si256(b0, m0), _mm256_andnot_si256(b1, m1));
-            _mm256_storeu_si256(p, _mm256_or_si256(b0, m0));
-            _mm256_storeu_si256(p.add(1), _mm256_or_si256(b1, m1));
-            _mm256_testz_si256(missing, missing) == 0
-        }
-    }
-
-    /// The SBBF block mask for `x`: one bit in each 32-bit word.
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    fn sbbf_mask(x: u32) -> __m256i {
-        const { assert!(SBBF_BIT_SHIFT == 27) };
-        _mm256_sllv_epi32(_mm256_set1_epi32(1), bit_indexes::<27>(x))
-    }
-
-    /// # Safety
-    /// The CPU must support AVX2.
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn sbbf_contains(block: &SbbfBlock, x: u32) -> bool {
-        let m = sbbf_mask(x);
-        // SAFETY: `block.0` is 32 readable bytes: one unaligned 32-byte load.
-        let b = unsafe { _mm256_loadu_si256(block.0.as_ptr().cast::<__m256i>()) };
-        _mm256_testc_si256(b, m) != 0
-    }
-
-    /// # Safety
-    /// The CPU must support AVX2.
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn sbbf_insert(block: &mut SbbfBlock, x: u32) -> bool {
-        let m = sbbf_mask(x);
+        let m = mask(x);
         let p = block.0.as_mut_ptr().cast::<__m256i>();
         // SAFETY: `block.0` is 32 bytes we hold exclusively (`&mut`): one unaligned load and
         // one store cover it exactly.

@@ -1,0 +1,108 @@
+//! Differential fuzzing of txgate-bloom against a `HashSet` model: any sequence of inserts,
+//! queries, clears, unions and reloads, on both filter variants. The filters may answer "maybe"
+//! for keys the model lacks (false positives) but never "no" for a key it holds, and the plain and
+//! atomic variants must agree bit for bit.
+#![no_main]
+
+use std::collections::HashSet;
+
+use arbitrary::Arbitrary;
+use libfuzzer_sys::fuzz_target;
+use txgate_bloom::{AtomicBlockedBloom, BlockedBloom, BloomBuilder};
+
+#[derive(Arbitrary, Debug, Clone, PartialEq, Eq, Hash)]
+enum Key {
+    Bytes(Vec<u8>),
+    Id([u8; 32]),
+    Hash(u64),
+}
+
+#[derive(Arbitrary, Debug)]
+enum Op {
+    Insert(Key),
+    Contains(Key),
+    Clear,
+    /// Union with a fresh filter of the same shape holding these keys.
+    UnionWith(Vec<Key>),
+    /// Serialize and load both variants again.
+    Reload,
+}
+
+#[derive(Arbitrary, Debug)]
+struct Input {
+    blocks: u8,
+    seed: u64,
+    ops: Vec<Op>,
+}
+
+fn insert(plain: &mut BlockedBloom, atomic: &AtomicBlockedBloom, key: &Key) -> (bool, bool) {
+    match key {
+        Key::Bytes(b) => (plain.insert(b), atomic.insert(b)),
+        Key::Id(id) => (plain.insert_id(id), atomic.insert_id(id)),
+        Key::Hash(h) => (plain.insert_hash(*h), atomic.insert_hash(*h)),
+    }
+}
+
+fn contains(plain: &BlockedBloom, atomic: &AtomicBlockedBloom, key: &Key) -> (bool, bool) {
+    match key {
+        Key::Bytes(b) => (plain.contains(b), atomic.contains(b)),
+        Key::Id(id) => (plain.contains_id(id), atomic.contains_id(id)),
+        Key::Hash(h) => (plain.contains_hash(*h), atomic.contains_hash(*h)),
+    }
+}
+
+fuzz_target!(|input: Input| {
+    let builder = BloomBuilder::with_num_blocks(u64::from(input.blocks) + 1)
+        .unwrap()
+        .seed(input.seed);
+    let mut plain = builder.build().unwrap();
+    let mut atomic = builder.build_atomic().unwrap();
+    let mut model: HashSet<Key> = HashSet::new();
+    for op in input.ops.iter().take(512) {
+        match op {
+            Op::Insert(key) => {
+                let (p, a) = insert(&mut plain, &atomic, key);
+                assert_eq!(p, a, "variants disagree on insert");
+                if model.contains(key) {
+                    assert!(!p, "a present key reported new");
+                }
+                model.insert(key.clone());
+            }
+            Op::Contains(key) => {
+                let (p, a) = contains(&plain, &atomic, key);
+                assert_eq!(p, a, "variants disagree on contains");
+                if model.contains(key) {
+                    assert!(p, "false negative");
+                }
+            }
+            Op::Clear => {
+                plain.clear();
+                atomic.clear();
+                model.clear();
+                assert!(plain.is_empty());
+            }
+            Op::UnionWith(keys) => {
+                let mut other = builder.build().unwrap();
+                let other_atomic = builder.build_atomic().unwrap();
+                for key in keys.iter().take(64) {
+                    insert(&mut other, &other_atomic, key);
+                    model.insert(key.clone());
+                }
+                plain.union(&other).unwrap();
+                atomic.union(&other).unwrap();
+            }
+            Op::Reload => {
+                let bytes = plain.to_bytes();
+                plain = BlockedBloom::from_bytes(&bytes).unwrap();
+                atomic = AtomicBlockedBloom::from_bytes(&atomic.to_bytes()).unwrap();
+            }
+        }
+        assert_eq!(plain.to_bytes(), atomic.to_bytes(), "variants' bits differ");
+    }
+    for key in &model {
+        assert!(
+            contains(&plain, &atomic, key) == (true, true),
+            "false negative at the end"
+        );
+    }
+});

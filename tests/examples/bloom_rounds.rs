@@ -1,0 +1,129 @@
+//! The main job until the txgate CLI exists: per-round bloom filters over real Algorand txids,
+//! then the false-positive rate of txgate-bloom measured against the blocked-filter formula.
+//!
+//! ```text
+//! cargo run --release -p txgate-tests --example bloom_rounds
+//! ```
+//! Reads `../shared/data` (or `$TXGATE_DATA`); see `shared/data/SOURCES.md`.
+
+use std::time::Instant;
+
+use txgate_bloom::{Backend, BlockedBloom, BloomBuilder, false_positive_rate};
+use txgate_tests::real_round_txids;
+
+/// SplitMix64: reproducible well-mixed probe hashes.
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+fn main() {
+    println!("txgate-bloom: per-round txid filters on real Algorand rounds\n");
+    match real_round_txids() {
+        Some(rounds) => real_rounds(&rounds),
+        None => println!("(real data missing: skipped the per-round part)\n"),
+    }
+    fpr_table();
+}
+
+fn real_rounds(rounds: &[txgate_tests::RoundTxids]) {
+    let fpr = 0.001;
+    let started = Instant::now();
+    let filters: Vec<BlockedBloom> = rounds
+        .iter()
+        .map(|r| {
+            let mut f = BloomBuilder::with_false_positive_rate(r.txids.len() as u64, fpr)
+                .expect("valid sizing")
+                .build()
+                .expect("small filter");
+            for t in &r.txids {
+                f.insert_id(t);
+            }
+            f
+        })
+        .collect();
+    let built = started.elapsed();
+    let (mut hits, mut queries, mut false_positives) = (0u64, 0u64, 0u64);
+    for (i, r) in rounds.iter().enumerate() {
+        for t in &r.txids {
+            for (j, f) in filters.iter().enumerate() {
+                let present = f.contains_id(t);
+                if i == j {
+                    hits += u64::from(present);
+                } else {
+                    queries += 1;
+                    false_positives += u64::from(present);
+                }
+            }
+        }
+    }
+    let txids: usize = rounds.iter().map(|r| r.txids.len()).sum();
+    let bytes: u64 = filters.iter().map(BlockedBloom::memory_bytes).sum();
+    println!(
+        "rounds                 {:>10}  ({} networks)",
+        rounds.len(),
+        {
+            let mut n: Vec<&str> = rounds.iter().map(|r| r.network.as_str()).collect();
+            n.sort_unstable();
+            n.dedup();
+            n.len()
+        }
+    );
+    println!("txids                  {txids:>10}");
+    println!("filter memory          {bytes:>10} bytes  (built in {built:?})");
+    println!("found in own round     {hits:>10} / {txids}");
+    println!(
+        "other-round queries    {queries:>10}  false positives {false_positives} ({:.4} %, configured {:.4} %)\n",
+        100.0 * false_positives as f64 / queries as f64,
+        100.0 * fpr
+    );
+}
+
+fn fpr_table() {
+    const KEYS: u64 = 1 << 20;
+    const PROBES: u64 = 10_000_000;
+    println!(
+        "false-positive rate, {KEYS} keys, {PROBES} probes (fixed seeds), measured vs Putze et al. formula"
+    );
+    println!(
+        "{:<8} {:<9} {:<7} {:>12} {:>12} {:>9}",
+        "bits/key", "variant", "backend", "measured %", "formula %", "ratio"
+    );
+    for bits_per_key in [8u64, 10, 16] {
+        let blocks = KEYS * bits_per_key / 512;
+        let expected = false_positive_rate(KEYS, blocks);
+        for backend in Backend::available() {
+            let builder = BloomBuilder::with_num_blocks(blocks)
+                .expect("blocks")
+                .seed(1)
+                .backend(backend);
+            let mut plain = builder.build().expect("filter");
+            let atomic = builder.build_atomic().expect("filter");
+            let mut s = 0xfeed;
+            for _ in 0..KEYS {
+                let h = splitmix(&mut s);
+                plain.insert_hash(h);
+                atomic.insert_hash(h);
+            }
+            let plain_contains = |h| plain.contains_hash(h);
+            let atomic_contains = |h| atomic.contains_hash(h);
+            let variants: [(&str, &dyn Fn(u64) -> bool); 2] =
+                [("plain", &plain_contains), ("atomic", &atomic_contains)];
+            for (variant, contains) in variants {
+                let mut s = 0xbeef;
+                let hits = (0..PROBES).filter(|_| contains(splitmix(&mut s))).count();
+                let got = hits as f64 / PROBES as f64;
+                println!(
+                    "{bits_per_key:<8} {variant:<9} {:<7} {:>12.4} {:>12.4} {:>9.3}",
+                    format!("{backend:?}"),
+                    100.0 * got,
+                    100.0 * expected,
+                    got / expected
+                );
+            }
+        }
+    }
+}
