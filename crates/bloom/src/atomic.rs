@@ -4,7 +4,7 @@ use std::hash::Hash;
 
 use crate::block::{
     BITS_PER_BLOCK, BLOCK_BYTES, Block, WORDS_PER_BLOCK, block_index, fingerprint, from_pairs,
-    masks, to_pairs,
+    to_pairs,
 };
 use crate::builder::{hash_id, hash_key, try_alloc};
 use crate::error::{BuildError, LoadError, ShapeError};
@@ -46,11 +46,12 @@ impl AtomicBlock {
 /// - Every insert that happens-before a query (a thread join, a channel, a Release store read by
 ///   an Acquire load, ...) is seen by it: no false negatives. A query racing an insert of the same
 ///   key may see some of its bits and not others, and answer either way.
-/// - [`insert`](Self::insert) returns `true` iff this call set at least one of the key's bits
-///   that was clear. When several threads insert the same new key at the same time, **at least
-///   one of them returns `true`**, and more than one may: each bit is set by exactly one
-///   `fetch_or`, but different threads can win different bits. Code that needs exactly one
-///   winner per key needs a lock or a set, not a bloom filter.
+/// - [`insert`](Self::insert) returns `true` iff its load of the block found at least one of
+///   the key's bits clear (it then sets them with `fetch_or`); alone, that is exactly "the key
+///   was new". When several threads insert the same new key at the same time, **at least one of
+///   them returns `true`** (each bit is set by some `fetch_or`, and a call that finds every bit
+///   already set performs none), and more than one may (several can load before any sets).
+///   Code that needs exactly one winner per key needs a lock or a set, not a bloom filter.
 /// - Words are atomics with `Relaxed` ordering: the filter publishes no other memory through
 ///   its bits, so it asks for no ordering beyond each word's own modification order.
 ///
@@ -128,8 +129,8 @@ impl AtomicBlockedBloom {
         hash_id(self.seed, id)
     }
 
-    /// Inserts `key`; returns `true` iff this call set a bit that was clear (see the type docs
-    /// for what racing inserts of one key return).
+    /// Inserts `key`; returns `true` iff this call found one of the key's bits clear (and set
+    /// it). See the type docs for what racing inserts of one key return.
     #[inline]
     pub fn insert<T: Hash + ?Sized>(&self, key: &T) -> bool {
         self.insert_hash(self.hash(key))
@@ -146,16 +147,17 @@ impl AtomicBlockedBloom {
     #[inline(always)]
     pub fn insert_hash(&self, hash: u64) -> bool {
         let block = self.block(hash);
-        let mut set_any = false;
-        for (word, mask) in block.0.iter().zip(to_pairs(masks(fingerprint(hash)))) {
+        let mut saw_clear = false;
+        for (word, mask) in block.0.iter().zip(self.backend.mask_pairs(fingerprint(hash))) {
             // Relaxed (load and fetch_or): bits publish nothing else; only each word's own
-            // modification order matters, and it decides which fetch_or set the bit.
+            // modification order matters. The result of fetch_or is not used, so x86 emits a
+            // plain `lock or` rather than a compare-exchange loop.
             if word.load(Ordering::Relaxed) & mask != mask {
-                let before = word.fetch_or(mask, Ordering::Relaxed);
-                set_any |= before & mask != mask;
+                word.fetch_or(mask, Ordering::Relaxed);
+                saw_clear = true;
             }
         }
-        set_any
+        saw_clear
     }
 
     /// Inserts every key of `hashes` (pre-hashed, as [`insert_hash`](Self::insert_hash)),
@@ -190,7 +192,11 @@ impl AtomicBlockedBloom {
     pub fn contains_hash(&self, hash: u64) -> bool {
         let block = self.block(hash);
         let mut missing = 0;
-        for (word, mask) in block.0.iter().zip(to_pairs(masks(fingerprint(hash)))) {
+        for (word, mask) in block
+            .0
+            .iter()
+            .zip(self.backend.mask_pairs(fingerprint(hash)))
+        {
             // Relaxed: see the type docs; inserts are ordered before this by the caller.
             missing |= mask & !word.load(Ordering::Relaxed);
         }
@@ -308,8 +314,8 @@ impl AtomicBlockedBloom {
         self.seed
     }
 
-    /// The backend [`to_plain`](Self::to_plain) hands on (atomic words are tested with scalar
-    /// code: a vector load of atomics would race with `fetch_or`).
+    /// The backend that computes the key's bit masks (the words themselves are read and written
+    /// only with scalar atomic operations: a vector load of atomics would race with `fetch_or`).
     pub fn backend(&self) -> Backend {
         self.backend
     }

@@ -5,7 +5,7 @@
 //! single query cheaper, and the machines this crate was measured on have no AVX-512 on which to
 //! show that a batched AVX-512 path pays.
 
-use crate::block::{self, Block};
+use crate::block::{self, Block, WORDS_PER_BLOCK};
 
 /// The instruction set a filter's kernels use.
 ///
@@ -81,6 +81,25 @@ impl Backend {
     }
 }
 
+impl Backend {
+    /// The key's masks as four 64-bit pairs of words ([`block::to_pairs`]), for the atomic
+    /// filter's `fetch_or`s.
+    ///
+    /// Invariant (callers): `self.is_available()`.
+    #[inline(always)]
+    pub(crate) fn mask_pairs(self, x: u32) -> [u64; WORDS_PER_BLOCK / 2] {
+        match self {
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            Backend::Avx2 => {
+                debug_assert!(avx2_available());
+                // SAFETY: a filter only holds `Backend::Avx2` after `is_available` said yes.
+                unsafe { avx2::mask_pairs(x) }
+            }
+            _ => block::to_pairs(block::masks(x)),
+        }
+    }
+}
+
 fn avx2_available() -> bool {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
@@ -136,6 +155,21 @@ mod avx2 {
         );
         let index = _mm256_srli_epi32::<27>(_mm256_mullo_epi32(_mm256_set1_epi32(x as i32), salt));
         _mm256_sllv_epi32(_mm256_set1_epi32(1), index)
+    }
+
+    /// The mask as four 64-bit pairs of words: x86-64 is little-endian, so storing the eight
+    /// 32-bit lanes and reading them back as four `u64`s puts word `2j` in the low half of pair
+    /// `j`, which is [`to_pairs`](crate::block::to_pairs).
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn mask_pairs(x: u32) -> [u64; 4] {
+        let mut pairs = [0u64; 4];
+        // SAFETY: `pairs` is 32 writable bytes: one unaligned 32-byte store covers it exactly.
+        unsafe { _mm256_storeu_si256(pairs.as_mut_ptr().cast::<__m256i>(), mask(x)) };
+        pairs
     }
 
     /// # Safety

@@ -32,8 +32,8 @@ fn racing_inserts_of_one_key() {
 }
 
 /// Two threads insert different keys into the one block: both are visible after the joins, and
-/// each reports itself new (each key has a bit the other does not set, which only its own
-/// fetch_or can set).
+/// each reports itself new (each key has a bit the other never sets, so its own load always
+/// finds that bit clear).
 #[test]
 fn racing_inserts_of_two_keys_in_one_block() {
     loom::model(|| {
