@@ -9,7 +9,7 @@ use crate::block::{
 use crate::builder::{hash_id, hash_key, try_alloc};
 use crate::error::{BuildError, LoadError, ShapeError};
 use crate::filter::{BlockedBloom, PREFETCH_AHEAD, estimate_len};
-use crate::simd::{Backend, prefetch};
+use crate::simd::{Backend, Kernel, prefetch};
 use crate::sync::{AtomicU64, Ordering};
 use crate::{format, sizing};
 
@@ -51,6 +51,9 @@ impl AtomicBlock {
 ///   was new". When several threads insert the same new key at the same time, **at least one of
 ///   them returns `true`** (each bit is set by some `fetch_or`, and a call that finds every bit
 ///   already set performs none), and more than one may (several can load before any sets).
+///   This assumes the key's clear bits are set only by those racing inserts: if inserts of
+///   other keys set them meanwhile, every insert of this key may return `false`, which is the
+///   same thing as the key being a false positive.
 ///   Code that needs exactly one winner per key needs a lock or a set, not a bloom filter.
 /// - Words are atomics with `Relaxed` ordering: the filter publishes no other memory through
 ///   its bits, so it asks for no ordering beyond each word's own modification order.
@@ -75,8 +78,7 @@ pub struct AtomicBlockedBloom {
     blocks: Box<[AtomicBlock]>,
     num_blocks: u64,
     seed: u64,
-    // Invariant: backend.is_available().
-    backend: Backend,
+    kernel: Kernel,
 }
 
 impl std::fmt::Debug for AtomicBlockedBloom {
@@ -84,7 +86,7 @@ impl std::fmt::Debug for AtomicBlockedBloom {
         f.debug_struct("AtomicBlockedBloom")
             .field("num_blocks", &self.num_blocks)
             .field("seed", &self.seed)
-            .field("backend", &self.backend)
+            .field("backend", &self.kernel.backend())
             .finish_non_exhaustive()
     }
 }
@@ -93,19 +95,19 @@ impl AtomicBlockedBloom {
     pub(crate) fn from_parts(
         num_blocks: u64,
         seed: u64,
-        backend: Backend,
+        kernel: Kernel,
     ) -> Result<Self, BuildError> {
         let blocks = try_alloc(num_blocks, || AtomicBlock::new(Block::ZERO))?;
-        Ok(Self::from_blocks(blocks, seed, backend))
+        Ok(Self::from_blocks(blocks, seed, kernel))
     }
 
-    fn from_blocks(blocks: Box<[AtomicBlock]>, seed: u64, backend: Backend) -> Self {
-        debug_assert!(!blocks.is_empty() && backend.is_available());
+    fn from_blocks(blocks: Box<[AtomicBlock]>, seed: u64, kernel: Kernel) -> Self {
+        debug_assert!(!blocks.is_empty());
         AtomicBlockedBloom {
             num_blocks: blocks.len() as u64,
             blocks,
             seed,
-            backend,
+            kernel,
         }
     }
 
@@ -148,7 +150,11 @@ impl AtomicBlockedBloom {
     pub fn insert_hash(&self, hash: u64) -> bool {
         let block = self.block(hash);
         let mut saw_clear = false;
-        for (word, mask) in block.0.iter().zip(self.backend.mask_pairs(fingerprint(hash))) {
+        for (word, mask) in block
+            .0
+            .iter()
+            .zip(self.kernel.mask_pairs(fingerprint(hash)))
+        {
             // Relaxed (load and fetch_or): bits publish nothing else; only each word's own
             // modification order matters. The result of fetch_or is not used, so x86 emits a
             // plain `lock or` rather than a compare-exchange loop.
@@ -195,7 +201,7 @@ impl AtomicBlockedBloom {
         for (word, mask) in block
             .0
             .iter()
-            .zip(self.backend.mask_pairs(fingerprint(hash)))
+            .zip(self.kernel.mask_pairs(fingerprint(hash)))
         {
             // Relaxed: see the type docs; inserts are ordered before this by the caller.
             missing |= mask & !word.load(Ordering::Relaxed);
@@ -317,7 +323,7 @@ impl AtomicBlockedBloom {
     /// The backend that computes the key's bit masks (the words themselves are read and written
     /// only with scalar atomic operations: a vector load of atomics would race with `fetch_or`).
     pub fn backend(&self) -> Backend {
-        self.backend
+        self.kernel.backend()
     }
 
     /// The serialized form, identical to [`BlockedBloom::to_bytes`] of the same bits.
@@ -338,7 +344,7 @@ impl AtomicBlockedBloom {
         let loaded = try_alloc(header.num_blocks, || {
             AtomicBlock::new(blocks.next().unwrap_or(Block::ZERO))
         })?;
-        Ok(Self::from_blocks(loaded, header.seed, Backend::detect()))
+        Ok(Self::from_blocks(loaded, header.seed, Kernel::detect()))
     }
 
     /// A plain copy of the current bits (for SIMD queries once inserts are done).
@@ -350,14 +356,14 @@ impl AtomicBlockedBloom {
         let blocks = try_alloc(self.num_blocks, || {
             it.next().map_or(Block::ZERO, AtomicBlock::load)
         })?;
-        Ok(BlockedBloom::from_raw(blocks, self.seed, self.backend))
+        Ok(BlockedBloom::from_raw(blocks, self.seed, self.kernel))
     }
 }
 
 impl From<BlockedBloom> for AtomicBlockedBloom {
     fn from(plain: BlockedBloom) -> Self {
-        let (blocks, seed, backend) = plain.into_blocks();
+        let (blocks, seed, kernel) = plain.into_blocks();
         let atomic: Box<[AtomicBlock]> = blocks.iter().map(|b| AtomicBlock::new(*b)).collect();
-        AtomicBlockedBloom::from_blocks(atomic, seed, backend)
+        AtomicBlockedBloom::from_blocks(atomic, seed, kernel)
     }
 }

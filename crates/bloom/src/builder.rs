@@ -4,7 +4,7 @@ use std::hash::{BuildHasher, Hash, Hasher};
 
 use crate::block::BITS_PER_BLOCK;
 use crate::error::BuildError;
-use crate::simd::Backend;
+use crate::simd::{Backend, Kernel};
 use crate::sizing::{MAX_BLOCKS, num_blocks_for, num_blocks_for_bits};
 use crate::{AtomicBlockedBloom, BlockedBloom};
 
@@ -29,7 +29,7 @@ pub struct BloomBuilder {
 
 impl BloomBuilder {
     /// The smallest filter that holds `items` keys at or below false-positive rate `fpr`, by the
-    /// exact blocked-filter formula ([`num_blocks_for`]).
+    /// blocked-filter formula of Putze et al. ([`num_blocks_for`]).
     ///
     /// # Errors
     /// [`BuildError::InvalidFalsePositiveRate`] unless `0 < fpr < 1`; [`BuildError::TooLarge`].
@@ -89,15 +89,12 @@ impl BloomBuilder {
     }
 
     /// Resolves seed and backend.
-    pub(crate) fn parts(&self) -> Result<(u64, u64, Backend), BuildError> {
-        let backend = self.backend.unwrap_or_else(Backend::detect);
-        if !backend.is_available() {
-            return Err(BuildError::BackendUnavailable(backend));
-        }
+    pub(crate) fn parts(&self) -> Result<(u64, u64, Kernel), BuildError> {
+        let kernel = Kernel::new(self.backend.unwrap_or_else(Backend::detect))?;
         Ok((
             self.num_blocks,
             self.seed.unwrap_or_else(random_seed),
-            backend,
+            kernel,
         ))
     }
 
@@ -107,8 +104,8 @@ impl BloomBuilder {
     /// [`BuildError::AllocationFailed`] when the memory is not available;
     /// [`BuildError::BackendUnavailable`] when a backend this CPU lacks was asked for.
     pub fn build(&self) -> Result<BlockedBloom, BuildError> {
-        let (num_blocks, seed, backend) = self.parts()?;
-        BlockedBloom::from_parts(num_blocks, seed, backend)
+        let (num_blocks, seed, kernel) = self.parts()?;
+        BlockedBloom::from_parts(num_blocks, seed, kernel)
     }
 
     /// Allocates an empty [`AtomicBlockedBloom`].
@@ -116,8 +113,8 @@ impl BloomBuilder {
     /// # Errors
     /// As [`BloomBuilder::build`].
     pub fn build_atomic(&self) -> Result<AtomicBlockedBloom, BuildError> {
-        let (num_blocks, seed, backend) = self.parts()?;
-        AtomicBlockedBloom::from_parts(num_blocks, seed, backend)
+        let (num_blocks, seed, kernel) = self.parts()?;
+        AtomicBlockedBloom::from_parts(num_blocks, seed, kernel)
     }
 }
 
@@ -150,32 +147,13 @@ pub(crate) fn hash_key<T: Hash + ?Sized>(seed: u64, key: &T) -> u64 {
     hasher.finish()
 }
 
-/// The 64-bit hash of a 32-byte id, keyed with the seed: wyhash's folded 64 x 64 -> 128-bit
-/// multiply ("mum", Wang Yi) over the id's four little-endian words, specialised to exactly 32
-/// bytes so that it inlines into the lookup (three multiplies; the general-length wyhash is a
-/// call and a loop). The constants are wyhash's secret primes.
+/// The 64-bit hash of a 32-byte id: XXH3-64 with the filter's seed (its 17-128-byte path,
+/// which inlines into the lookup; the general-length wyhash stays a call and a loop).
+///
+/// Like every fast non-cryptographic hash, it does not resist someone who knows the seed and
+/// searches for colliding ids; keep seeds of filters that face adversarial ids private (the
+/// serialized form contains the seed).
 #[inline(always)]
 pub(crate) fn hash_id(seed: u64, id: &[u8; 32]) -> u64 {
-    const P: [u64; 5] = [
-        0xa076_1d64_78bd_642f,
-        0xe703_7ed1_a0b4_28db,
-        0x8ebc_6af0_9c88_c6e3,
-        0x5899_65cc_7537_4cc3,
-        0x1d8e_4e27_c47d_124f,
-    ];
-    let word = |i: usize| {
-        let mut le = [0u8; 8];
-        le.copy_from_slice(&id[8 * i..8 * i + 8]);
-        u64::from_le_bytes(le)
-    };
-    let a = mum(word(0) ^ P[0] ^ seed, word(1) ^ P[1]);
-    let b = mum(word(2) ^ P[2] ^ seed, word(3) ^ P[3]);
-    mum(a ^ P[4], b ^ seed ^ 32)
-}
-
-/// The folded multiply: the 128-bit product's halves, xored.
-#[inline(always)]
-fn mum(a: u64, b: u64) -> u64 {
-    let product = u128::from(a) * u128::from(b);
-    (product as u64) ^ ((product >> 64) as u64)
+    xxhash_rust::xxh3::xxh3_64_with_seed(id, seed)
 }

@@ -15,7 +15,7 @@ pub enum BuildError {
     /// More bits than this machine can address (`isize::MAX` bytes) were asked for.
     #[error("a filter of {bits} bits is larger than this machine can address")]
     TooLarge {
-        /// Bits asked for.
+        /// Bits asked for (when sizing from a false-positive rate: a lower bound).
         bits: u128,
     },
     /// The allocator could not provide the filter's memory.

@@ -2,10 +2,12 @@
 
 use std::hash::Hash;
 
-use crate::block::{BITS_PER_BLOCK, BITS_PER_KEY, BLOCK_BYTES, Block, block_index, fingerprint};
+use crate::block::{
+    BITS_PER_BLOCK, BITS_SET_PER_KEY, BLOCK_BYTES, Block, block_index, fingerprint,
+};
 use crate::builder::{BloomBuilder, hash_id, hash_key, try_alloc};
 use crate::error::{BuildError, LoadError, ShapeError};
-use crate::simd::{Backend, prefetch};
+use crate::simd::{Backend, Kernel, prefetch};
 use crate::{format, sizing};
 
 /// How many keys ahead [`BlockedBloom::contains_many`] prefetches: enough lines in flight to
@@ -38,8 +40,7 @@ pub struct BlockedBloom {
     blocks: Box<[Block]>,
     num_blocks: u64,
     seed: u64,
-    // Invariant: backend.is_available().
-    backend: Backend,
+    kernel: Kernel,
 }
 
 impl std::fmt::Debug for BlockedBloom {
@@ -47,7 +48,7 @@ impl std::fmt::Debug for BlockedBloom {
         f.debug_struct("BlockedBloom")
             .field("num_blocks", &self.num_blocks)
             .field("seed", &self.seed)
-            .field("backend", &self.backend)
+            .field("backend", &self.kernel.backend())
             .finish_non_exhaustive()
     }
 }
@@ -74,19 +75,19 @@ impl BlockedBloom {
     pub(crate) fn from_parts(
         num_blocks: u64,
         seed: u64,
-        backend: Backend,
+        kernel: Kernel,
     ) -> Result<Self, BuildError> {
         let blocks = try_alloc(num_blocks, || Block::ZERO)?;
-        Ok(Self::from_blocks(blocks, seed, backend))
+        Ok(Self::from_blocks(blocks, seed, kernel))
     }
 
-    fn from_blocks(blocks: Box<[Block]>, seed: u64, backend: Backend) -> Self {
-        debug_assert!(!blocks.is_empty() && backend.is_available());
+    fn from_blocks(blocks: Box<[Block]>, seed: u64, kernel: Kernel) -> Self {
+        debug_assert!(!blocks.is_empty());
         BlockedBloom {
             num_blocks: blocks.len() as u64,
             blocks,
             seed,
-            backend,
+            kernel,
         }
     }
 
@@ -135,8 +136,8 @@ impl BlockedBloom {
     /// uniformly random), or the false-positive rate will be worse than the formula's.
     #[inline(always)]
     pub fn insert_hash(&mut self, hash: u64) -> bool {
-        let backend = self.backend;
-        backend.insert(self.block_mut(hash), fingerprint(hash))
+        let kernel = self.kernel;
+        kernel.insert(self.block_mut(hash), fingerprint(hash))
     }
 
     /// Inserts every key of `hashes` (pre-hashed, as [`insert_hash`](Self::insert_hash)),
@@ -168,7 +169,7 @@ impl BlockedBloom {
     /// Whether the key with this 64-bit hash may be in the filter.
     #[inline(always)]
     pub fn contains_hash(&self, hash: u64) -> bool {
-        self.backend.contains(self.block(hash), fingerprint(hash))
+        self.kernel.contains(self.block(hash), fingerprint(hash))
     }
 
     /// Answers [`contains_hash`](Self::contains_hash) for every hash, writing `out[i]` for
@@ -285,7 +286,7 @@ impl BlockedBloom {
 
     /// The kernel backend in use.
     pub fn backend(&self) -> Backend {
-        self.backend
+        self.kernel.backend()
     }
 
     /// The serialized form (see the [`format`](crate::format) module): a 32-byte versioned
@@ -303,19 +304,19 @@ impl BlockedBloom {
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, LoadError> {
         let (header, mut blocks) = format::decode(bytes)?;
         let loaded = try_alloc(header.num_blocks, || blocks.next().unwrap_or(Block::ZERO))?;
-        Ok(Self::from_blocks(loaded, header.seed, Backend::detect()))
+        Ok(Self::from_blocks(loaded, header.seed, Kernel::detect()))
     }
 
     pub(crate) fn blocks(&self) -> &[Block] {
         &self.blocks
     }
 
-    pub(crate) fn into_blocks(self) -> (Box<[Block]>, u64, Backend) {
-        (self.blocks, self.seed, self.backend)
+    pub(crate) fn into_blocks(self) -> (Box<[Block]>, u64, Kernel) {
+        (self.blocks, self.seed, self.kernel)
     }
 
-    pub(crate) fn from_raw(blocks: Box<[Block]>, seed: u64, backend: Backend) -> Self {
-        Self::from_blocks(blocks, seed, backend)
+    pub(crate) fn from_raw(blocks: Box<[Block]>, seed: u64, kernel: Kernel) -> Self {
+        Self::from_blocks(blocks, seed, kernel)
     }
 }
 
@@ -324,11 +325,13 @@ impl BlockedBloom {
 /// Each key sets one bit in each of the 8 word positions, and within a position every bit of
 /// every block is equally likely, so the filter behaves like 8 interleaved classic filters of
 /// `m / 8` bits with one hash each; the estimator of Swamidass and Baldi (2007),
-/// `n ≈ -(m / k) ln(1 - X / m)`, applies with `k = 8`. A full filter gives `f64::INFINITY`.
+/// `n ≈ -(m / k) ln(1 - X / m)`, applies with `k = 8`. A full filter (or `ones > num_bits`)
+/// gives `f64::INFINITY`.
 pub fn estimate_len(ones: u64, num_bits: u64) -> f64 {
     if num_bits == 0 {
         return 0.0;
     }
     let m = num_bits as f64;
-    -(m / f64::from(BITS_PER_KEY)) * (1.0 - ones as f64 / m).ln()
+    let fill = (ones as f64 / m).min(1.0);
+    -(m / f64::from(BITS_SET_PER_KEY)) * (1.0 - fill).ln()
 }

@@ -12,7 +12,7 @@
 use crate::block::{BLOCK_BYTES as SBBF_BLOCK_BYTES, Block as SbbfBlock};
 use crate::builder::try_alloc;
 use crate::error::{BuildError, LoadError};
-use crate::simd::Backend;
+use crate::simd::{Backend, Kernel};
 
 /// The Thrift compact encoding of a `BloomFilterHeader` after its `numBytes` field: algorithm =
 /// BLOCK (split block), hash = XXHASH, compression = UNCOMPRESSED, then the struct's stop byte.
@@ -46,13 +46,21 @@ pub const SBBF_MAX_OPTIMAL_BYTES: u64 = 128 * 1024 * 1024;
 /// assert!(loaded.contains(b"hello"));
 /// # Ok::<(), txgate_bloom::BuildError>(())
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Sbbf {
     // Invariant: 0 < blocks.len() == num_blocks, num_blocks * 32 <= i32::MAX.
     blocks: Box<[SbbfBlock]>,
     num_blocks: u64,
-    // Invariant: backend.is_available().
-    backend: Backend,
+    kernel: Kernel,
+}
+
+impl std::fmt::Debug for Sbbf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sbbf")
+            .field("num_blocks", &self.num_blocks)
+            .field("backend", &self.kernel.backend())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Sbbf {
@@ -67,7 +75,7 @@ impl Sbbf {
         Ok(Sbbf {
             blocks,
             num_blocks,
-            backend: Backend::detect(),
+            kernel: Kernel::detect(),
         })
     }
 
@@ -86,7 +94,9 @@ impl Sbbf {
     /// [`Sbbf::optimal_num_bytes`] of those bits / 8.
     ///
     /// # Errors
-    /// [`BuildError::InvalidFalsePositiveRate`] unless `0 < fpp < 1`.
+    /// [`BuildError::InvalidFalsePositiveRate`] unless `0 < fpp < 1`; [`BuildError::TooLarge`]
+    /// when `fpp` is so small that the formula has no finite answer (below about 1e-128);
+    /// [`BuildError::AllocationFailed`].
     pub fn with_ndv_fpp(ndv: u64, fpp: f64) -> Result<Self, BuildError> {
         Self::new(Self::optimal_num_bytes(Self::num_bits_for(ndv, fpp)? / 8))
     }
@@ -95,12 +105,19 @@ impl Sbbf {
     /// (`-8 * ndv / ln(1 - fpp^(1/8))`, truncated).
     ///
     /// # Errors
-    /// [`BuildError::InvalidFalsePositiveRate`] unless `0 < fpp < 1`.
+    /// [`BuildError::InvalidFalsePositiveRate`] unless `0 < fpp < 1`; [`BuildError::TooLarge`]
+    /// when `1 - fpp^(1/8)` rounds to 1 (fpp below about 1e-128), where the formula divides by
+    /// zero.
     pub fn num_bits_for(ndv: u64, fpp: f64) -> Result<u64, BuildError> {
         if !(fpp > 0.0 && fpp < 1.0) {
             return Err(BuildError::InvalidFalsePositiveRate(fpp));
         }
-        Ok((-8.0 * ndv as f64 / (1.0 - fpp.powf(1.0 / 8.0)).ln()) as u64)
+        let bits = -8.0 * ndv as f64 / (1.0 - fpp.powf(1.0 / 8.0)).ln();
+        if !bits.is_finite() {
+            return Err(BuildError::TooLarge { bits: u128::MAX });
+        }
+        // Truncation, as the Parquet writers do (a float-to-int cast saturates).
+        Ok(bits as u64)
     }
 
     /// The bitset size the Parquet writers use for `num_bytes`: the next power of two, clamped
@@ -116,10 +133,7 @@ impl Sbbf {
     /// # Errors
     /// [`BuildError::BackendUnavailable`] when this CPU cannot run it.
     pub fn with_backend(mut self, backend: Backend) -> Result<Self, BuildError> {
-        if !backend.is_available() {
-            return Err(BuildError::BackendUnavailable(backend));
-        }
-        self.backend = backend;
+        self.kernel = Kernel::new(backend)?;
         Ok(self)
     }
 
@@ -144,10 +158,10 @@ impl Sbbf {
     #[inline(always)]
     pub fn insert_hash(&mut self, hash: u64) -> bool {
         let index = self.index(hash);
-        let backend = self.backend;
+        let kernel = self.kernel;
         // Indexing (not get_unchecked): the block index is below num_blocks by the spec's rule,
         // and this path is not the crate's hot one.
-        backend.insert(&mut self.blocks[index], hash as u32)
+        kernel.insert(&mut self.blocks[index], hash as u32)
     }
 
     /// Whether a value (plain-encoded bytes) may be in the filter.
@@ -158,7 +172,7 @@ impl Sbbf {
     /// Whether the value with this XXH64 hash may be in the filter.
     #[inline(always)]
     pub fn contains_hash(&self, hash: u64) -> bool {
-        self.backend
+        self.kernel
             .contains(&self.blocks[self.index(hash)], hash as u32)
     }
 
@@ -209,7 +223,7 @@ impl Sbbf {
         Ok(Sbbf {
             num_blocks: blocks.len() as u64,
             blocks,
-            backend: Backend::detect(),
+            kernel: Kernel::detect(),
         })
     }
 
@@ -230,8 +244,10 @@ impl Sbbf {
         let (zigzag, varint_len) =
             read_varint(&bytes[1..]).ok_or(LoadError::ParquetHeader("bad numBytes varint"))?;
         let num_bytes = i64::from((zigzag >> 1) as i32 ^ -((zigzag & 1) as i32));
-        if num_bytes <= 0 {
-            return Err(LoadError::ParquetHeader("numBytes is not positive"));
+        if num_bytes <= 0 || num_bytes % SBBF_BLOCK_BYTES as i64 != 0 {
+            return Err(LoadError::ParquetHeader(
+                "numBytes is not a positive multiple of 32",
+            ));
         }
         let tail_at = 1 + varint_len;
         let body_at = tail_at + HEADER_TAIL.len();

@@ -6,6 +6,7 @@
 //! show that a batched AVX-512 path pays.
 
 use crate::block::{self, Block, WORDS_PER_BLOCK};
+use crate::error::BuildError;
 
 /// The instruction set a filter's kernels use.
 ///
@@ -14,7 +15,7 @@ use crate::block::{self, Block, WORDS_PER_BLOCK};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Backend {
-    /// Portable 64-bit scalar code. Always available.
+    /// Portable scalar code on 32-bit words. Always available.
     Scalar,
     /// x86-64 AVX2: a block is one 256-bit vector; its mask is one `vpmulld`, one `vpsrld` and
     /// one `vpsllvd`.
@@ -47,17 +48,44 @@ impl Backend {
             .filter(|b| b.is_available())
             .collect()
     }
+}
+
+/// A [`Backend`] this CPU was checked to support: the only way to reach the kernels, so the
+/// `unsafe` calls into AVX2 code below rest on a type invariant rather than on every caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Kernel(
+    // Invariant: self.0.is_available().
+    Backend,
+);
+
+impl Kernel {
+    /// The kernel of `backend`, if this CPU can run it.
+    pub(crate) fn new(backend: Backend) -> Result<Kernel, BuildError> {
+        if backend.is_available() {
+            Ok(Kernel(backend))
+        } else {
+            Err(BuildError::BackendUnavailable(backend))
+        }
+    }
+
+    /// The kernel of [`Backend::detect`].
+    pub(crate) fn detect() -> Kernel {
+        Kernel(Backend::detect())
+    }
+
+    /// The backend behind the kernel.
+    pub(crate) fn backend(self) -> Backend {
+        self.0
+    }
 
     /// Whether every bit of fingerprint `x` is set in `block`.
-    ///
-    /// Invariant (callers): `self.is_available()`, checked when the filter was built.
     #[inline(always)]
     pub(crate) fn contains(self, block: &Block, x: u32) -> bool {
-        match self {
+        match self.0 {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             Backend::Avx2 => {
                 debug_assert!(avx2_available());
-                // SAFETY: a filter only holds `Backend::Avx2` after `is_available` said yes.
+                // SAFETY: a `Kernel` holds `Backend::Avx2` only if `is_available` said yes (invariant).
                 unsafe { avx2::contains(block, x) }
             }
             _ => block::contains_scalar(block, x),
@@ -65,15 +93,13 @@ impl Backend {
     }
 
     /// Sets every bit of fingerprint `x` in `block`; whether any was clear before.
-    ///
-    /// Invariant (callers): `self.is_available()`.
     #[inline(always)]
     pub(crate) fn insert(self, block: &mut Block, x: u32) -> bool {
-        match self {
+        match self.0 {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             Backend::Avx2 => {
                 debug_assert!(avx2_available());
-                // SAFETY: a filter only holds `Backend::Avx2` after `is_available` said yes.
+                // SAFETY: a `Kernel` holds `Backend::Avx2` only if `is_available` said yes (invariant).
                 unsafe { avx2::insert(block, x) }
             }
             _ => block::insert_scalar(block, x),
@@ -81,18 +107,16 @@ impl Backend {
     }
 }
 
-impl Backend {
+impl Kernel {
     /// The key's masks as four 64-bit pairs of words ([`block::to_pairs`]), for the atomic
     /// filter's `fetch_or`s.
-    ///
-    /// Invariant (callers): `self.is_available()`.
     #[inline(always)]
     pub(crate) fn mask_pairs(self, x: u32) -> [u64; WORDS_PER_BLOCK / 2] {
-        match self {
+        match self.0 {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             Backend::Avx2 => {
                 debug_assert!(avx2_available());
-                // SAFETY: a filter only holds `Backend::Avx2` after `is_available` said yes.
+                // SAFETY: a `Kernel` holds `Backend::Avx2` only if `is_available` said yes (invariant).
                 unsafe { avx2::mask_pairs(x) }
             }
             _ => block::to_pairs(block::masks(x)),

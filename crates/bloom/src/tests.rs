@@ -100,6 +100,15 @@ fn builder(blocks: u64) -> BloomBuilder {
 
 #[test]
 fn every_backend_matches_the_oracle() {
+    // CI runs on x86-64 machines with AVX2: there the SIMD path must be among those tested.
+    if cfg!(all(target_arch = "x86_64", not(miri)))
+        && std::env::var("CI").is_ok_and(|v| v == "true")
+    {
+        assert!(
+            Backend::Avx2.is_available(),
+            "CI machine without AVX2: the SIMD path went untested"
+        );
+    }
     let (blocks, keys) = if MIRI { (1, 120) } else { (500, 20_000) };
     for backend in Backend::available() {
         let mut plain = builder(blocks).backend(backend).build().unwrap();
@@ -593,6 +602,26 @@ fn builder_rejects_bad_input() {
         Sbbf::new(1 << 31),
         Err(BuildError::InvalidSbbfSize(_))
     ));
+    assert!(matches!(
+        Sbbf::num_bits_for(1_000_000, 1e-200),
+        Err(BuildError::TooLarge { .. })
+    ));
+    assert_eq!(Sbbf::num_bits_for(10, 0.1).unwrap(), 57); // arrow-rs table
+    // Sizing never exceeds what the builder accepts.
+    for fpr in [0.2, 0.3, 0.9] {
+        match crate::num_blocks_for(u64::MAX, fpr) {
+            Ok(blocks) => assert!(blocks <= crate::MAX_BLOCKS),
+            Err(e) => assert!(matches!(e, BuildError::TooLarge { .. }), "{e:?}"),
+        }
+    }
+    // A Parquet header whose numBytes is not whole blocks is a header error.
+    let mut bytes = vec![0x15, 66]; // zigzag(33)
+    bytes.extend_from_slice(&[0x1c, 0x1c, 0, 0, 0x1c, 0x1c, 0, 0, 0x1c, 0x1c, 0, 0, 0]);
+    bytes.extend_from_slice(&[0; 33]);
+    assert!(matches!(
+        Sbbf::from_parquet(&bytes),
+        Err(LoadError::ParquetHeader(_))
+    ));
 }
 
 #[test]
@@ -607,8 +636,10 @@ fn random_seeds_differ_and_fixed_seeds_repeat() {
 }
 
 /// The documented rule for racing inserts, on real threads: for every key that is new (none of
-/// its bits set by other keys, which a filter this sparse makes certain for these keys), at
-/// least one of the racing inserts returns `true`, and after the join every key is present.
+/// its bits set by other keys), at least one of the racing inserts returns `true`, and after the
+/// join every key is present.
+/// ("New": with 20,000 keys in 2^16 blocks a key whose bits are all set by others has
+/// probability below 1e-20; the fixed seed makes the run repeatable.)
 #[test]
 fn racing_atomic_inserts_report_each_new_key_at_least_once() {
     use std::sync::Arc;
@@ -672,6 +703,24 @@ fn id_hash_separates_single_byte_changes() {
                     "collision at byte {pos} = {value}"
                 );
             }
+        }
+    }
+    // A word equal to a public hash constant must not erase its neighbour (a family of
+    // seed-independent collisions in folded-multiply hashes): wyhash's and XXH3's primes.
+    for constant in [
+        0xe703_7ed1_a0b4_28dbu64,
+        0xa076_1d64_78bd_642f,
+        0x9e37_79b1_85eb_ca87,
+    ] {
+        let mut hashes = std::collections::HashSet::new();
+        for first in 0..64u64 {
+            let mut id = [0u8; 32];
+            id[..8].copy_from_slice(&first.to_le_bytes());
+            id[8..16].copy_from_slice(&constant.to_le_bytes());
+            assert!(
+                hashes.insert(filter.hash_id(&id)),
+                "{constant:#x}: word 0 erased"
+            );
         }
     }
     // The seed keys the hash.
