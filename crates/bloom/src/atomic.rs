@@ -8,8 +8,8 @@ use crate::block::{
 };
 use crate::builder::{hash_id, hash_key, try_alloc};
 use crate::error::{BuildError, LoadError, ShapeError};
-use crate::filter::{BlockedBloom, PREFETCH_AHEAD, estimate_len};
-use crate::simd::{Backend, Kernel, prefetch};
+use crate::filter::{BlockedBloom, estimate_len};
+use crate::simd::{Backend, Kernel, PREFETCH_AHEAD, prefetch};
 use crate::sync::{AtomicU64, Ordering};
 use crate::{format, sizing};
 
@@ -167,7 +167,7 @@ impl AtomicBlockedBloom {
     }
 
     /// Inserts every key of `hashes` (pre-hashed, as [`insert_hash`](Self::insert_hash)),
-    /// prefetching the blocks of the keys 16 places ahead, so that the atomic read-modify-writes
+    /// prefetching the blocks of the keys 32 places ahead, so that the atomic read-modify-writes
     /// (which on x86 wait for every earlier load) find their lines in cache; returns how many
     /// this call reported new (see the type docs for races).
     pub fn insert_many(&self, hashes: &[u64]) -> usize {
@@ -210,7 +210,7 @@ impl AtomicBlockedBloom {
     }
 
     /// Answers [`contains_hash`](Self::contains_hash) for every hash into `out`, prefetching
-    /// lines 16 keys ahead (as [`BlockedBloom::contains_many`]).
+    /// lines 32 keys ahead (as [`BlockedBloom::contains_many`]).
     ///
     /// # Panics
     /// Panics if `out.len() != hashes.len()`.

@@ -7,13 +7,8 @@ use crate::block::{
 };
 use crate::builder::{BloomBuilder, hash_id, hash_key, try_alloc};
 use crate::error::{BuildError, LoadError, ShapeError};
-use crate::simd::{Backend, Kernel, prefetch};
+use crate::simd::{Backend, Kernel, PREFETCH_AHEAD, prefetch};
 use crate::{format, sizing};
-
-/// How many keys ahead [`BlockedBloom::contains_many`] prefetches: enough lines in flight to
-/// cover a DRAM miss (about 100 ns) at a few ns per query, and below the ~20 line-fill buffers
-/// of current x86 cores.
-pub(crate) const PREFETCH_AHEAD: usize = 16;
 
 /// A blocked bloom filter: every key sets 8 bits inside one 256-bit block that lies in one
 /// cache line, so an insert or a query touches exactly one line. Insert needs `&mut self`; see [`AtomicBlockedBloom`] for
@@ -141,7 +136,7 @@ impl BlockedBloom {
     }
 
     /// Inserts every key of `hashes` (pre-hashed, as [`insert_hash`](Self::insert_hash)),
-    /// prefetching the blocks of the keys 16 places ahead; returns how many were new.
+    /// prefetching the blocks of the keys 32 places ahead; returns how many were new.
     pub fn insert_many(&mut self, hashes: &[u64]) -> usize {
         let mut new = 0;
         for (i, &hash) in hashes.iter().enumerate() {
@@ -173,7 +168,7 @@ impl BlockedBloom {
     }
 
     /// Answers [`contains_hash`](Self::contains_hash) for every hash, writing `out[i]` for
-    /// `hashes[i]`, while prefetching the cache lines of the keys 16 places ahead: on a filter
+    /// `hashes[i]`, while prefetching the cache lines of the keys 32 places ahead: on a filter
     /// larger than the caches this keeps many DRAM reads in flight at once.
     ///
     /// # Panics
@@ -184,12 +179,7 @@ impl BlockedBloom {
             out.len(),
             "contains_many: one output per hash"
         );
-        for (i, (&hash, answer)) in hashes.iter().zip(out.iter_mut()).enumerate() {
-            if let Some(&ahead) = hashes.get(i + PREFETCH_AHEAD) {
-                prefetch(self.block(ahead));
-            }
-            *answer = self.contains_hash(hash);
-        }
+        self.kernel.contains_many(&self.blocks, hashes, out);
     }
 
     /// Adds every key of `other` (bitwise OR).

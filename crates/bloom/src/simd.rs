@@ -107,7 +107,46 @@ impl Kernel {
     }
 }
 
+/// How many keys ahead the batch operations prefetch: far enough that a DRAM miss (about 100 ns)
+/// completes before the key's turn at ~15 ns per key. Measured on the 256 MiB bench filter here:
+/// 8 ahead 19.0 ns per key, 32 ahead 14.9, 64 ahead 15.0.
+pub(crate) const PREFETCH_AHEAD: usize = 32;
+
+/// The batch query loop, generic over the block kernel so that each backend gets its own copy
+/// with the kernel inlined: `out[i]` = whether `blocks` holds `hashes[i]`, prefetching the block
+/// of the key [`PREFETCH_AHEAD`] places on.
+#[inline(always)]
+fn contains_many_with(
+    blocks: &[Block],
+    hashes: &[u64],
+    out: &mut [bool],
+    contains: impl Fn(&Block, u32) -> bool,
+) {
+    let num_blocks = blocks.len() as u64;
+    for (i, (&hash, answer)) in hashes.iter().zip(out.iter_mut()).enumerate() {
+        if let Some(&ahead) = hashes.get(i + PREFETCH_AHEAD) {
+            prefetch(&blocks[block::block_index(ahead, num_blocks) as usize]);
+        }
+        let block = &blocks[block::block_index(hash, num_blocks) as usize];
+        *answer = contains(block, block::fingerprint(hash));
+    }
+}
+
 impl Kernel {
+    /// The batch query of [`BlockedBloom::contains_many`](crate::BlockedBloom::contains_many):
+    /// one dispatch per batch, so that the AVX2 kernel inlines into the loop.
+    pub(crate) fn contains_many(self, blocks: &[Block], hashes: &[u64], out: &mut [bool]) {
+        match self.0 {
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            Backend::Avx2 => {
+                debug_assert!(avx2_available());
+                // SAFETY: a `Kernel` holds `Backend::Avx2` only if `is_available` said yes.
+                unsafe { avx2::contains_many(blocks, hashes, out) }
+            }
+            _ => contains_many_with(blocks, hashes, out, block::contains_scalar),
+        }
+    }
+
     /// The key's masks as four 64-bit pairs of words ([`block::to_pairs`]), for the atomic
     /// filter's `fetch_or`s.
     #[inline(always)]
@@ -205,6 +244,18 @@ mod avx2 {
         let b = unsafe { _mm256_loadu_si256(block.0.as_ptr().cast::<__m256i>()) };
         // testc(b, m) is 1 iff (!b & m) == 0: every mask bit is set in the block.
         _mm256_testc_si256(b, mask(x)) != 0
+    }
+
+    /// The batch query loop with the AVX2 kernel inlined.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn contains_many(blocks: &[Block], hashes: &[u64], out: &mut [bool]) {
+        super::contains_many_with(blocks, hashes, out, |block, x| {
+            // SAFETY: this function's own precondition: the CPU supports AVX2.
+            unsafe { contains(block, x) }
+        });
     }
 
     /// # Safety
