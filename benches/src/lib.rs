@@ -13,3 +13,4 @@ pub fn random_ids(n: usize, seed: u64) -> Vec<[u8; 32]> {
     let mut rng = SmallRng::seed_from_u64(seed);
     (0..n).map(|_| rng.random()).collect()
 }
+pub mod mutex_limiter;

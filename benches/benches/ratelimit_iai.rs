@@ -1,0 +1,99 @@
+//! Instruction counts (callgrind) for txgate-ratelimit's admit paths: deterministic on a noisy
+//! machine, so regressions show as count changes. Run only with
+//! `cargo bench -p txgate-benches --bench ratelimit_iai` (needs valgrind and
+//! `iai-callgrind-runner` 0.16.1); never through `cargo test`.
+
+// The `library_benchmark` macros generate undocumented public modules.
+#![allow(missing_docs)]
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use iai_callgrind::{library_benchmark, library_benchmark_group, main};
+use txgate_ratelimit::{AppKey, AppRateLimiter, Config, Origin};
+
+const OPS: u32 = 1000;
+const T0: u64 = 1_700_000_000 * 1_000_000_000;
+
+fn limiter(max_size: usize) -> AppRateLimiter {
+    AppRateLimiter::new(Config {
+        max_size,
+        rate_per_second: 6553,
+        window: Duration::from_secs(10),
+        shards: 128,
+        salt: Some([7; 16]),
+    })
+    .unwrap()
+}
+
+fn origin(i: u32) -> Origin {
+    Origin::from_peer_id(&i.to_le_bytes())
+}
+
+/// 1,000 tracked keys (and their pre-derived keys), each admitted once already.
+fn existing() -> (AppRateLimiter, Vec<AppKey>) {
+    let l = limiter(1 << 16);
+    let keys: Vec<AppKey> = (0..OPS)
+        .map(|i| l.app_key(1 + u64::from(i % 16), &origin(i)))
+        .collect();
+    for k in &keys {
+        assert!(l.admit_key(*k, T0).is_admit());
+    }
+    (l, keys)
+}
+
+/// A full table (capacity 2 per shard) and 1,000 new keys: every admission evicts.
+fn full() -> (AppRateLimiter, Vec<AppKey>) {
+    let l = limiter(256);
+    for i in 0..10_000 {
+        let _ = l.admit(&[1 + u64::from(i % 512)], &origin(1_000_000 + i), T0);
+    }
+    let keys = (0..OPS)
+        .map(|i| l.app_key(1 + u64::from(i % 512), &origin(i)))
+        .collect();
+    (l, keys)
+}
+
+#[library_benchmark]
+#[bench::existing_1000(existing())]
+fn admit_key((l, keys): (AppRateLimiter, Vec<AppKey>)) -> AppRateLimiter {
+    for k in keys {
+        let _ = black_box(l.admit_key(k, T0));
+    }
+    l
+}
+
+#[library_benchmark]
+#[bench::existing_1000(existing())]
+fn admit_derive((l, _): (AppRateLimiter, Vec<AppKey>)) -> AppRateLimiter {
+    for i in 0..OPS {
+        let _ = black_box(l.admit(&[1 + u64::from(i % 16)], &origin(i), T0));
+    }
+    l
+}
+
+#[library_benchmark]
+#[bench::evicting_1000(full())]
+fn admit_key_evicting((l, keys): (AppRateLimiter, Vec<AppKey>)) -> AppRateLimiter {
+    for k in keys {
+        let _ = black_box(l.admit_key(k, T0));
+    }
+    l
+}
+
+#[library_benchmark]
+#[bench::group16_5apps_100(existing())]
+fn admit_group((l, _): (AppRateLimiter, Vec<AppKey>)) -> AppRateLimiter {
+    let apps: [u64; 16] = [1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1];
+    for i in 0..100 {
+        let _ = black_box(l.admit(&apps, &origin(i), T0));
+    }
+    l
+}
+
+library_benchmark_group!(
+    name = ratelimit;
+    benchmarks = admit_key, admit_derive, admit_key_evicting, admit_group
+);
+
+main!(library_benchmark_groups = ratelimit);

@@ -1,0 +1,176 @@
+//! Configuration of an [`AppRateLimiter`](crate::AppRateLimiter) and its typed errors.
+
+use std::time::Duration;
+
+use crate::state::{COUNTER_MAX, Limits};
+
+/// Configuration of an [`AppRateLimiter`](crate::AppRateLimiter).
+///
+/// The defaults are go-algorand's (`TxBacklogAppTxRateLimiterMaxSize` = 1,048,576,
+/// `TxBacklogAppTxPerSecondRate` = 100, `TxBacklogServiceRateWindowSeconds` = 10, 128 buckets),
+/// with a random salt.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use txgate_ratelimit::{AppRateLimiter, Config};
+///
+/// let limiter = AppRateLimiter::new(Config {
+///     max_size: 4096,
+///     rate_per_second: 5,
+///     window: Duration::from_secs(2),
+///     salt: Some([7; 16]), // reproducible keys
+///     ..Config::default()
+/// })?;
+/// assert_eq!(limiter.limit(), 10); // L = 5 per second x 2 s
+/// # Ok::<(), txgate_ratelimit::ConfigError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Total number of (app, origin) keys tracked, over all shards (default 1,048,576). Each shard
+    /// holds `max_size / shards` keys, so the limiter never tracks more than `max_size`.
+    pub max_size: usize,
+    /// Admissions per second per key (default 100).
+    pub rate_per_second: u64,
+    /// Length of the sliding window (default 10 s). Intervals are `now / window`.
+    pub window: Duration,
+    /// Number of shards, a power of two (default 128, upstream's bucket count).
+    pub shards: usize,
+    /// The 16-byte salt of key derivation; `None` (the default) draws one from the OS.
+    pub salt: Option<[u8; 16]>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            max_size: 1 << 20,
+            rate_per_second: 100,
+            window: Duration::from_secs(10),
+            shards: 128,
+            salt: None,
+        }
+    }
+}
+
+/// Why a [`Config`] was rejected by [`AppRateLimiter::new`](crate::AppRateLimiter::new).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// `max_size` is zero.
+    #[error("max_size must be at least 1")]
+    ZeroMaxSize,
+    /// `rate_per_second` is zero.
+    #[error("rate_per_second must be at least 1")]
+    ZeroRate,
+    /// `window` is zero.
+    #[error("window must be longer than zero")]
+    ZeroWindow,
+    /// `window` does not fit in a `u64` of nanoseconds (about 584 years).
+    #[error("window {window:?} is longer than u64::MAX nanoseconds")]
+    WindowTooLong {
+        /// The configured window.
+        window: Duration,
+    },
+    /// `shards` is not a power of two (zero included).
+    #[error("shards must be a power of two, got {shards}")]
+    ShardsNotPowerOfTwo {
+        /// The configured shard count.
+        shards: usize,
+    },
+    /// Each shard must hold at least two keys (DESIGN.md), and the total must stay within
+    /// `max_size`, so `max_size` must be at least `2 * shards`.
+    #[error("max_size {max_size} is below 2 keys per shard for {shards} shards")]
+    MaxSizeBelowShards {
+        /// The configured maximum size.
+        max_size: usize,
+        /// The configured shard count.
+        shards: usize,
+    },
+    /// `L = rate_per_second * window` (in whole admissions, rounded down) is below 1.
+    #[error("limit per window is below 1 ({rate_per_second}/s over {window:?})")]
+    LimitBelowOne {
+        /// The configured rate.
+        rate_per_second: u64,
+        /// The configured window.
+        window: Duration,
+    },
+    /// `L` exceeds 65,535, the largest count a key's packed 16-bit counters hold.
+    #[error("limit per window {limit} exceeds the maximum {max}")]
+    LimitTooLarge {
+        /// The computed limit per window.
+        limit: u128,
+        /// The largest accepted limit (65,535).
+        max: u16,
+    },
+    /// No salt was given and the OS random source failed.
+    #[error("drawing a random salt from the OS failed: {0}")]
+    Salt(getrandom::Error),
+}
+
+/// What [`Config::validate`] derives: the arithmetic limits, per-shard capacity and salt.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Validated {
+    pub(crate) limits: Limits,
+    pub(crate) capacity: usize,
+    pub(crate) salt: [u8; 16],
+}
+
+impl Config {
+    /// Checks the configuration and derives the limit per window `L`.
+    pub(crate) fn validate(&self) -> Result<Validated, ConfigError> {
+        if self.max_size == 0 {
+            return Err(ConfigError::ZeroMaxSize);
+        }
+        if self.rate_per_second == 0 {
+            return Err(ConfigError::ZeroRate);
+        }
+        if self.window.is_zero() {
+            return Err(ConfigError::ZeroWindow);
+        }
+        let window_ns =
+            u64::try_from(self.window.as_nanos()).map_err(|_| ConfigError::WindowTooLong {
+                window: self.window,
+            })?;
+        if !self.shards.is_power_of_two() {
+            return Err(ConfigError::ShardsNotPowerOfTwo {
+                shards: self.shards,
+            });
+        }
+        if self.max_size / self.shards < 2 {
+            return Err(ConfigError::MaxSizeBelowShards {
+                max_size: self.max_size,
+                shards: self.shards,
+            });
+        }
+        // L = rate x window seconds, exactly: rate * window_ns / 10^9, rounded down.
+        let limit = u128::from(self.rate_per_second) * u128::from(window_ns) / 1_000_000_000;
+        if limit == 0 {
+            return Err(ConfigError::LimitBelowOne {
+                rate_per_second: self.rate_per_second,
+                window: self.window,
+            });
+        }
+        let limit = u16::try_from(limit).map_err(|_| ConfigError::LimitTooLarge {
+            limit,
+            max: COUNTER_MAX,
+        })?;
+        let salt = match self.salt {
+            Some(salt) => salt,
+            None => {
+                let mut salt = [0; 16];
+                getrandom::fill(&mut salt).map_err(ConfigError::Salt)?;
+                salt
+            }
+        };
+        Ok(Validated {
+            limits: Limits {
+                window_ns,
+                limit,
+                penalty: (limit / 4).max(1),
+            },
+            capacity: self.max_size / self.shards,
+            salt,
+        })
+    }
+}

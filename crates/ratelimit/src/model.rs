@@ -1,0 +1,159 @@
+//! A plain single-threaded reference model of the limiter, for differential tests and fuzzing.
+//!
+//! One `HashMap` per shard plus an exact LRU order (a global access counter): no atomics, no
+//! probing, no reclamation. It uses the same window arithmetic as the real table
+//! (`crate::state`), the same shards and keys (it takes [`AppKey`]s derived by a real
+//! [`AppRateLimiter`](crate::AppRateLimiter)), and it evicts as DESIGN.md says: on a new key in a
+//! full shard, a stale key first, else the least recently used, each chosen by exact recency. The
+//! real limiter must take the same decisions whenever its evictions match the model's, which is
+//! always the case when every shard fits in one probe window (at most 8 keys) or never fills.
+
+use std::collections::HashMap;
+
+use crate::config::{Config, ConfigError};
+use crate::limiter::{Decision, Stats};
+use crate::origin::AppKey;
+use crate::state::{self, Counts, Instant, Limits};
+
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    counts: Counts,
+    last: u64,
+}
+
+/// The reference model of [`AppRateLimiter`](crate::AppRateLimiter) over pre-derived keys.
+#[derive(Debug)]
+pub struct Model {
+    limits: Limits,
+    capacity: usize,
+    shards: Vec<HashMap<u64, Entry>>,
+    tick: u64,
+    stats: Stats,
+}
+
+impl Model {
+    /// A model of a limiter built from `config`.
+    ///
+    /// # Errors
+    ///
+    /// The same [`ConfigError`]s as [`AppRateLimiter::new`](crate::AppRateLimiter::new).
+    pub fn new(config: &Config) -> Result<Self, ConfigError> {
+        let v = config.validate()?;
+        Ok(Self {
+            limits: v.limits,
+            capacity: v.capacity,
+            shards: vec![HashMap::new(); config.shards],
+            tick: 0,
+            stats: Stats::default(),
+        })
+    }
+
+    /// The model of [`AppRateLimiter::admit_keys`](crate::AppRateLimiter::admit_keys).
+    pub fn admit_keys(&mut self, keys: &[AppKey], now_ns: u64) -> Decision {
+        let at = self.limits.instant(now_ns);
+        // Touch every distinct key first (create, evict, refresh), keeping each key's counts as
+        // seen then: a later key of the group may evict an earlier one, whose counts still decide.
+        let mut seen: Vec<(AppKey, Counts)> = Vec::new();
+        for (i, key) in keys.iter().enumerate() {
+            if !keys[..i].contains(key) {
+                seen.push((*key, self.touch(key, at)));
+            }
+        }
+        let mut next = Vec::with_capacity(seen.len());
+        for (key, counts) in &seen {
+            match state::admit(*counts, at, &self.limits) {
+                Some(c) => next.push((*key, c)),
+                None => {
+                    self.stats.dropped += 1;
+                    return Decision::Drop;
+                }
+            }
+        }
+        for (key, counts) in next {
+            if let Some(e) = self.shard_mut(&key).get_mut(&key.hash) {
+                e.counts = counts;
+            }
+        }
+        self.stats.admitted += 1;
+        Decision::Admit
+    }
+
+    /// The model of [`AppRateLimiter::penalize_keys`](crate::AppRateLimiter::penalize_keys).
+    pub fn penalize_keys(&mut self, keys: &[AppKey], now_ns: u64) {
+        let at = self.limits.instant(now_ns);
+        for (i, key) in keys.iter().enumerate() {
+            if !keys[..i].contains(key) {
+                let counts = self.touch(key, at);
+                let limits = self.limits;
+                if let Some(e) = self.shard_mut(key).get_mut(&key.hash) {
+                    e.counts = state::penalize(counts, at, &limits);
+                }
+            }
+        }
+    }
+
+    /// Tracked keys as `(shard, hash)`, sorted (compare with `AppRateLimiter::tracked_keys`).
+    pub fn tracked_keys(&self) -> Vec<(u32, u64)> {
+        let mut keys: Vec<(u32, u64)> = self
+            .shards
+            .iter()
+            .enumerate()
+            .flat_map(|(i, m)| m.keys().map(move |&k| (i as u32, k)))
+            .collect();
+        keys.sort_unstable();
+        keys
+    }
+
+    /// Counters, as [`AppRateLimiter::stats`](crate::AppRateLimiter::stats) reports them.
+    pub fn stats(&self) -> Stats {
+        Stats {
+            entries: self.shards.iter().map(HashMap::len).sum(),
+            ..self.stats
+        }
+    }
+
+    /// Current `(prev, cur)` of a tracked key, unrolled.
+    pub fn counts(&self, key: &AppKey) -> Option<(u16, u16)> {
+        self.shards[self.shard_index(key)]
+            .get(&key.hash)
+            .map(|e| (e.counts.prev, e.counts.cur))
+    }
+
+    fn shard_index(&self, key: &AppKey) -> usize {
+        key.shard as usize & (self.shards.len() - 1)
+    }
+
+    fn shard_mut(&mut self, key: &AppKey) -> &mut HashMap<u64, Entry> {
+        let i = self.shard_index(key);
+        &mut self.shards[i]
+    }
+
+    /// Creates (evicting if the shard is full) or refreshes a key; returns its stored counts.
+    fn touch(&mut self, key: &AppKey, at: Instant) -> Counts {
+        self.tick += 1;
+        let tick = self.tick;
+        let capacity = self.capacity;
+        let i = self.shard_index(key);
+        let shard = &mut self.shards[i];
+        if let Some(e) = shard.get_mut(&key.hash) {
+            e.last = tick;
+            return e.counts;
+        }
+        if shard.len() >= capacity {
+            let victim = shard
+                .iter()
+                .min_by_key(|(_, e)| (!state::is_stale(e.counts, at), e.last))
+                .map(|(&k, _)| k)
+                .expect("a full shard is not empty");
+            shard.remove(&victim);
+            self.stats.evicted += 1;
+        }
+        let counts = Counts {
+            interval: at.interval,
+            prev: 0,
+            cur: 0,
+        };
+        shard.insert(key.hash, Entry { counts, last: tick });
+        counts
+    }
+}

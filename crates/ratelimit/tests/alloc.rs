@@ -1,0 +1,82 @@
+//! The hit path allocates nothing: a counting global allocator (per thread, so the test harness's
+//! own threads do not interfere) counts the allocations of admissions of tracked keys.
+#![cfg(not(loom))]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::time::Duration;
+
+use txgate_ratelimit::{AppRateLimiter, Config, Origin};
+
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+// SAFETY: forwards every call to `System` unchanged; only counts on the side.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract, which `System` shares.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `System.alloc` with `layout` (every allocation goes there).
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+        // SAFETY: as in `dealloc`, and the caller upholds `realloc`'s contract.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocations_during(f: impl FnOnce()) -> u64 {
+    let before = ALLOCATIONS.with(Cell::get);
+    f();
+    ALLOCATIONS.with(Cell::get) - before
+}
+
+const T0: u64 = 1_700_000_000 * 1_000_000_000;
+
+#[test]
+fn admissions_of_tracked_keys_allocate_nothing() {
+    let n = if cfg!(miri) { 20 } else { 10_000 };
+    let l = AppRateLimiter::new(Config {
+        max_size: 1 << 12,
+        rate_per_second: 6553,
+        window: Duration::from_secs(10),
+        shards: 16,
+        salt: Some([1; 16]),
+    })
+    .unwrap();
+    let origins: Vec<Origin> = (0..16u32)
+        .map(|i| Origin::from_peer_id(&i.to_le_bytes()))
+        .collect();
+    let apps16: [u64; 16] = [1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1];
+    // Track the keys (and let seize set up this thread's state) first.
+    for o in &origins {
+        assert!(l.admit(&apps16, o, T0).is_admit());
+    }
+    let keys: Vec<_> = origins.iter().map(|o| l.app_key(3, o)).collect();
+    let a = allocations_during(|| {
+        for i in 0..n {
+            let o = &origins[i % 16];
+            assert!(l.admit_key(keys[i % 16], T0).is_admit());
+            assert!(l.admit(&[1], o, T0).is_admit());
+            assert!(l.admit(&apps16, o, T0).is_admit());
+            assert!(l.admit_keys(&keys[..4], T0).is_admit());
+            l.penalize(&[2], o, T0 + 30_000_000_000); // rolls the key forward; no allocation
+        }
+    });
+    assert_eq!(a, 0, "allocations on the hit path");
+    // A new key into a table with room costs exactly its node.
+    let a = allocations_during(|| assert!(l.admit(&[99], &origins[0], T0).is_admit()));
+    assert_eq!(a, 1);
+}

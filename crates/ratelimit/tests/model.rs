@@ -1,0 +1,125 @@
+//! Differential test: the lock-free limiter against the plain reference model
+//! (`txgate_ratelimit::model`), same operations and clock, same decisions and tracked keys after
+//! every step. Shards of at most 8 keys are searched whole (exact LRU), and large shards never
+//! fill here, so the two must agree exactly.
+#![cfg(not(loom))]
+
+use std::time::Duration;
+
+use proptest::prelude::*;
+use txgate_ratelimit::model::Model;
+use txgate_ratelimit::{AppKey, AppRateLimiter, Config, Origin};
+
+#[derive(Clone, Debug)]
+enum Op {
+    Admit {
+        apps: Vec<u64>,
+        origin: u8,
+    },
+    Penalize {
+        apps: Vec<u64>,
+        origin: u8,
+    },
+    /// Move the clock forward by this many milliseconds.
+    Advance(u64),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let apps = prop::collection::vec(0u64..7, 0..5);
+    prop_oneof![
+        6 => (apps.clone(), 0u8..6).prop_map(|(apps, origin)| Op::Admit { apps, origin }),
+        1 => (apps, 0u8..6).prop_map(|(apps, origin)| Op::Penalize { apps, origin }),
+        2 => (0u64..7_000).prop_map(Op::Advance),
+    ]
+}
+
+fn keys(l: &AppRateLimiter, apps: &[u64], origin: u8) -> Vec<AppKey> {
+    let origin = Origin::from_peer_id(&[origin]);
+    apps.iter()
+        .filter(|&&a| a != 0)
+        .map(|&a| l.app_key(a, &origin))
+        .collect()
+}
+
+fn run(config: Config, ops: &[Op], start_ns: u64) -> Result<(), TestCaseError> {
+    let limiter = AppRateLimiter::new(config.clone()).unwrap();
+    let mut model = Model::new(&config).unwrap();
+    let mut now = start_ns;
+    for (step, op) in ops.iter().enumerate() {
+        match op {
+            Op::Admit { apps, origin } => {
+                let k = keys(&limiter, apps, *origin);
+                // Half the time through the deriving API, to cover it too.
+                let got = if step % 2 == 0 {
+                    limiter.admit(apps, &Origin::from_peer_id(&[*origin]), now)
+                } else {
+                    limiter.admit_keys(&k, now)
+                };
+                prop_assert_eq!(got, model.admit_keys(&k, now), "step {}: {:?}", step, op);
+            }
+            Op::Penalize { apps, origin } => {
+                let k = keys(&limiter, apps, *origin);
+                limiter.penalize_keys(&k, now);
+                model.penalize_keys(&k, now);
+            }
+            Op::Advance(ms) => now += ms * 1_000_000,
+        }
+        prop_assert_eq!(
+            limiter.tracked_keys(),
+            model.tracked_keys(),
+            "step {}",
+            step
+        );
+    }
+    prop_assert_eq!(limiter.stats(), model.stats());
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: if cfg!(miri) { 4 } else { 512 },
+        // Miri's isolation has no working directory to persist failures in.
+        failure_persistence: if cfg!(miri) { None } else { ProptestConfig::default().failure_persistence },
+        ..ProptestConfig::default()
+    })]
+
+    /// Small shards (2 to 8 keys, searched whole): evictions happen constantly and must match.
+    #[test]
+    fn small_shards_match_the_model_exactly(
+        shards_log in 0u32..3,
+        capacity in 2usize..=8,
+        rate in 1u64..4,
+        window_s in 1u64..4,
+        start in 0u64..1_000_000_000_000,
+        ops in prop::collection::vec(op(), 1..if cfg!(miri) { 12 } else { 200 }),
+    ) {
+        let shards = 1usize << shards_log;
+        let config = Config {
+            max_size: capacity * shards,
+            rate_per_second: rate,
+            window: Duration::from_secs(window_s),
+            shards,
+            salt: Some([9; 16]),
+        };
+        run(config, &ops, start)?;
+    }
+
+    /// Large shards that never fill: no eviction, same decisions.
+    #[test]
+    fn large_shards_match_the_model_exactly(
+        rate in 1u64..4,
+        window_s in 1u64..4,
+        start in 0u64..1_000_000_000_000,
+        ops in prop::collection::vec(op(), 1..if cfg!(miri) { 12 } else { 200 }),
+    ) {
+        let config = Config {
+            // 4 shards of 4,096 slots (256 under Miri, where every step scans them all).
+            max_size: if cfg!(miri) { 1 << 10 } else { 1 << 14 },
+            rate_per_second: rate,
+            window: Duration::from_secs(window_s),
+            shards: 4,
+            salt: Some([8; 16]),
+        };
+        run(config, &ops, start)?;
+    }
+}

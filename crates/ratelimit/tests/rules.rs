@@ -1,0 +1,395 @@
+//! One test per rule of the limiter (issue 3, "Proof"), with the numbers the rules give.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use txgate_ratelimit::{AppKey, AppRateLimiter, Config, ConfigError, Decision, Origin};
+
+const SEC: u64 = 1_000_000_000;
+/// An interval boundary for every window used here (a multiple of 10 s and of 3 s).
+const T0: u64 = 1_700_000_010 * SEC;
+
+fn limiter(rate_per_second: u64, window_secs: u64) -> AppRateLimiter {
+    AppRateLimiter::new(Config {
+        rate_per_second,
+        window: Duration::from_secs(window_secs),
+        max_size: 1024,
+        shards: 8,
+        salt: Some([3; 16]),
+    })
+    .unwrap()
+}
+
+fn peer(i: u32) -> Origin {
+    Origin::from_peer_id(&i.to_le_bytes())
+}
+
+fn admitted(l: &AppRateLimiter, apps: &[u64], origin: &Origin, now: u64, times: usize) -> usize {
+    (0..times)
+        .filter(|_| l.admit(apps, origin, now).is_admit())
+        .count()
+}
+
+#[test]
+fn limit_then_drop() {
+    let l = limiter(1, 10);
+    assert_eq!(l.limit(), 10);
+    assert_eq!(admitted(&l, &[77], &peer(1), T0, 10), 10);
+    assert_eq!(l.admit(&[77], &peer(1), T0), Decision::Drop);
+    let s = l.stats();
+    assert_eq!((s.admitted, s.dropped, s.entries, s.evicted), (10, 1, 1, 0));
+}
+
+#[test]
+fn a_group_naming_one_app_many_times_counts_once() {
+    let l = limiter(1, 3); // L = 3
+    for _ in 0..3 {
+        assert_eq!(l.admit(&[5, 0, 5, 5, 5], &peer(1), T0), Decision::Admit);
+    }
+    assert_eq!(l.admit(&[5], &peer(1), T0), Decision::Drop);
+    assert_eq!(l.stats().entries, 1);
+    let k = l.app_key(5, &peer(1));
+    assert_eq!(l.admit_keys(&[k, k, k], T0), Decision::Drop);
+}
+
+#[test]
+fn a_group_without_app_ids_is_always_admitted() {
+    let l = limiter(1, 3);
+    for _ in 0..10 {
+        assert_eq!(l.admit(&[], &peer(1), T0), Decision::Admit);
+        assert_eq!(l.admit(&[0, 0], &peer(1), T0), Decision::Admit);
+    }
+    let s = l.stats();
+    assert_eq!((s.admitted, s.entries), (20, 0));
+}
+
+#[test]
+fn interval_roll_weights_the_previous_interval() {
+    // L = 10, window 10 s: 8 admitted at 1 s into a window; at 1 s into the next window the
+    // estimate is floor(8 * 9 / 10) = 7, so 3 more are admitted and the 4th is dropped.
+    let l = limiter(1, 10);
+    assert_eq!(admitted(&l, &[1], &peer(1), T0 + SEC, 8), 8);
+    assert_eq!(admitted(&l, &[1], &peer(1), T0 + 11 * SEC, 3), 3);
+    assert_eq!(l.admit(&[1], &peer(1), T0 + 11 * SEC), Decision::Drop);
+}
+
+#[test]
+fn two_windows_later_the_count_is_forgotten() {
+    let l = limiter(1, 10);
+    assert_eq!(admitted(&l, &[1], &peer(1), T0 + SEC, 10), 10);
+    assert_eq!(l.admit(&[1], &peer(1), T0 + 9 * SEC), Decision::Drop);
+    // Two intervals later both prev and cur are zero: the full L again, even at offset 0.
+    assert_eq!(admitted(&l, &[1], &peer(1), T0 + 20 * SEC, 10), 10);
+    assert_eq!(l.admit(&[1], &peer(1), T0 + 20 * SEC), Decision::Drop);
+}
+
+#[test]
+fn drops_do_not_count() {
+    // L = 2. Two admitted, then five drops. Halfway into the next window prev weighs
+    // floor(2 * 5 / 10) = 1, so exactly one more is admitted; had the drops counted (7), none.
+    let l = AppRateLimiter::new(Config {
+        rate_per_second: 1,
+        window: Duration::from_secs(2),
+        max_size: 1024,
+        shards: 8,
+        salt: Some([3; 16]),
+    })
+    .unwrap();
+    assert_eq!(l.limit(), 2);
+    let t0 = T0; // multiple of 2 s
+    assert_eq!(admitted(&l, &[9], &peer(1), t0, 2), 2);
+    assert_eq!(admitted(&l, &[9], &peer(1), t0, 5), 0);
+    assert_eq!(admitted(&l, &[9], &peer(1), t0 + 3 * SEC, 2), 1);
+}
+
+#[test]
+fn a_dropped_group_changes_no_counter() {
+    // FIX 1: app 1 has room, app 2 is full: the group is dropped and app 1 keeps its budget.
+    let l = limiter(1, 3); // L = 3
+    assert_eq!(admitted(&l, &[2], &peer(1), T0, 3), 3);
+    assert_eq!(admitted(&l, &[1, 2], &peer(1), T0, 5), 0);
+    assert_eq!(admitted(&l, &[1], &peer(1), T0, 4), 3);
+}
+
+#[test]
+fn penalty_arithmetic() {
+    // L = 200: one penalty is max(1, 200 / 4) = 50; two leave room for exactly 100.
+    let l = limiter(20, 10);
+    assert_eq!((l.limit(), l.penalty()), (200, 50));
+    l.penalize(&[4, 4], &peer(1), T0);
+    l.penalize(&[4], &peer(1), T0);
+    assert_eq!(admitted(&l, &[4], &peer(1), T0, 100), 100);
+    assert_eq!(l.admit(&[4], &peer(1), T0), Decision::Drop);
+    // L = 3: the penalty is max(1, 0) = 1.
+    let l = limiter(1, 3);
+    assert_eq!(l.penalty(), 1);
+    l.penalize(&[4], &peer(1), T0);
+    assert_eq!(admitted(&l, &[4], &peer(1), T0, 3), 2);
+}
+
+#[test]
+fn two_origins_are_independent() {
+    let l = limiter(1, 3);
+    assert_eq!(admitted(&l, &[1], &peer(1), T0, 3), 3);
+    assert_eq!(l.admit(&[1], &peer(1), T0), Decision::Drop);
+    assert_eq!(admitted(&l, &[1], &peer(2), T0, 4), 3);
+    assert_eq!(admitted(&l, &[2], &peer(1), T0, 4), 3);
+}
+
+/// max_size 512 over 128 shards: capacity 4 per shard.
+fn small(rate: u64) -> AppRateLimiter {
+    AppRateLimiter::new(Config {
+        rate_per_second: rate,
+        window: Duration::from_secs(10),
+        max_size: 512,
+        shards: 128,
+        salt: Some([5; 16]),
+    })
+    .unwrap()
+}
+
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "about 1,000 blake2b digests: many minutes under Miri; eviction is covered by the other tests there"
+)]
+fn capacity_holds_under_513_origins_for_one_app() {
+    let l = small(10);
+    assert_eq!(l.capacity_per_shard(), 4);
+    for i in 0..513 {
+        assert_eq!(l.admit(&[1], &peer(i), T0), Decision::Admit);
+    }
+    // One app's senders share a shard: 4 tracked, 509 evicted.
+    let s = l.stats();
+    assert_eq!((s.admitted, s.entries, s.evicted), (513, 4, 509));
+    let shard = l.app_key(1, &peer(0)).shard();
+    assert!((0..513).all(|i| l.app_key(1, &peer(i)).shard() == shard));
+    // The survivors are the last four.
+    let tracked: HashSet<(u32, u64)> = l.tracked_keys().into_iter().collect();
+    let last4: HashSet<(u32, u64)> = (509..513)
+        .map(|i| l.app_key(1, &peer(i)))
+        .map(|k| (k.shard(), k.hash()))
+        .collect();
+    assert_eq!(tracked, last4);
+}
+
+fn tracked(l: &AppRateLimiter, keys: &[AppKey]) -> Vec<bool> {
+    let t: HashSet<(u32, u64)> = l.tracked_keys().into_iter().collect();
+    keys.iter()
+        .map(|k| t.contains(&(k.shard(), k.hash())))
+        .collect()
+}
+
+#[test]
+fn eviction_is_exact_lru_in_small_shards() {
+    let l = small(10);
+    let k: Vec<AppKey> = (0..5).map(|i| l.app_key(1, &peer(i))).collect();
+    for key in &k[..4] {
+        assert!(l.admit_key(*key, T0).is_admit());
+    }
+    assert!(l.admit_key(k[4], T0).is_admit());
+    assert_eq!(tracked(&l, &k), [false, true, true, true, true]);
+
+    let l = small(10);
+    for key in &k[..4] {
+        assert!(l.admit_key(*key, T0).is_admit());
+    }
+    assert!(l.admit_key(k[0], T0).is_admit());
+    assert!(l.admit_key(k[4], T0).is_admit());
+    assert_eq!(tracked(&l, &k), [true, false, true, true, true]);
+    assert_eq!(l.stats().evicted, 1);
+}
+
+#[test]
+fn eviction_prefers_stale_keys_over_recent_ones() {
+    let l = small(1); // L = 10
+    let a: Vec<AppKey> = (0..5).map(|i| l.app_key(1, &peer(i))).collect();
+    // An app in another shard, for a group that touches a[0] without changing its counts.
+    let b = (2..)
+        .map(|app| l.app_key(app, &peer(0)))
+        .find(|k| k.shard() != a[0].shard())
+        .unwrap();
+    for key in &a[..4] {
+        assert!(l.admit_key(*key, T0).is_admit());
+    }
+    let t2 = T0 + 20 * SEC; // two windows later: every key admitted at T0 is stale
+    for key in [a[3], a[2], a[1]] {
+        assert!(l.admit_key(key, t2).is_admit()); // rolled and stored: no longer stale
+    }
+    assert_eq!(
+        (0..10).filter(|_| l.admit_key(b, t2).is_admit()).count(),
+        10
+    );
+    // a[0] becomes the most recently used key, but the dropped group stores nothing: still stale.
+    assert_eq!(l.admit_keys(&[a[0], b], t2), Decision::Drop);
+    assert!(l.admit_key(a[4], t2).is_admit());
+    assert_eq!(tracked(&l, &a), [false, true, true, true, true]);
+}
+
+#[test]
+fn late_callers_count_in_the_keys_interval() {
+    let l = limiter(1, 10);
+    assert_eq!(admitted(&l, &[1], &peer(1), T0 + 10 * SEC, 4), 4);
+    // A caller whose clock is one interval behind: prev weighs fully (offset 0), cur = 4.
+    assert_eq!(admitted(&l, &[1], &peer(1), T0 + 9 * SEC, 10), 6);
+    assert_eq!(l.admit(&[1], &peer(1), T0 + 10 * SEC), Decision::Drop);
+}
+
+#[test]
+fn config_errors_are_typed() {
+    // Default rate, window and shards; a small max_size keeps the tables cheap to build.
+    let base = Config {
+        salt: Some([0; 16]),
+        max_size: 4096,
+        ..Config::default()
+    };
+    let err = |c: Config| AppRateLimiter::new(c).unwrap_err();
+    assert!(matches!(
+        err(Config {
+            max_size: 0,
+            ..base.clone()
+        }),
+        ConfigError::ZeroMaxSize
+    ));
+    assert!(matches!(
+        err(Config {
+            rate_per_second: 0,
+            ..base.clone()
+        }),
+        ConfigError::ZeroRate
+    ));
+    assert!(matches!(
+        err(Config {
+            window: Duration::ZERO,
+            ..base.clone()
+        }),
+        ConfigError::ZeroWindow
+    ));
+    assert!(matches!(
+        err(Config {
+            window: Duration::MAX,
+            ..base.clone()
+        }),
+        ConfigError::WindowTooLong { .. }
+    ));
+    for shards in [0, 3, 100] {
+        assert!(matches!(
+            err(Config { shards, ..base.clone() }),
+            ConfigError::ShardsNotPowerOfTwo { shards: s } if s == shards
+        ));
+    }
+    assert!(matches!(
+        err(Config {
+            max_size: 255,
+            ..base.clone()
+        }),
+        ConfigError::MaxSizeBelowShards {
+            max_size: 255,
+            shards: 128
+        }
+    ));
+    assert!(matches!(
+        err(Config {
+            rate_per_second: 1,
+            window: Duration::from_millis(999),
+            ..base.clone()
+        }),
+        ConfigError::LimitBelowOne {
+            rate_per_second: 1,
+            ..
+        }
+    ));
+    assert!(matches!(
+        err(Config {
+            rate_per_second: 6554,
+            ..base.clone()
+        }),
+        ConfigError::LimitTooLarge {
+            limit: 65_540,
+            max: 65_535
+        }
+    ));
+    // The edges that pass: 2 keys per shard, L = 1, L = 65,535; sub-second windows.
+    let ok = |c: Config| AppRateLimiter::new(c).unwrap();
+    assert_eq!(
+        ok(Config {
+            max_size: 256,
+            ..base.clone()
+        })
+        .capacity_per_shard(),
+        2
+    );
+    assert_eq!(
+        ok(Config {
+            rate_per_second: 1,
+            window: Duration::from_secs(1),
+            ..base.clone()
+        })
+        .limit(),
+        1
+    );
+    assert_eq!(
+        ok(Config {
+            rate_per_second: 13_107,
+            window: Duration::from_secs(5),
+            ..base.clone()
+        })
+        .limit(),
+        65_535
+    );
+    assert_eq!(
+        ok(Config {
+            rate_per_second: 1000,
+            window: Duration::from_millis(10),
+            ..base.clone()
+        })
+        .limit(),
+        10
+    );
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "allocates and drops 2^20 slots: minutes under Miri")]
+fn defaults_are_upstreams() {
+    // L = 100/s x 10 s, 1,048,576 keys over 128 shards of 8,192.
+    let d = AppRateLimiter::new(Config {
+        salt: Some([0; 16]),
+        ..Config::default()
+    })
+    .unwrap();
+    assert_eq!(
+        (d.limit(), d.capacity_per_shard(), d.penalty()),
+        (1000, 8192, 250)
+    );
+}
+
+#[test]
+fn keys_depend_on_app_origin_and_salt() {
+    let a = limiter(1, 10);
+    let b = AppRateLimiter::new(Config {
+        salt: Some([4; 16]),
+        ..a.config().clone()
+    })
+    .unwrap();
+    let k = a.app_key(1, &peer(1));
+    assert_eq!(k, a.app_key(1, &peer(1)));
+    assert_ne!(k.hash(), a.app_key(2, &peer(1)).hash());
+    assert_ne!(k.hash(), a.app_key(1, &peer(2)).hash());
+    assert_ne!(k.hash(), b.app_key(1, &peer(1)).hash());
+    assert_eq!(
+        k.hash(),
+        txgate_ratelimit::derive_key_hash(1, &[3; 16], &peer(1))
+    );
+    // A random salt is drawn when none is given.
+    let r = AppRateLimiter::new(Config {
+        salt: None,
+        ..a.config().clone()
+    })
+    .unwrap();
+    let s = AppRateLimiter::new(Config {
+        salt: None,
+        ..a.config().clone()
+    })
+    .unwrap();
+    assert_ne!(r.salt(), s.salt());
+}

@@ -1,0 +1,127 @@
+//! Differential fuzzing of txgate-ratelimit against its reference model (`txgate_ratelimit::model`):
+//! the same operations and clock drive both; decisions must agree whenever the two have evicted
+//! the same keys so far, and the tracked key sets must always agree when every shard is searched
+//! whole (at most 8 keys per shard, exact LRU).
+#![no_main]
+
+use std::time::Duration;
+
+use arbitrary::Arbitrary;
+use libfuzzer_sys::fuzz_target;
+use txgate_ratelimit::model::Model;
+use txgate_ratelimit::{AppKey, AppRateLimiter, Config, Origin};
+
+#[derive(Arbitrary, Debug)]
+struct Input {
+    shards_log: u8,
+    capacity: u8,
+    rate: u8,
+    window_s: u8,
+    start_ns: u64,
+    ops: Vec<Op>,
+}
+
+#[derive(Arbitrary, Debug)]
+enum Op {
+    /// `admit` with app ids (0 = not an app call) from a small origin space.
+    Admit {
+        apps: Vec<u8>,
+        origin: u8,
+    },
+    /// The same through pre-derived keys.
+    AdmitKeys {
+        apps: Vec<u8>,
+        origin: u8,
+    },
+    Penalize {
+        apps: Vec<u8>,
+        origin: u8,
+    },
+    /// Move the clock forward by this many milliseconds.
+    Advance(u16),
+}
+
+fn keys(l: &AppRateLimiter, apps: &[u64], origin: &Origin) -> Vec<AppKey> {
+    apps.iter()
+        .filter(|&&a| a != 0)
+        .map(|&a| l.app_key(a, origin))
+        .collect()
+}
+
+fuzz_target!(|input: Input| {
+    let shards = 1usize << (input.shards_log % 3);
+    // Mode by capacity: 2..=8 (whole-shard search, exact LRU: must always agree), 9..=40
+    // (sampled eviction: agree while the evicted keys agree), 4096 (large, rarely evicts).
+    let capacity = match input.capacity % 3 {
+        0 => 2 + usize::from(input.capacity / 3 % 7),
+        1 => 9 + usize::from(input.capacity / 3 % 32),
+        _ => 4096,
+    };
+    let exact = capacity <= 8;
+    let config = Config {
+        max_size: capacity * shards,
+        rate_per_second: 1 + u64::from(input.rate % 4),
+        window: Duration::from_secs(1 + u64::from(input.window_s % 4)),
+        shards,
+        salt: Some([input.rate; 16]),
+    };
+    let limiter = AppRateLimiter::new(config.clone()).unwrap();
+    let mut model = Model::new(&config).unwrap();
+    let mut now = input.start_ns >> 2; // room to advance without overflow
+    // `same`: every operation so far evicted the same keys on both sides (each eviction removed a
+    // key that stayed removed, and the tracked sets agree), so every key's state agrees too.
+    let mut same = true;
+    let mut tracked = limiter.tracked_keys();
+    for op in input.ops.iter().take(512) {
+        let evicted_before = (limiter.stats().evicted, model.stats().evicted);
+        let mut decision = None;
+        match op {
+            Op::Admit { apps, origin } | Op::AdmitKeys { apps, origin } => {
+                let apps: Vec<u64> = apps.iter().take(6).map(|&a| u64::from(a % 9)).collect();
+                let origin = Origin::from_peer_id(&[origin % 12]);
+                let k = keys(&limiter, &apps, &origin);
+                let got = match op {
+                    Op::Admit { .. } => limiter.admit(&apps, &origin, now),
+                    _ => limiter.admit_keys(&k, now),
+                };
+                decision = Some((got, model.admit_keys(&k, now)));
+            }
+            Op::Penalize { apps, origin } => {
+                let apps: Vec<u64> = apps.iter().take(6).map(|&a| u64::from(a % 9)).collect();
+                let origin = Origin::from_peer_id(&[origin % 12]);
+                let k = keys(&limiter, &apps, &origin);
+                limiter.penalize(&apps, &origin, now);
+                model.penalize_keys(&k, now);
+            }
+            Op::Advance(ms) => now += u64::from(*ms) * 1_000_000,
+        }
+        let after = limiter.tracked_keys();
+        assert!(after.len() <= config.max_size);
+        let gone = tracked
+            .iter()
+            .filter(|k| after.binary_search(k).is_err())
+            .count() as u64;
+        let evicted = (
+            limiter.stats().evicted - evicted_before.0,
+            model.stats().evicted - evicted_before.1,
+        );
+        let same_sets = after == model.tracked_keys();
+        if exact {
+            // Whole-shard search is exact LRU: the same evictions, always.
+            assert!(
+                same_sets && evicted.0 == evicted.1,
+                "{op:?}: evicted {evicted:?}"
+            );
+        }
+        same &= same_sets && evicted == (gone, gone);
+        if (exact || same)
+            && let Some((got, want)) = decision
+        {
+            assert_eq!(got, want, "{op:?} at {now}");
+        }
+        tracked = after;
+    }
+    if exact {
+        assert_eq!(limiter.stats(), model.stats());
+    }
+});
