@@ -73,7 +73,9 @@ fn real_rounds(rounds: &[txgate_tests::RoundTxids]) {
         }
     );
     println!("txids                  {txids:>10}");
-    println!("filter memory          {bytes:>10} bytes  (built in {built:?})");
+    println!(
+        "filter memory          {bytes:>10} bytes  (built in {built:?}; a round of a few txids still takes a whole 256-bit block)"
+    );
     println!("found in own round     {hits:>10} / {txids}");
     println!(
         "other-round queries    {queries:>10}  false positives {false_positives} ({:.4} %, configured {:.4} %)\n",
@@ -93,7 +95,7 @@ fn fpr_table() {
         "bits/key", "variant", "backend", "measured %", "formula %", "ratio"
     );
     for bits_per_key in [8u64, 10, 16] {
-        let blocks = KEYS * bits_per_key / 512;
+        let blocks = KEYS * bits_per_key / txgate_bloom::BITS_PER_BLOCK;
         let expected = false_positive_rate(KEYS, blocks);
         for backend in Backend::available() {
             let builder = BloomBuilder::with_num_blocks(blocks)

@@ -14,8 +14,9 @@ use crate::{format, sizing};
 /// cache line, so an insert or a query touches exactly one line. Insert needs `&mut self`; see [`AtomicBlockedBloom`] for
 /// concurrent inserts through `&self`.
 ///
-/// A key is hashed once to 64 bits (wyhash keyed with the filter's seed, or pre-hashed by the
-/// caller); the hash picks the block and the bits (see the crate docs for the layout). There
+/// A key is hashed once to 64 bits (`Hash` keys with wyhash and 32-byte ids with XXH3, both
+/// keyed with the filter's seed, or pre-hashed by the caller); the hash picks the block and the
+/// bits (see the crate docs for the layout). There
 /// are no false negatives: a key that was inserted is always reported present.
 ///
 /// [`AtomicBlockedBloom`]: crate::AtomicBlockedBloom

@@ -3,7 +3,7 @@
 fn main() {
     eprintln!(
         "txgate: the replay tool is not implemented yet; see README.md for what runs today \
-         (cargo run --release -p txgate-bloom --example real_txids)"
+         (cargo run --release -p txgate-tests --example bloom_rounds)"
     );
     std::process::exit(2);
 }

@@ -431,8 +431,9 @@ impl Shard {
         let mut tentative = nodes[..n].iter().flatten();
         if any_live {
             for node in tentative {
-                let killed = node.kill();
-                debug_assert!(killed, "two Live nodes of one key");
+                // A failed kill is not a duplicate: the scan is not atomic, so the Live node we
+                // saw may have been evicted since and this one promoted by its publisher.
+                node.kill();
             }
             return;
         }
@@ -442,8 +443,8 @@ impl Shard {
         for node in tentative {
             if !node.kill() {
                 // That node went Live after our scan: ours must not.
-                let killed = survivor.kill();
-                debug_assert!(killed, "two Live nodes of one key");
+                // (A failed kill here is legal for the same reason as above.)
+                survivor.kill();
                 return;
             }
         }
