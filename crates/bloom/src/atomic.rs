@@ -261,16 +261,7 @@ impl AtomicBlockedBloom {
     }
 
     fn check_shape(&self, num_blocks: u64, seed: u64) -> Result<(), ShapeError> {
-        if num_blocks != self.num_blocks {
-            return Err(ShapeError::Blocks {
-                ours: self.num_blocks,
-                theirs: num_blocks,
-            });
-        }
-        if seed != self.seed {
-            return Err(ShapeError::Seed);
-        }
-        Ok(())
+        ShapeError::check((self.num_blocks, self.seed), (num_blocks, seed))
     }
 
     /// Removes every key (`&mut self`: no insert can race it).

@@ -50,6 +50,22 @@ pub enum ShapeError {
     Seed,
 }
 
+impl ShapeError {
+    /// `Ok` iff two filters, each given as `(num_blocks, seed)`, can be combined bit for bit.
+    pub(crate) fn check(ours: (u64, u64), theirs: (u64, u64)) -> Result<(), ShapeError> {
+        if ours.0 != theirs.0 {
+            return Err(ShapeError::Blocks {
+                ours: ours.0,
+                theirs: theirs.0,
+            });
+        }
+        if ours.1 != theirs.1 {
+            return Err(ShapeError::Seed);
+        }
+        Ok(())
+    }
+}
+
 /// Why serialized filter bytes were rejected. Loading never panics on any input.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]

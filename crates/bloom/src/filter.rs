@@ -212,17 +212,8 @@ impl BlockedBloom {
         Ok(())
     }
 
-    pub(crate) fn check_shape(&self, num_blocks: u64, seed: u64) -> Result<(), ShapeError> {
-        if num_blocks != self.num_blocks {
-            return Err(ShapeError::Blocks {
-                ours: self.num_blocks,
-                theirs: num_blocks,
-            });
-        }
-        if seed != self.seed {
-            return Err(ShapeError::Seed);
-        }
-        Ok(())
+    fn check_shape(&self, num_blocks: u64, seed: u64) -> Result<(), ShapeError> {
+        ShapeError::check((self.num_blocks, self.seed), (num_blocks, seed))
     }
 
     /// Removes every key.
