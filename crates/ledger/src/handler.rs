@@ -1,0 +1,1 @@
+//! The transaction handler pipeline (being written).

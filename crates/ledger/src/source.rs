@@ -1,0 +1,1 @@
+//! Block sources: files, directories, tar and tar.bz2 archives (being written).

@@ -1,0 +1,1 @@
+//! The redb-backed ledger with per-round txid blooms (being written).

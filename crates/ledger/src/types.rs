@@ -1,0 +1,74 @@
+//! Shared value types: rounds and transaction ids.
+
+use std::fmt;
+use std::str::FromStr;
+
+use data_encoding::BASE32_NOPAD;
+
+/// A block's round number (go-algorand `basics.Round`).
+pub type Round = u64;
+
+/// A transaction id: SHA-512/256 over `"TX" || canonical msgpack(txn)` (go-algorand
+/// `transactions.Transaction.ID`), shown as unpadded RFC 4648 base32 (52 characters), as algod
+/// and the indexer show it.
+///
+/// ```
+/// use txgate_ledger::Txid;
+/// let id: Txid = "6A6YYXT62SYZVUJH2QZW4BXUQ567H5GHJRMZ3EYRJPSIZRYDJTVQ".parse()?;
+/// assert_eq!(id.to_string(), "6A6YYXT62SYZVUJH2QZW4BXUQ567H5GHJRMZ3EYRJPSIZRYDJTVQ");
+/// # Ok::<(), txgate_ledger::TxidParseError>(())
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Txid(pub [u8; 32]);
+
+impl Txid {
+    /// The 32 digest bytes.
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+}
+
+impl fmt::Display for Txid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&BASE32_NOPAD.encode(&self.0))
+    }
+}
+
+impl fmt::Debug for Txid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Txid({self})")
+    }
+}
+
+/// A string that is not a base32 txid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a txid (52 base32 characters encoding 32 bytes): {0:?}")]
+pub struct TxidParseError(pub String);
+
+impl FromStr for Txid {
+    type Err = TxidParseError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bytes = BASE32_NOPAD
+            .decode(s.as_bytes())
+            .map_err(|_| TxidParseError(s.to_owned()))?;
+        let bytes: [u8; 32] = bytes.try_into().map_err(|_| TxidParseError(s.to_owned()))?;
+        Ok(Self(bytes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base32_round_trip_and_errors() {
+        let id = Txid([0xA5; 32]);
+        let s = id.to_string();
+        assert_eq!(s.len(), 52);
+        assert_eq!(s.parse::<Txid>(), Ok(id));
+        assert!("".parse::<Txid>().is_err());
+        assert!("AAAA".parse::<Txid>().is_err());
+        assert!(s[..51].parse::<Txid>().is_err());
+    }
+}
