@@ -49,41 +49,38 @@ fn main() {
     })
     .expect("default config");
     let live_table = LIVE.load(Ordering::Relaxed) - live0;
-    // Offer 4 x max_size distinct keys (splitmix64 hashes; shard from the low bits, home slot from the high bits) so every window fills.
+    // Offer 4 x max_size distinct keys (splitmix64 hashes; shard from the low bits, home slot
+    // from the high bits). Single-threaded, a new key either adds one to its shard or evicts one
+    // key of it, so the example knows every shard's size and can tell evictions from full shards
+    // (the rule) from evictions from shards with room (a full probe window: the deviation).
+    let shards = l.config().shards;
+    let capacity = l.capacity_per_shard();
+    let mut sizes = vec![0usize; shards];
+    let (mut early, mut offered_with_room, mut evicted) = (0u64, 0u64, 0u64);
     let mut x = 0x9E37_79B9_7F4A_7C15u64;
     let now = 1_700_000_000 * 1_000_000_000;
-    let mut first_eviction = None;
-    let mut last = (0usize, 0u64);
-    let mut marks = vec![0.25, 0.5, 0.75, 0.9, 0.95];
-    for i in 0..4 * MAX_SIZE {
-        if i % 8192 == 0 && i <= MAX_SIZE {
-            let s = l.stats();
-            if first_eviction.is_none() && s.evicted > 0 {
-                first_eviction = Some(s.entries);
-            }
-            // Share of the last 8,192 offered keys that evicted instead of taking a free slot.
-            let (entries, evicted) = (s.entries, s.evicted);
-            let share = (evicted - last.1) as f64 / 8192.0;
-            let load = entries as f64 / MAX_SIZE as f64;
-            if let Some(&mark) = marks.first()
-                && load >= mark
-            {
-                println!(
-                    "at {:.0}% load, {:.2}% of new keys evicted a tracked key",
-                    100.0 * load,
-                    100.0 * share
-                );
-                marks.remove(0);
-            }
-            last = (entries, evicted);
-        }
+    for _ in 0..4 * MAX_SIZE {
         x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = x;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^= z >> 31;
-        let _ = l.admit_key(AppKey::from_parts((z & 127) as u32, z), now);
+        let shard = (z % shards as u64) as usize;
+        let _ = l.admit_key(AppKey::from_parts(shard as u32, z), now);
+        let now_evicted = l.evicted();
+        let has_room = sizes[shard] < capacity;
+        offered_with_room += u64::from(has_room);
+        if now_evicted > evicted {
+            early += u64::from(has_room);
+            evicted = now_evicted;
+        } else {
+            sizes[shard] += 1;
+        }
     }
+    println!(
+        "evictions from a shard with room: {early} of {offered_with_room} new keys offered to shards with room ({:.4}%)",
+        100.0 * early as f64 / offered_with_room as f64
+    );
     let s = l.stats();
     let live = LIVE.load(Ordering::Relaxed) - live0;
     println!(
@@ -92,14 +89,8 @@ fn main() {
         100.0 * s.entries as f64 / MAX_SIZE as f64,
         s.evicted
     );
-    if let Some(entries) = first_eviction {
-        println!(
-            "first eviction (a full 8-slot probe window) with {entries} keys tracked ({:.1}% of max_size)",
-            100.0 * entries as f64 / MAX_SIZE as f64
-        );
-    }
     println!(
-        "table (slots + shards): {live_table} bytes = {:.1} bytes per slot",
+        "table (slots + shards): {live_table} bytes = {:.1} bytes per key of capacity",
         live_table as f64 / MAX_SIZE as f64
     );
     println!(

@@ -24,15 +24,15 @@
 //!   on one key with limit `L` admit exactly `L` in a window, never more (upstream read, compared
 //!   and added in three steps).
 //! - [`AppRateLimiter::penalize`] adds `max(1, L / 4)` to each app's `cur`.
-//! - Every attempt refreshes each touched key's recency. A new key evicts only when it finds no
-//!   free slot: a stale key first (its interval older than the previous one), else the least
-//!   recently used. Shards of up to 8 keys are searched whole, so a new key evicts exactly when
-//!   its shard is full, and exactly the LRU key (single-threaded; under concurrency recency ties
-//!   are possible). In larger shards the candidates are the 8 slots of the new key's probe window
-//!   (DESIGN.md's bounded-window design, sampled LRU), and **a window can fill before its shard
-//!   does**: measured at the default 1,048,576 keys (example `bytes_per_key`), the first eviction
-//!   comes at 16% load, 3.6% of new keys evict at 50% load and 25% at 75% load; the table still
-//!   fills to 100% under sustained new keys.
+//! - Every attempt refreshes each touched key's recency. A new key evicts only when its shard
+//!   is full: a stale key first (its interval older than the previous one), else the least
+//!   recently used. Shards of up to 8 keys are searched whole, so their eviction is exact LRU
+//!   (single-threaded; under concurrency recency ties are possible). In larger shards the
+//!   candidates are the nodes of the new key's 16-slot probe window (about 8 when the shard is
+//!   full: DESIGN.md's bounded-window design, sampled LRU). A shard has two slots per key of
+//!   capacity, so a window is rarely full while its shard has room; when it is, the key evicts
+//!   early. Measured at the default 1,048,576 keys (example `bytes_per_key`): 341 of 1,048,917
+//!   new keys offered to shards with room evicted (0.03%).
 //!
 //! # Example
 //!
@@ -73,9 +73,9 @@
 //! - No lock on any path: lookups are loads, updates are CASes on one packed 64-bit word per key.
 //!   New keys are published with a CAS and a short lock-free protocol that keeps one node per key
 //!   (see the `table` module source).
-//! - Memory: tracked keys never exceed `max_size`. Each key costs an 8-byte slot plus a 24-byte
-//!   node: 32 bytes requested, 40 bytes resident with glibc's allocator overhead (measured by
-//!   the `bytes_per_key` example at 1,048,576 keys). Nodes taken out of the table wait for
+//! - Memory: tracked keys never exceed `max_size`. Each key costs two 8-byte slots plus a
+//!   24-byte node: 40 bytes requested, 48.5 bytes resident with glibc's allocator overhead
+//!   (measured by the `bytes_per_key` example at 1,048,576 keys). Nodes taken out of the table wait for
 //!   reclamation by [seize](https://docs.rs/seize), bounded by its batch size (64) times the
 //!   number of threads.
 //! - Per admission of a tracked key: a seize guard, one window scan (usually one slot), one CAS

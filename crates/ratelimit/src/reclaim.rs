@@ -4,12 +4,21 @@
 //! loads a slot, and a node unlinked from its slot is handed to [`Guard::defer_retire`], which
 //! frees it only once no guard that could have seen it is alive.
 //!
-//! seize has no loom support, so under `cfg(loom)` this module is a model-checked stand-in with
-//! the same contract: guards count active readers under a loom mutex, and when the count drops to
-//! zero every node retired so far is *poisoned* (marked as reclaimed) instead of freed. The table
-//! asserts on every node access that the node is not poisoned, so loom reports any interleaving in
-//! which a reader touches a node after the real collector would have been free to reclaim it.
-//! Poisoned nodes are freed when the collector is dropped.
+//! seize has no loom support, so under `cfg(loom)` this module is a stand-in with the same
+//! contract, as eager as the contract allows: a node retired while guards `g1..gk` are alive is
+//! *poisoned* (marked as reclaimed) as soon as the last of `g1..gk` is dropped, which is the
+//! earliest moment any collector honouring `defer_retire`'s contract (seize included) may free
+//! it. The table asserts on every node access that the node is not poisoned, so loom reports any
+//! interleaving in which a reader touches a node after a collector could have freed it. Poisoned
+//! nodes are freed when the collector is dropped.
+//!
+//! The stand-in's bookkeeping sits behind a `std` mutex, not a loom one: loom runs one thread at
+//! a time, so the mutex never blocks, and being invisible to loom it adds no happens-before edge
+//! between the model's threads that seize would not provide (a loom mutex would synchronize every
+//! guard entry with every earlier guard exit and hide ordering bugs). What it does model is
+//! seize's barrier pair: a `SeqCst` fence after a guard registers and one before a retirement
+//! reads the active guards, so a guard that the retirement did not wait for cannot load the
+//! retired node from a stale slot.
 
 use crate::sync::{AtomicPtr, Ordering};
 use crate::table::Node;
@@ -19,7 +28,7 @@ pub(crate) struct Collector {
     #[cfg(not(loom))]
     inner: seize::Collector,
     #[cfg(loom)]
-    inner: loom::sync::Mutex<standin::State>,
+    inner: std::sync::Mutex<standin::State>,
 }
 
 /// Marks the current thread active: nodes loaded through it stay allocated while it lives.
@@ -28,6 +37,9 @@ pub(crate) struct Guard<'c> {
     inner: seize::LocalGuard<'c>,
     #[cfg(loom)]
     collector: &'c Collector,
+    /// This guard's id in the stand-in's bookkeeping.
+    #[cfg(loom)]
+    id: u64,
 }
 
 #[cfg(debug_assertions)]
@@ -56,7 +68,7 @@ impl Collector {
         #[cfg(loom)]
         {
             Self {
-                inner: loom::sync::Mutex::new(standin::State::default()),
+                inner: std::sync::Mutex::new(standin::State::default()),
             }
         }
     }
@@ -72,8 +84,20 @@ impl Collector {
         }
         #[cfg(loom)]
         {
-            self.inner.lock().unwrap().active += 1;
-            Guard { collector: self }
+            let mut state = self.inner.lock().unwrap();
+            let id = state.next_id;
+            state.next_id += 1;
+            state.active.push(id);
+            drop(state);
+            // SeqCst fence, as seize's entry barrier: a retirement whose snapshot of the active
+            // guards missed this guard came earlier in the SeqCst order, so this guard's loads
+            // see the unlinking of the retired node (C++20 [atomics.order] p4.4 with the fence in
+            // `defer_retire`).
+            crate::sync::fence(Ordering::SeqCst);
+            Guard {
+                collector: self,
+                id,
+            }
         }
     }
 }
@@ -128,12 +152,13 @@ impl Guard<'_> {
         }
         #[cfg(loom)]
         {
-            self.collector
-                .inner
-                .lock()
-                .unwrap()
-                .retired
-                .push(standin::NodePtr(node));
+            // SeqCst fence, as seize's retirement barrier: pairs with the fence in `enter`.
+            crate::sync::fence(Ordering::SeqCst);
+            let mut state = self.collector.inner.lock().unwrap();
+            // Every guard alive now may hold the node; guards entered later cannot load it
+            // (precondition 2), so only these are waited for.
+            let waiting = state.active.clone();
+            state.retired.push((standin::NodePtr(node), waiting));
         }
     }
 }
@@ -166,10 +191,13 @@ mod standin {
 
     #[derive(Default)]
     pub(super) struct State {
-        /// Guards alive now.
-        pub(super) active: usize,
-        /// Retired, possibly still seen by an active guard.
-        pub(super) retired: Vec<NodePtr>,
+        /// The id of the next guard.
+        pub(super) next_id: u64,
+        /// Ids of the guards alive now.
+        pub(super) active: Vec<u64>,
+        /// Retired nodes, each with the ids of the guards that were alive when it was retired
+        /// and still are.
+        pub(super) retired: Vec<(NodePtr, Vec<u64>)>,
         /// Retired while no guard could see them: poisoned, freed with the collector.
         pub(super) reclaimed: Vec<NodePtr>,
     }
@@ -179,15 +207,19 @@ mod standin {
 impl Drop for Guard<'_> {
     fn drop(&mut self) {
         let mut state = self.collector.inner.lock().unwrap();
-        state.active -= 1;
-        if state.active == 0 {
-            // No guard is alive, so no thread holds a node pointer: every node retired so far is
-            // what seize would be free to reclaim now.
-            let retired = std::mem::take(&mut state.retired);
-            for node in retired {
+        let id = self.id;
+        state.active.retain(|&g| g != id);
+        let retired = std::mem::take(&mut state.retired);
+        for (node, mut waiting) in retired {
+            waiting.retain(|&g| g != id);
+            if waiting.is_empty() {
+                // No guard that could have loaded the node is alive: a collector may free it
+                // now.
                 // SAFETY: retired nodes stay allocated until the collector drops.
                 unsafe { (*node.0).poison() };
                 state.reclaimed.push(node);
+            } else {
+                state.retired.push((node, waiting));
             }
         }
     }
@@ -197,7 +229,8 @@ impl Drop for Guard<'_> {
 impl Drop for Collector {
     fn drop(&mut self) {
         let state = self.inner.get_mut().unwrap();
-        for node in state.retired.drain(..).chain(state.reclaimed.drain(..)) {
+        let retired = state.retired.drain(..).map(|(node, _)| node);
+        for node in retired.chain(state.reclaimed.drain(..)) {
             // SAFETY: `&mut self`: no guard is alive, and each retired pointer came from
             // `Box::into_raw` and was retired once.
             drop(unsafe { Box::from_raw(node.0) });

@@ -2,46 +2,67 @@
 //!
 //! # Shape
 //!
-//! A shard is exactly `capacity` slots, each an atomic pointer to a heap [`Node`] that holds one
-//! key (immutable), its packed [state word](crate::state) and its recency stamp. A key's *window*
-//! is the `min(PROBE_WINDOW, capacity)` slots starting at its home slot (wrapping). Slots fill in
-//! probe order and never return to null, so a lookup stops at the first null slot of the window.
-//! When the window has no null slot, a new key replaces the best eviction candidate of the window
-//! in place (dead first, then stale, then least recently used) with one compare-and-swap, and the
-//! replaced node is retired through [`crate::reclaim`]. Probe chains never break, the table never
-//! holds more than `capacity` nodes, and nothing on the hit path allocates.
+//! A shard holds at most `capacity` keys in `SLOTS_PER_KEY x capacity` slots, each an atomic
+//! pointer to a heap [`Node`] that holds one key (immutable), its packed [state
+//! word](crate::state) and its recency stamp. A key's *window* is the `min(PROBE_WINDOW, slots)`
+//! slots starting at its home slot (wrapping); a key lives only in its window, and lookups scan
+//! the whole window (null slots do not end a scan, so taking a node out never hides another).
+//! A count of the nodes in the table (`occupied`) says when the shard is full. A new key:
+//!
+//! - takes a null slot of its window if the shard has room, so eviction waits until the shard
+//!   is full (except when all 16 window slots are taken while half the shard's slots are free:
+//!   rare, and measured by the `bytes_per_key` example);
+//! - else replaces the best eviction candidate of its window in place (dead first, then stale,
+//!   then least recently used) with one compare-and-swap; the replaced node is retired through
+//!   [`crate::reclaim`];
+//! - if its insertion into a null slot brings the count above `capacity` (a race with other
+//!   insertions, or a full shard whose nodes all lie outside the window), it takes the best
+//!   candidate of the following nodes out of the table before its own node can be promoted.
+//!
+//! Nothing on the hit path allocates.
 //!
 //! # Insertion protocol (no duplicate keys without a lock)
 //!
-//! Two threads that miss the same key at once may publish two nodes for it in different slots
-//! (each replacing a different victim). Counting admissions on both would admit up to `2 L`, so a
-//! node is published *Tentative* and counts nothing until it is promoted *Live*:
+//! Two threads that miss the same key at once may publish two nodes for it in different slots.
+//! Counting admissions on both would admit up to `2 L`, so a node is published *Tentative* and
+//! counts nothing until it is promoted *Live*:
 //!
 //! 1. After publishing, and whenever a lookup meets a Tentative node of its key, a thread runs
 //!    [`Shard::resolve`]: a `SeqCst` fence, then a scan of the key's window.
 //! 2. If the scan sees a Live node of the key, every Tentative node of the key it saw is killed
-//!    (compare-and-swap Tentative -> Dead).
-//! 3. Otherwise the first Tentative node in probe order survives: the others are killed, and if
-//!    all kills succeed the survivor is promoted (Tentative -> Live); if a kill fails because
-//!    that node became Live meanwhile, the survivor is killed instead.
+//!    (compare-and-swap Tentative -> Dead) and taken out of its slot.
+//! 3. Otherwise the first Tentative node in probe order is the survivor. A thread may promote
+//!    only a node it loaded (or published) *before its latest fence*; if the survivor is not
+//!    such a node, the thread fences again and rescans (the survivor is then known). It kills
+//!    the others, and if all kills succeed it promotes the survivor (Tentative -> Live); if a
+//!    kill fails because that node became Live meanwhile, it kills the survivor instead.
 //!
 //! Live and Dead are terminal, and every transition is a CAS on the node's state word, so at most
-//! one Live node of a key is reachable: if threads `a` and `b` promote nodes `A` and `B`, each
-//! fenced after the insertion of its node and before its scan; by the fence rule of the C++20
-//! model (which Rust adopts), the thread whose fence is later in the total order of `SeqCst`
-//! operations sees the other's node in its scan (or sees it already replaced), and then it kills
-//! that node or its own instead of promoting. Dead nodes are free slots to the next insertion.
-//! Every step is a bounded scan plus CAS, and the first Tentative node in probe order always
-//! survives unless a Live one exists, so some thread always completes: the table is lock-free.
+//! one Live node of a key is reachable. Suppose threads `x` and `y` promote nodes `X` and `Y`;
+//! `X`'s publication happens before `x`'s last fence `Fx` (step 3), likewise for `Y` and `Fy`;
+//! say `Fx` precedes `Fy` in the total order of `SeqCst` operations. By the fence rule of the
+//! C++20 model (\[atomics.order\] p4.4, which Rust adopts), `y`'s scan after `Fy` reads `X`'s
+//! slot at or after `X`'s publication: it sees `X` (Tentative: `y` kills `X` or, failing, `Y`;
+//! Live: `y` kills `Y`; Dead: `X` is never promoted) or sees `X` already taken out of the table.
+//! So `X` and `Y` are never both Live in the table. (The first version let a thread promote a
+//! survivor published *after* its fence, for which this argument fails with three threads; the
+//! `three_threads_insert_one_key` loom model races three insertions of one key in one window.)
+//! Every step is a bounded scan plus CAS; a rescan happens only after another thread published a
+//! node, so some thread always completes: the table is lock-free.
 
 use crate::reclaim::Guard;
 use crate::state::{self, Counts, Instant, Life, Limits};
-use crate::sync::{AtomicPtr, AtomicU64, Ordering, fence};
+use crate::sync::{AtomicPtr, AtomicU64, AtomicUsize, Ordering, fence};
 
 /// Slots a key may live in, starting at its home slot: the eviction candidate set of large
-/// shards (sampled LRU over 8 candidates). Shards of at most this many slots are searched
-/// whole, which makes their eviction exact LRU.
-pub(crate) const PROBE_WINDOW: usize = 8;
+/// shards (sampled LRU over the nodes of 16 slots, about 8 when the shard is full). Shards of at
+/// most this many slots (capacity 8) are searched whole, which makes their eviction exact LRU.
+pub(crate) const PROBE_WINDOW: usize = 16;
+
+/// Slots per key of capacity. At most half the slots hold nodes, so a new key's window almost
+/// always has a null slot while its shard has room: eviction happens when the shard is full
+/// (measured by the `bytes_per_key` example: see the crate docs). Costs 8 bytes per key.
+pub(crate) const SLOTS_PER_KEY: usize = 2;
 
 /// One tracked key.
 pub(crate) struct Node {
@@ -200,21 +221,46 @@ pub(crate) struct Reservation {
 enum Found<'g> {
     /// The key's Live node.
     Live(&'g Node),
-    /// A Tentative node of the key: run the protocol, then look again.
-    Tentative,
-    /// No node of the key: `slot` is where a new node goes, replacing `expected` (null, or the
-    /// best eviction candidate of the window).
-    Missing { slot: usize, expected: *mut Node },
+    /// The first Tentative node of the key in probe order: run the protocol, then look again.
+    Tentative(*mut Node),
+    /// No node of the key: the first null slot of the window (if any) and the best eviction
+    /// candidate of the window (if any node is there).
+    Missing {
+        free: Option<usize>,
+        victim: Option<(usize, *mut Node)>,
+    },
 }
 
-/// One shard: a fixed-capacity table plus its recency clock and statistics.
+/// Eviction rank of a node (smaller = evicted first): dead nodes are free; then stale keys
+/// (interval older than the previous one: their state is worth nothing); then the least recently
+/// used.
+#[inline]
+fn eviction_rank(node: &Node, word: u64, at: Instant) -> (u8, u64) {
+    match state::life(word) {
+        Life::Dead => (0, 0),
+        // Relaxed: recency is a heuristic stamp; no memory is published through it.
+        _ if state::is_stale(state::counts(word), at) => (1, node.last.load(Ordering::Relaxed)),
+        // Relaxed: as above.
+        _ => (2, node.last.load(Ordering::Relaxed)),
+    }
+}
+
+/// One shard: a fixed table of `SLOTS_PER_KEY x capacity` slots, the count of nodes in it, its
+/// recency clock and statistics.
 pub(crate) struct Shard {
-    /// Invariants: `slots.len() == capacity >= 2`; a slot never returns to null once filled; a
-    /// node is published in one slot, once, and retired exactly once, by the thread whose CAS
-    /// replaced it.
+    /// Invariants: `slots.len() == SLOTS_PER_KEY * capacity`; a node is published in one slot,
+    /// once, and retired exactly once, by the thread whose CAS took it out of its slot.
     slots: Box<[AtomicPtr<Node>]>,
-    /// `min(PROBE_WINDOW, capacity)`.
+    /// Most nodes the shard holds (`max_size / shards`, at least 2).
+    capacity: usize,
+    /// `min(PROBE_WINDOW, slots.len())`.
     window: usize,
+    /// Nodes in slots, of any life: incremented after a node fills a null slot, decremented
+    /// after one is taken out of its slot, so it lags the table by the operations in flight. An
+    /// insertion that brings it above `capacity` takes another node out before its own can be
+    /// promoted, so Live keys never exceed `capacity`; the table holds more nodes only
+    /// transiently, by at most the number of threads inserting into the shard at once.
+    occupied: AtomicUsize,
     /// Recency clock: every access takes the next tick (exact LRU order within the shard when
     /// single-threaded).
     tick: AtomicU64,
@@ -223,23 +269,36 @@ pub(crate) struct Shard {
 }
 
 impl Shard {
-    /// An empty shard of `capacity` slots.
+    /// An empty shard holding at most `capacity` keys.
     pub(crate) fn new(capacity: usize) -> Self {
         debug_assert!(capacity >= 2);
+        let len = capacity.saturating_mul(SLOTS_PER_KEY);
         Self {
-            slots: (0..capacity)
+            slots: (0..len)
                 .map(|_| AtomicPtr::new(std::ptr::null_mut()))
                 .collect(),
-            window: capacity.min(PROBE_WINDOW),
+            capacity,
+            window: len.min(PROBE_WINDOW),
+            occupied: AtomicUsize::new(0),
             tick: AtomicU64::new(0),
             evicted: AtomicU64::new(0),
         }
     }
 
-    /// The key's home slot: the high bits of `key * capacity` (keys are uniform blake2b output).
+    /// The key's home slot: the high bits of `key * slots` (keys are uniform blake2b output).
     #[inline]
     fn home(&self, key: u64) -> usize {
         ((u128::from(key) * self.slots.len() as u128) >> 64) as usize
+    }
+
+    /// The slot after `slot`, wrapping.
+    #[inline]
+    fn next(&self, slot: usize) -> usize {
+        if slot + 1 == self.slots.len() {
+            0
+        } else {
+            slot + 1
+        }
     }
 
     /// The next recency tick.
@@ -255,6 +314,21 @@ impl Shard {
         let tick = self.tick.load(Ordering::Relaxed) + 1;
         self.tick.store(tick, Ordering::Relaxed);
         tick
+    }
+
+    /// Nodes in the table, as counted so far (see the field's invariant).
+    #[inline]
+    fn occupied(&self) -> usize {
+        // Relaxed: the count publishes no memory; a stale value only makes an insertion
+        // overshoot (then `make_room`) or evict one key early.
+        self.occupied.load(Ordering::Relaxed)
+    }
+
+    /// Gives back the room of a node taken out of its slot.
+    #[inline]
+    fn release(&self) {
+        // Relaxed: as in `occupied`.
+        self.occupied.fetch_sub(1, Ordering::Relaxed);
     }
 
     /// Turns a pointer loaded through `guard` into a reference that lives as long as the guard.
@@ -277,9 +351,34 @@ impl Shard {
         node
     }
 
-    /// Scans `key`'s window once.
+    /// Takes `ptr` out of `slot` (if it is still there), frees its room and retires it. Returns
+    /// whether this call took it out.
+    fn unlink(&self, slot: usize, ptr: *mut Node, guard: &Guard<'_>) -> bool {
+        // AcqRel on success: Acquire orders our retirement after the node's publication; Release
+        // is not needed by readers (null publishes nothing) but keeps the slot's history simple.
+        // Relaxed on failure: someone else took the node out, and retires it.
+        if self.slots[slot]
+            .compare_exchange(
+                ptr,
+                std::ptr::null_mut(),
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            )
+            .is_err()
+        {
+            return false;
+        }
+        self.release();
+        // SAFETY: (1) `ptr` was published from `Box::into_raw` and our CAS is the one that took
+        // it out of its only slot, so it is retired once; (2) a node is published in one slot,
+        // once, so no thread entering after the CAS can load it.
+        unsafe { guard.defer_retire(ptr) };
+        true
+    }
+
+    /// Scans `key`'s whole window once.
     fn find<'g>(&self, key: u64, home: usize, at: Instant, guard: &'g Guard<'_>) -> Found<'g> {
-        let len = self.slots.len();
+        let mut free = None;
         let mut best: Option<(usize, *mut Node, (u8, u64))> = None;
         let mut slot = home;
         for _ in 0..self.window {
@@ -287,48 +386,76 @@ impl Shard {
             // initial state are visible before we read them.
             let ptr = guard.protect(&self.slots[slot], Ordering::Acquire);
             if ptr.is_null() {
-                return Found::Missing {
-                    slot,
-                    expected: ptr,
-                };
-            }
-            // SAFETY: non-null, loaded through `guard` from our slot.
-            let node = unsafe { self.deref(ptr, guard) };
-            // Relaxed: the life tag and counts are a self-contained word.
-            let word = node.state.load(Ordering::Relaxed);
-            let life = state::life(word);
-            if node.key == key {
-                match life {
-                    Life::Live => return Found::Live(node),
-                    Life::Tentative => return Found::Tentative,
-                    Life::Dead => {}
+                free = free.or(Some(slot));
+            } else {
+                // SAFETY: non-null, loaded through `guard` from our slot.
+                let node = unsafe { self.deref(ptr, guard) };
+                // Relaxed: the life tag and counts are a self-contained word.
+                let word = node.state.load(Ordering::Relaxed);
+                if node.key == key {
+                    match state::life(word) {
+                        Life::Live => return Found::Live(node),
+                        Life::Tentative => return Found::Tentative(ptr),
+                        Life::Dead => {}
+                    }
+                }
+                let rank = eviction_rank(node, word, at);
+                if best.is_none_or(|(_, _, r)| rank < r) {
+                    best = Some((slot, ptr, rank));
                 }
             }
-            // Eviction rank: dead nodes are free; then stale keys (interval older than the
-            // previous one, their state is worth nothing); then the least recently used.
-            let rank = match life {
-                Life::Dead => (0, 0),
-                // Relaxed: recency is a heuristic stamp; no memory is published through it.
-                _ if state::is_stale(state::counts(word), at) => {
-                    (1, node.last.load(Ordering::Relaxed))
-                }
-                // Relaxed: as above.
-                _ => (2, node.last.load(Ordering::Relaxed)),
-            };
-            if best.is_none_or(|(_, _, r)| rank < r) {
-                best = Some((slot, ptr, rank));
-            }
-            slot += 1;
-            if slot == len {
-                slot = 0;
-            }
+            slot = self.next(slot);
         }
-        let (slot, expected, _) = best.expect("the window has at least two slots");
-        Found::Missing { slot, expected }
+        Found::Missing {
+            free,
+            victim: best.map(|(slot, ptr, _)| (slot, ptr)),
+        }
     }
 
-    /// Returns `key`'s Live node, inserting it (evicting if its window is full) if missing, and
-    /// refreshes its recency.
+    /// Takes one node other than `own` out of the table, after an insertion found the shard
+    /// full: the best eviction candidate among the first `window` nodes from `home` on. Gives
+    /// up if the table holds no other node (the count was high only because other threads had
+    /// not yet subtracted the nodes they took out).
+    fn make_room(&self, home: usize, own: *mut Node, at: Instant, guard: &Guard<'_>) {
+        loop {
+            let mut best: Option<(usize, *mut Node, (u8, u64))> = None;
+            let mut seen = 0;
+            let mut slot = home;
+            for _ in 0..self.slots.len() {
+                // Acquire: as in `find`.
+                let ptr = guard.protect(&self.slots[slot], Ordering::Acquire);
+                if !ptr.is_null() && ptr != own {
+                    // SAFETY: non-null, loaded through `guard` from our slot.
+                    let node = unsafe { self.deref(ptr, guard) };
+                    // Relaxed: as in `find`.
+                    let word = node.state.load(Ordering::Relaxed);
+                    let rank = eviction_rank(node, word, at);
+                    if best.is_none_or(|(_, _, r)| rank < r) {
+                        best = Some((slot, ptr, rank));
+                    }
+                    seen += 1;
+                    if seen == self.window {
+                        break;
+                    }
+                }
+                slot = self.next(slot);
+            }
+            let Some((slot, ptr, rank)) = best else {
+                return;
+            };
+            if self.unlink(slot, ptr, guard) {
+                if rank.0 != 0 {
+                    // Relaxed: a statistic.
+                    self.evicted.fetch_add(1, Ordering::Relaxed);
+                }
+                return;
+            }
+            // Another thread changed that slot: it made progress; look again.
+        }
+    }
+
+    /// Returns `key`'s Live node, inserting it if missing (evicting only if the shard is full,
+    /// or, rarely, if the key's whole window is taken), and refreshes its recency.
     pub(crate) fn get_or_insert<'g>(
         &self,
         key: u64,
@@ -339,116 +466,160 @@ impl Shard {
         // A node allocated for an insertion whose CAS failed, reused by the retry.
         let mut spare: Option<Box<Node>> = None;
         loop {
-            match self.find(key, home, at, guard) {
+            let (slot, expected) = match self.find(key, home, at, guard) {
                 Found::Live(node) => {
                     // Relaxed: recency is a heuristic stamp; no memory is published through it.
                     node.last.store(self.next_tick(), Ordering::Relaxed);
                     return node;
                 }
-                Found::Tentative => self.resolve(key, home, guard),
-                Found::Missing { slot, expected } => {
-                    let fresh = Node::new(key, at, self.next_tick());
-                    let boxed = match spare.take() {
-                        Some(mut b) => {
-                            *b = fresh;
-                            b
-                        }
-                        None => Box::new(fresh),
-                    };
-                    let new = Box::into_raw(boxed);
-                    // AcqRel on success: Release publishes the node's key and initial state to
-                    // the Acquire loads in `find`; Acquire orders our later reads of `expected`
-                    // after its own publication. Relaxed on failure: we only retry.
-                    match self.slots[slot].compare_exchange(
-                        expected,
-                        new,
-                        Ordering::AcqRel,
-                        Ordering::Relaxed,
-                    ) {
-                        Ok(_) => {
-                            if !expected.is_null() {
-                                // SAFETY: non-null, loaded through `guard` in `find`.
-                                let old = unsafe { self.deref(expected, guard) };
-                                // Relaxed: a statistic (was the victim a real key?).
-                                if state::life(old.state.load(Ordering::Relaxed)) != Life::Dead {
-                                    // Relaxed: a statistic.
-                                    self.evicted.fetch_add(1, Ordering::Relaxed);
-                                }
-                                // SAFETY: (1) `expected` was published from `Box::into_raw` and
-                                // our CAS is the one that unlinked it, so it is retired once;
-                                // (2) slots never hold a node twice, so after the CAS no thread
-                                // entering later can load it.
-                                unsafe { guard.defer_retire(expected) };
-                            }
-                            self.resolve(key, home, guard);
-                        }
-                        Err(_) => {
-                            // SAFETY: the CAS failed, so `new` was never published: the box is
-                            // still ours alone.
-                            spare = Some(unsafe { Box::from_raw(new) });
-                        }
+                Found::Tentative(seen) => {
+                    self.resolve(key, home, seen, guard);
+                    continue;
+                }
+                Found::Missing { free, victim } => {
+                    let full = self.occupied() >= self.capacity;
+                    let null = std::ptr::null_mut();
+                    match (free, victim) {
+                        (Some(slot), _) if !full => (slot, null),
+                        (_, Some(victim)) => victim,
+                        // Full, and no node in the window: insert, then make room elsewhere.
+                        (Some(slot), None) => (slot, null),
+                        // A window slot is either null or holds a node.
+                        (None, None) => continue,
                     }
+                }
+            };
+            let fresh = Node::new(key, at, self.next_tick());
+            let boxed = match spare.take() {
+                Some(mut b) => {
+                    *b = fresh;
+                    b
+                }
+                None => Box::new(fresh),
+            };
+            let new = Box::into_raw(boxed);
+            // AcqRel on success: Release publishes the node's key and initial state to the
+            // Acquire loads in `find`; Acquire orders our later reads of `expected` after its
+            // own publication. Relaxed on failure: we only retry.
+            match self.slots[slot].compare_exchange(
+                expected,
+                new,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    // Relaxed: as in `occupied`.
+                    if expected.is_null()
+                        && self.occupied.fetch_add(1, Ordering::Relaxed) >= self.capacity
+                    {
+                        // We overshot (our relaxed check raced other insertions, or the window
+                        // was empty): take a node out before ours can become Live.
+                        self.make_room(home, new, at, guard);
+                    } else if !expected.is_null() {
+                        // SAFETY: non-null, loaded through `guard` in `find`.
+                        let old = unsafe { self.deref(expected, guard) };
+                        // Relaxed: a statistic (was the victim a real key?).
+                        if state::life(old.state.load(Ordering::Relaxed)) != Life::Dead {
+                            // Relaxed: a statistic.
+                            self.evicted.fetch_add(1, Ordering::Relaxed);
+                        }
+                        // SAFETY: (1) `expected` was published from `Box::into_raw` and our
+                        // CAS is the one that took it out of its only slot, so it is retired
+                        // once; (2) a node is published in one slot, once, so no thread
+                        // entering after the CAS can load it.
+                        unsafe { guard.defer_retire(expected) };
+                    }
+                    self.resolve(key, home, new, guard);
+                }
+                Err(_) => {
+                    // SAFETY: the CAS failed, so `new` was never published: the box is still
+                    // ours alone.
+                    spare = Some(unsafe { Box::from_raw(new) });
                 }
             }
         }
     }
 
-    /// Steps 1 to 3 of the insertion protocol (module docs) for `key`.
-    fn resolve(&self, key: u64, home: usize, guard: &Guard<'_>) {
-        // SeqCst fence: puts this scan after our own (or the helped thread's) publication in the
-        // single total order of SeqCst operations, so that of two threads promoting different
-        // nodes of one key, the later one's scan sees the other node (module docs).
-        fence(Ordering::SeqCst);
-        let len = self.slots.len();
-        let mut nodes: [Option<&Node>; PROBE_WINDOW] = [None; PROBE_WINDOW];
-        let mut n = 0;
-        let mut any_live = false;
-        let mut slot = home;
-        for _ in 0..self.window {
-            // Acquire: as in `find`.
-            let ptr = guard.protect(&self.slots[slot], Ordering::Acquire);
-            if ptr.is_null() {
-                break;
-            }
-            // SAFETY: non-null, loaded through `guard` from our slot.
-            let node = unsafe { self.deref(ptr, guard) };
-            if node.key == key {
-                // Relaxed: the life tag is decided by CAS; see `kill`.
-                match state::life(node.state.load(Ordering::Relaxed)) {
-                    Life::Live => any_live = true,
-                    Life::Tentative => {
-                        nodes[n] = Some(node);
-                        n += 1;
+    /// Steps 1 to 3 of the insertion protocol (module docs) for `key`; `seen` is a Tentative
+    /// node of the key that this thread published or loaded before calling.
+    fn resolve(&self, key: u64, home: usize, seen: *mut Node, guard: &Guard<'_>) {
+        // Nodes this thread loaded before its latest fence: the only ones it may promote.
+        let mut known: [*mut Node; PROBE_WINDOW] = [std::ptr::null_mut(); PROBE_WINDOW];
+        known[0] = seen;
+        let mut known_len = 1;
+        loop {
+            // SeqCst fence: puts this scan after the publication of every node in `known` in
+            // the single total order of SeqCst operations, so that of two threads promoting
+            // different nodes of one key, the later one's scan sees the other node (module
+            // docs).
+            fence(Ordering::SeqCst);
+            let mut tentative: [(usize, *mut Node); PROBE_WINDOW] =
+                [(0, std::ptr::null_mut()); PROBE_WINDOW];
+            let mut n = 0;
+            let mut any_live = false;
+            let mut slot = home;
+            for _ in 0..self.window {
+                // Acquire: as in `find`.
+                let ptr = guard.protect(&self.slots[slot], Ordering::Acquire);
+                if !ptr.is_null() {
+                    // SAFETY: non-null, loaded through `guard` from our slot.
+                    let node = unsafe { self.deref(ptr, guard) };
+                    if node.key == key {
+                        // Relaxed: the life tag is decided by CAS; see `kill`.
+                        match state::life(node.state.load(Ordering::Relaxed)) {
+                            Life::Live => any_live = true,
+                            Life::Tentative => {
+                                tentative[n] = (slot, ptr);
+                                n += 1;
+                            }
+                            Life::Dead => {}
+                        }
                     }
-                    Life::Dead => {}
                 }
+                slot = self.next(slot);
             }
-            slot += 1;
-            if slot == len {
-                slot = 0;
-            }
-        }
-        let mut tentative = nodes[..n].iter().flatten();
-        if any_live {
-            for node in tentative {
-                // A failed kill is not a duplicate: the scan is not atomic, so the Live node we
-                // saw may have been evicted since and this one promoted by its publisher.
-                node.kill();
-            }
-            return;
-        }
-        let Some(survivor) = tentative.next() else {
-            return;
-        };
-        for node in tentative {
-            if !node.kill() {
-                // That node went Live after our scan: ours must not.
-                // (A failed kill here is legal for the same reason as above.)
-                survivor.kill();
+            let tentative = &tentative[..n];
+            let kill = |&(slot, ptr): &(usize, *mut Node)| {
+                // SAFETY: non-null, loaded through `guard` from our slot in the scan above.
+                let killed = unsafe { self.deref(ptr, guard) }.kill();
+                if killed {
+                    self.unlink(slot, ptr, guard);
+                }
+                killed
+            };
+            if any_live {
+                for t in tentative {
+                    // A failed kill is not a duplicate: the scan is not atomic, so the Live node
+                    // we saw may have been evicted since and this one promoted by a thread that
+                    // fenced after that.
+                    kill(t);
+                }
                 return;
             }
+            let Some((survivor, others)) = tentative.split_first() else {
+                return;
+            };
+            if !known[..known_len].contains(&survivor.1) {
+                // The first Tentative node may have been published after our fence: promoting
+                // it could race a promoter whose scan missed ours. Fence again: everything we
+                // just loaded is then known.
+                for (k, &(_, ptr)) in known.iter_mut().zip(tentative) {
+                    *k = ptr;
+                }
+                known_len = n;
+                continue;
+            }
+            for other in others {
+                if !kill(other) {
+                    // That node went Live after our scan: ours must not.
+                    kill(survivor);
+                    return;
+                }
+            }
+            // SAFETY: non-null, loaded through `guard` from our slot in the scan above.
+            unsafe { self.deref(survivor.1, guard) }.promote();
+            return;
         }
-        survivor.promote();
     }
 
     /// Live keys in this shard (a full scan: O(capacity)).

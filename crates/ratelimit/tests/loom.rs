@@ -79,12 +79,39 @@ fn racing_inserts_of_one_key_into_a_full_shard_admit_once() {
             "{mine:?} {theirs:?}"
         );
         assert_eq!(l.admit_key(a, T0), Decision::Drop);
-        // A is tracked once; if both copies were published, the dead one holds a free slot.
+        // A is tracked exactly once (a second Live copy would split its count), and the shard
+        // holds at most its 2 keys.
         let tracked = l.tracked_keys();
-        assert!(
-            tracked.contains(&(0, a.hash())) && tracked.len() <= 2,
-            "{tracked:?}"
-        );
+        let copies = tracked.iter().filter(|&&k| k == (0, a.hash())).count();
+        assert!(copies == 1 && tracked.len() <= 2, "{tracked:?}");
+    });
+}
+
+/// Three threads admit one new key (L = 1) into a shard of capacity 2 (4 slots, all in one
+/// window): they may publish three nodes of the key in different slots, and one thread may
+/// resolve another's node. Exactly one admission, one Live copy of the key. This is the
+/// interleaving class of the promotion bug (a thread promoting a node published after its own
+/// fence), which needs three threads and a window of three slots or more.
+#[test]
+fn three_threads_insert_one_key() {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(builder.preemption_bound.map_or(2, |b| b.min(2)));
+    builder.check(|| {
+        let l = limiter(1, 2);
+        let key = l.app_key(1, &peer(0));
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                let l = l.clone();
+                thread::spawn(move || l.admit_key(key, T0))
+            })
+            .collect();
+        let mut admitted = l.admit_key(key, T0).is_admit() as u8;
+        for t in threads {
+            admitted += t.join().unwrap().is_admit() as u8;
+        }
+        assert_eq!(admitted, 1);
+        assert_eq!(l.tracked_keys(), vec![(0, key.hash())]);
+        assert_eq!(l.admit_key(key, T0), Decision::Drop);
     });
 }
 
