@@ -641,7 +641,8 @@ fn decode_payset(
     let mut gh_buf = ByteBuf::new();
     put_bin(&mut gh_buf, genesis_hash);
     let mut scratch = Vec::new();
-    let mut txns = Vec::with_capacity(n as usize);
+    // A length header is checked against the bytes left, not trusted for a large allocation.
+    let mut txns = Vec::with_capacity((n as usize).min(4096));
     for intra in 0..n as usize {
         let at = r.pos();
         let Token::Map(m) = r.token().map_err(raw)?.0 else {
