@@ -120,7 +120,7 @@ use backlog::Backlog;
 use dedup::{Check, DedupCache};
 pub use stats::HandlerStats;
 use stats::{Counters, bump};
-use sync::{AtomicBool, AtomicUsize, Ordering};
+use sync::{AtomicUsize, Ordering};
 
 /// go-algorand `TxBacklogSize` default (config.Local, `version[27]:"26000"`): groups the backlog
 /// holds before it drops.
@@ -141,6 +141,12 @@ pub const DEFAULT_DEDUP_INTERVAL: Duration = Duration::from_secs(60);
 
 /// go-algorand `bounds.MaxTxGroupSize` (consensus `MaxTxGroupSize` = 16): transactions per group.
 pub const DEFAULT_MAX_GROUP_SIZE: usize = 16;
+
+/// The closed bit of `Inner::gate`.
+const CLOSED: usize = 1;
+
+/// One `handle` call in flight, in `Inner::gate`.
+const IN_FLIGHT_ONE: usize = 2;
 
 /// How long an idle worker sleeps before looking at the backlog again when no `handle` call wakes
 /// it (a backstop: enqueuing wakes an idle worker).
@@ -376,11 +382,14 @@ struct Inner {
     sink: Arc<dyn PoolSink>,
     backlog: Backlog<Group>,
     counters: Counters,
-    /// Set once by `shutdown`.
-    closed: AtomicBool,
-    /// `handle` calls between their check of `closed` and their last counter update.
-    // Invariant: once `closed` is set and this reads 0, no push onto the backlog can follow.
-    in_flight: AtomicUsize,
+    /// The shutdown gate: bit 0 = closed (set once by `shutdown`), bits 1.. = `handle` calls in
+    /// flight (between entering the gate and their last counter update). One word, so every
+    /// entry and the close are read-modify-writes of one location, totally ordered by its
+    /// modification order: an entry either comes before the close (and shutdown waits for it) or
+    /// after it (and sees the closed bit).
+    // Invariant: once the closed bit is set and the count reads 0, no push onto the backlog can
+    // follow.
+    gate: AtomicUsize,
     /// Workers parked or about to park.
     idle_workers: AtomicUsize,
     /// Round-robin cursor over `threads` for wake-ups.
@@ -449,8 +458,7 @@ impl TxHandler {
                 sink,
                 backlog: Backlog::new(config.backlog_capacity),
                 counters: Counters::default(),
-                closed: AtomicBool::new(false),
-                in_flight: AtomicUsize::new(0),
+                gate: AtomicUsize::new(0),
                 idle_workers: AtomicUsize::new(0),
                 next_wake: AtomicUsize::new(0),
                 threads: OnceLock::new(),
@@ -464,18 +472,18 @@ impl TxHandler {
     /// never panics on any input.
     pub fn handle(&self, msg: &Message<'_>) -> Outcome {
         let inner = &*self.inner;
-        // SeqCst (this add, the `closed` load below, and shutdown's store of `closed` and load of
-        // `in_flight`): a store-load pair on each side, so either this call sees `closed`, or
-        // shutdown sees it in flight and waits for it; no push can slip past shutdown's drain.
-        inner.in_flight.fetch_add(1, Ordering::SeqCst);
-        let outcome = if inner.closed.load(Ordering::SeqCst) {
+        // Relaxed: entering orders nothing before it; what matters is this RMW's place in the
+        // gate's modification order relative to shutdown's `fetch_or` (see `Inner::gate`).
+        let gate = inner.gate.fetch_add(IN_FLIGHT_ONE, Ordering::Relaxed);
+        let outcome = if gate & CLOSED != 0 {
             Outcome::ShutDown
         } else {
             inner.pipeline(msg)
         };
         inner.counters.count(outcome);
-        // Release: the push and the counter above happen before shutdown's SeqCst read of 0.
-        inner.in_flight.fetch_sub(1, Ordering::Release);
+        // Release: the push and the counter above happen before shutdown's Acquire read of a
+        // zero count, so its drain sees the pushed group.
+        inner.gate.fetch_sub(IN_FLIGHT_ONE, Ordering::Release);
         if outcome == Outcome::Enqueued {
             inner.wake_one();
         }
@@ -493,8 +501,9 @@ impl TxHandler {
             return Err(WorkerError::ZeroWorkers);
         }
         let mut workers = self.inner.workers.lock().unwrap_or_else(|e| e.into_inner());
-        // SeqCst: as in `handle`; checked under the lock that shutdown also takes.
-        if self.inner.closed.load(Ordering::SeqCst) {
+        // Relaxed: shutdown sets the bit before it takes this lock, so under the lock the bit
+        // is visible iff shutdown already took the workers.
+        if self.inner.gate.load(Ordering::Relaxed) & CLOSED != 0 {
             return Err(WorkerError::ShutDown);
         }
         if self.inner.threads.get().is_some() {
@@ -681,8 +690,9 @@ impl Inner {
 
     /// `true` once shutdown began and no `handle` call can push any more.
     fn quiesced(&self) -> bool {
-        // SeqCst: see `handle`.
-        self.closed.load(Ordering::SeqCst) && self.in_flight.load(Ordering::SeqCst) == 0
+        // Acquire: pairs with the Release exit of the last `handle` call, so its push is
+        // visible to the pops that follow.
+        self.gate.load(Ordering::Acquire) == CLOSED
     }
 
     fn worker_loop(&self) {
@@ -715,10 +725,11 @@ impl Inner {
     }
 
     fn shutdown(&self) {
-        // SeqCst: see `handle`.
-        self.closed.store(true, Ordering::SeqCst);
-        // SeqCst: see `handle`.
-        while self.in_flight.load(Ordering::SeqCst) != 0 {
+        // Relaxed: only the RMW's place in the gate's modification order matters (see `gate`);
+        // the wait below acquires what in-flight calls did.
+        self.gate.fetch_or(CLOSED, Ordering::Relaxed);
+        // Acquire: pairs with the Release exit of each `handle` call.
+        while self.gate.load(Ordering::Acquire) != CLOSED {
             sync::yield_now();
         }
         let workers = std::mem::take(&mut *self.workers.lock().unwrap_or_else(|e| e.into_inner()));
