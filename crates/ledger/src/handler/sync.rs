@@ -2,7 +2,7 @@
 //! model-checked ones under `cfg(loom)` (the crate's one cfg name, as in `txgate-ratelimit`'s
 //! `sync` module).
 //!
-//! Every word the handler's threads coordinate through (the shutdown flag, the in-flight count,
+//! Every word the handler's threads coordinate through (the shutdown gate,
 //! the dedup generation, the outcome counters, and the loom stand-in of the backlog) goes through
 //! this module, so `--cfg loom` explores their interleavings. Not covered: the dedup map itself
 //! (dashmap's shard locks are not loom-instrumented; no loom operation runs while one is held, so
@@ -12,13 +12,13 @@
 #[cfg(loom)]
 pub(crate) use loom::sync::Mutex;
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 #[cfg(loom)]
 pub(crate) use loom::thread::yield_now;
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::Mutex;
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 #[cfg(not(loom))]
 pub(crate) use std::thread::yield_now;
