@@ -3,22 +3,23 @@
 //!
 //! Messages are built here with rmpv as canonical msgpack `SignedTxn` maps
 //! (`{"txn": {"apid", "fv", "lv", "note", "snd", "type"}}`, keys sorted, smallest ints), so a
-//! transaction's txid is computed independently of the handler: SHA-512/256("TX" || the `txn`
-//! map's bytes), the go-algorand rule for a canonical encoding.
+//! transaction's txid is computed independently of the handler and of the codec:
+//! SHA-512/256("TX" || the `txn` map's bytes), the go-algorand rule for a canonical encoding.
+//! The handler decodes them with the real codec (`codec::decode_txn_message`, its default), and
+//! one test feeds it groups built by the codec's synthetic encoder.
 
 use std::collections::HashMap;
-use std::io::Cursor;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmpv::Value;
 use sha2::{Digest, Sha512_256};
-use txgate_ledger::codec::{self, DecodeError, Txn};
 use txgate_ledger::handler::{
-    CommittedTxids, DecodeFn, Group, HandlerConfig, HandlerConfigError, Message, Outcome,
-    PoolReject, PoolSink, Source, TxHandler, WorkerError,
+    CommittedTxids, Group, HandlerConfig, HandlerConfigError, Message, Outcome, PoolReject,
+    PoolSink, Source, TxHandler, WorkerError,
 };
+use txgate_ledger::synth::{SynthTxn, encode_txn_message};
 use txgate_ledger::{Round, Txid};
 use txgate_ratelimit::{AppRateLimiter, Config, Decision, Origin};
 
@@ -89,61 +90,6 @@ fn msg_bytes(txs: &[Tx]) -> Vec<u8> {
         out.extend(encode(&stxn));
     }
     out
-}
-
-/// A test decoder for the messages above, used until the codec lands (the codec's stub answers
-/// every message with an error). It reads concatenated maps, takes `txn` of each, and computes
-/// the txid from the `txn` value's own bytes.
-fn test_decode(bytes: &[u8]) -> Result<Vec<Txn>, DecodeError> {
-    let bad = |what: &str| DecodeError::Malformed(what.to_owned());
-    let mut cur = Cursor::new(bytes);
-    let mut txns = Vec::new();
-    while (cur.position() as usize) < bytes.len() {
-        let v = rmpv::decode::read_value(&mut cur).map_err(|e| bad(&e.to_string()))?;
-        let Value::Map(kv) = v else {
-            return Err(bad("not a map"));
-        };
-        let txn = kv
-            .iter()
-            .find(|(k, _)| k.as_str() == Some("txn"))
-            .map(|(_, v)| v)
-            .ok_or_else(|| bad("no txn"))?;
-        let Value::Map(fields) = txn else {
-            return Err(bad("txn not a map"));
-        };
-        let get = |name: &str| fields.iter().find(|(k, _)| k.as_str() == Some(name));
-        let uint = |name: &str| get(name).and_then(|(_, v)| v.as_u64()).unwrap_or(0);
-        let mut sender = [0; 32];
-        if let Some((_, Value::Binary(b))) = get("snd") {
-            let n = b.len().min(32);
-            sender[..n].copy_from_slice(&b[..n]);
-        }
-        let app = uint("apid");
-        let mut h = Sha512_256::new();
-        h.update(b"TX");
-        h.update(encode(txn));
-        txns.push(Txn {
-            txid: Txid(h.finalize().into()),
-            tx_type: get("type")
-                .and_then(|(_, v)| v.as_str().map(|s| s.as_bytes().to_vec()))
-                .unwrap_or_default(),
-            sender,
-            first_valid: uint("fv"),
-            last_valid: uint("lv"),
-            group: None,
-            app_ids: if app == 0 { vec![] } else { vec![app] },
-        });
-    }
-    Ok(txns)
-}
-
-/// The decoder under test: the real codec once it decodes our messages, else the test decoder.
-fn decoder() -> DecodeFn {
-    let probe = msg_bytes(&[tx(5, 0)]);
-    match codec::decode_txn_message(&probe) {
-        Ok(txns) if txns.len() == 1 && txns[0].txid == txid(&tx(5, 0)) => codec::decode_txn_message,
-        _ => test_decode,
-    }
 }
 
 fn peer(i: u8) -> Source {
@@ -219,7 +165,6 @@ fn config(capacity: usize, pct: u32) -> HandlerConfig {
         backlog_capacity: capacity,
         congestion_pct: pct,
         dedup_salt: Some([3; 16]),
-        decoder: decoder(),
         ..HandlerConfig::default()
     }
 }
@@ -904,4 +849,48 @@ fn group_of_max_size_passes_one_more_does_not() {
         s.handler.handle(&at(&msg_bytes(&g17), peer(1), T0)),
         Outcome::GroupTooLarge
     );
+}
+
+#[test]
+fn synthetic_gossip_groups_decode_with_their_txids_and_app_ids() {
+    // A real-shaped group from the codec's synthetic encoder: an app call to 42 with foreign
+    // apps 7 and 42, and a payment, sharing a group id.
+    let (gen_id, gh) = ("testnet-v1.0", [0x11; 32]);
+    let grp = Some([0x22; 32]);
+    let call = SynthTxn {
+        group: grp,
+        note: b"a".to_vec(),
+        ..SynthTxn::app_call([3; 32], 100, 1100, vec![42, 7, 42])
+    };
+    let pay = SynthTxn {
+        group: grp,
+        ..SynthTxn::payment([4; 32], 100, 1100)
+    };
+    let bytes = encode_txn_message(&[call.clone(), pay.clone()], gen_id, &gh);
+    let committed_pay = SynthTxn {
+        note: b"old".to_vec(),
+        ..pay.clone()
+    };
+    let ledger = FakeLedger {
+        committed: HashMap::from([(committed_pay.txid(gen_id, &gh), 1000)]),
+        ..FakeLedger::default()
+    };
+    let s = setup(config(16, 10), ledger, FakePool::default(), 100);
+    let h = &s.handler;
+    assert_eq!(h.handle(&at(&bytes, peer(1), T0)), Outcome::Enqueued);
+    let stale = encode_txn_message(&[call.clone(), committed_pay], gen_id, &gh);
+    assert_eq!(
+        h.handle(&at(&stale, peer(1), T0)),
+        Outcome::AlreadyCommitted
+    );
+    assert_eq!(h.drain(), 1);
+    let seen = s.pool.seen.lock().unwrap();
+    let g = &seen[0];
+    assert_eq!(
+        g.txns.iter().map(|t| t.txid).collect::<Vec<_>>(),
+        vec![call.txid(gen_id, &gh), pay.txid(gen_id, &gh)]
+    );
+    assert_eq!(g.app_ids, vec![42, 7]);
+    assert_eq!(g.txns[0].group, grp);
+    assert_eq!((g.txns[1].first_valid, g.txns[1].last_valid), (100, 1100));
 }
