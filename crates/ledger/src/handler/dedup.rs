@@ -4,10 +4,14 @@
 //! # Rules (go-algorand's)
 //!
 //! - Key: a salted digest of the message bytes. Upstream: BLAKE2b-256(msg || 4-byte salt), the
-//!   salt redrawn at every swap. Here: SHA-512/256(16-byte salt || msg), one salt per handler
-//!   (random, or given for reproducible runs); SHA-512/256 because the crate already depends on
-//!   `sha2` for txids. The salt keeps a peer from predicting keys, so it cannot make another
-//!   peer's message look like a duplicate of its own.
+//!   salt redrawn at every swap. Here: SHA-256(16-byte salt || msg), one salt per handler
+//!   (random, or given for reproducible runs). SHA-256 because the crate already depends on
+//!   `sha2` (for txids) and `sha2` uses the x86 SHA extensions where the CPU has them. Measured
+//!   on a shared 2-core x86 machine with SHA-NI (noisy: load average about 7), the dedup step
+//!   added about 1.5 us per 216-byte message with SHA-512/256 (no hardware support) and about
+//!   0.45 us with SHA-256. The salt
+//!   keeps a peer from predicting keys, so it cannot make another peer's message look like a
+//!   duplicate of its own.
 //! - Two generations, *current* and *previous*. A message is a duplicate iff its key is in
 //!   either. A new key goes into *current*.
 //! - Size rotation: when *current* already holds `max_size` keys and a new key arrives, previous
@@ -42,17 +46,17 @@ use std::hash::{BuildHasher, Hash, Hasher};
 
 use dashmap::DashMap;
 use dashmap::mapref::entry::Entry;
-use sha2::{Digest as _, Sha512_256};
+use sha2::{Digest as _, Sha256};
 
 use super::sync::{AtomicU64, AtomicUsize, Mutex, Ordering};
 
-/// A salted 32-byte digest of a raw message.
+/// A salted 32-byte digest of a raw message: SHA-256(salt || message).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) struct MsgKey([u8; 32]);
 
 impl Hash for MsgKey {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        // The digest is already uniform and unpredictable (salted SHA-512/256): its first 8
+        // The digest is already uniform and unpredictable (salted SHA-256): its first 8
         // bytes are the hash.
         let mut first = [0; 8];
         first.copy_from_slice(&self.0[..8]);
@@ -146,7 +150,7 @@ impl DedupCache {
 
     /// The salted digest of `msg`.
     pub(crate) fn key(&self, msg: &[u8]) -> MsgKey {
-        let mut h = Sha512_256::new();
+        let mut h = Sha256::new();
         h.update(self.salt);
         h.update(msg);
         MsgKey(h.finalize().into())
@@ -370,8 +374,8 @@ mod tests {
         let b = DedupCache::new([5; 16], 10, S);
         assert_ne!(a.key(b"m"), b.key(b"m"));
         assert_eq!(a.key(b"m"), a.key(b"m"));
-        // The key is SHA-512/256(salt || msg), computed here independently.
-        let mut h = Sha512_256::new();
+        // The key is SHA-256(salt || msg), computed here independently.
+        let mut h = Sha256::new();
         h.update([4u8; 16]);
         h.update(b"m");
         assert_eq!(a.key(b"m").0, <[u8; 32]>::from(h.finalize()));
