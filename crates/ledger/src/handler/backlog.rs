@@ -1,0 +1,133 @@
+//! The bounded backlog between the synchronous part of the handler and its workers.
+//!
+//! Outside loom it is a [`crossbeam_queue::ArrayQueue`]: a bounded, lock-free MPMC ring whose
+//! `push` fails at once when it is full (go-algorand's `select { case backlogQueue <- wi: ...
+//! default: drop }` on a buffered channel). crossbeam's queue is not loom-instrumented, so under
+//! `cfg(loom)` the same interface is backed by a loom `Mutex<VecDeque>` with the same capacity
+//! rule: the loom models check the handler's protocol around the queue (nothing lost, nothing
+//! duplicated, counters add up), not crossbeam's own algorithm, which crossbeam tests itself.
+
+#[cfg(not(loom))]
+use crossbeam_queue::ArrayQueue;
+
+#[cfg(loom)]
+use super::sync::Mutex;
+#[cfg(loom)]
+use std::collections::VecDeque;
+
+/// A bounded FIFO of `T` with a non-blocking push.
+pub(crate) struct Backlog<T> {
+    #[cfg(not(loom))]
+    queue: ArrayQueue<T>,
+    #[cfg(loom)]
+    // Invariant: `queue.len() <= capacity`.
+    queue: Mutex<VecDeque<T>>,
+    #[cfg(loom)]
+    capacity: usize,
+}
+
+impl<T> Backlog<T> {
+    /// A backlog of `capacity` items.
+    ///
+    /// # Panics
+    /// Panics if `capacity` is zero (the handler's config check rejects zero first).
+    pub(crate) fn new(capacity: usize) -> Self {
+        assert!(capacity > 0, "backlog capacity must be positive");
+        #[cfg(not(loom))]
+        {
+            Self {
+                queue: ArrayQueue::new(capacity),
+            }
+        }
+        #[cfg(loom)]
+        {
+            Self {
+                queue: Mutex::new(VecDeque::with_capacity(capacity)),
+                capacity,
+            }
+        }
+    }
+
+    /// Appends `item`, or gives it back at once when the backlog is full.
+    pub(crate) fn push(&self, item: T) -> Result<(), T> {
+        #[cfg(not(loom))]
+        {
+            self.queue.push(item)
+        }
+        #[cfg(loom)]
+        {
+            let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+            if q.len() >= self.capacity {
+                return Err(item);
+            }
+            q.push_back(item);
+            debug_assert!(q.len() <= self.capacity);
+            Ok(())
+        }
+    }
+
+    /// Takes the oldest item, if any.
+    pub(crate) fn pop(&self) -> Option<T> {
+        #[cfg(not(loom))]
+        {
+            self.queue.pop()
+        }
+        #[cfg(loom)]
+        {
+            self.queue
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .pop_front()
+        }
+    }
+
+    /// Items queued now (a snapshot: other threads may push or pop right after).
+    pub(crate) fn len(&self) -> usize {
+        #[cfg(not(loom))]
+        {
+            self.queue.len()
+        }
+        #[cfg(loom)]
+        {
+            self.queue.lock().unwrap_or_else(|e| e.into_inner()).len()
+        }
+    }
+
+    /// `true` when nothing is queued (a snapshot).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The fixed capacity.
+    pub(crate) fn capacity(&self) -> usize {
+        #[cfg(not(loom))]
+        {
+            self.queue.capacity()
+        }
+        #[cfg(loom)]
+        {
+            self.capacity
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn push_fails_when_full_and_pops_in_order() {
+        let b = Backlog::new(2);
+        assert_eq!(b.capacity(), 2);
+        assert!(b.is_empty());
+        assert_eq!(b.push(1), Ok(()));
+        assert_eq!(b.push(2), Ok(()));
+        assert_eq!(b.push(3), Err(3));
+        assert_eq!(b.len(), 2);
+        assert_eq!(b.pop(), Some(1));
+        assert_eq!(b.push(3), Ok(()));
+        assert_eq!(b.pop(), Some(2));
+        assert_eq!(b.pop(), Some(3));
+        assert_eq!(b.pop(), None);
+    }
+}

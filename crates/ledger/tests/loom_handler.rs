@@ -1,0 +1,176 @@
+//! loom models of the handler's backlog protocol (run with
+//! `RUSTFLAGS="--cfg loom" cargo test -p txgate-ledger --release --test loom_handler`).
+//!
+//! Under `cfg(loom)` the backlog is the loom stand-in of `crossbeam_queue::ArrayQueue` (a loom
+//! `Mutex<VecDeque>` with the same capacity rule, see `handler/backlog.rs`), and the shutdown
+//! flag, in-flight count and counters are loom atomics. The models check that pushes and pops
+//! conserve groups (none lost, none handed to the pool twice), that the counters add up, and
+//! that a `handle` racing `shutdown` is either refused or drained. The dedup map (dashmap) is not
+//! loom-instrumented; no loom operation runs while one of its locks is held.
+#![cfg(loom)]
+
+use std::sync::{Arc, Mutex};
+
+use loom::thread;
+use txgate_ledger::Txid;
+use txgate_ledger::codec::{DecodeError, Txn};
+use txgate_ledger::handler::{
+    CommittedTxids, Group, HandlerConfig, Message, Outcome, PoolReject, PoolSink, Source, TxHandler,
+};
+use txgate_ratelimit::Origin;
+
+/// A message is one byte `b`: a payment whose txid is 32 bytes of `b`; empty is malformed.
+fn decode(bytes: &[u8]) -> Result<Vec<Txn>, DecodeError> {
+    let [b] = bytes else {
+        return Err(DecodeError::Malformed("want one byte".into()));
+    };
+    Ok(vec![Txn {
+        txid: Txid([*b; 32]),
+        tx_type: b"pay".to_vec(),
+        sender: [0; 32],
+        first_valid: 1,
+        last_valid: 10,
+        group: None,
+        app_ids: vec![],
+    }])
+}
+
+struct NothingCommitted;
+
+impl CommittedTxids for NothingCommitted {
+    fn is_committed(&self, _: &Txid, _: u64, _: u64) -> bool {
+        false
+    }
+}
+
+/// Records the first txid byte of every group it is handed.
+#[derive(Default)]
+struct Recorder(Mutex<Vec<u8>>);
+
+impl PoolSink for Recorder {
+    fn submit(&self, group: &Group) -> Result<(), PoolReject> {
+        self.0.lock().unwrap().push(group.txns[0].txid.0[0]);
+        Ok(())
+    }
+}
+
+fn handler(capacity: usize) -> (loom::sync::Arc<TxHandler>, Arc<Recorder>) {
+    let sink = Arc::new(Recorder::default());
+    let h = TxHandler::new(
+        HandlerConfig {
+            backlog_capacity: capacity,
+            app_rate_limiting: false,
+            dedup_salt: Some([1; 16]),
+            decoder: decode,
+            ..HandlerConfig::default()
+        },
+        Arc::new(NothingCommitted),
+        None,
+        sink.clone(),
+    )
+    .unwrap();
+    (loom::sync::Arc::new(h), sink)
+}
+
+fn msg(b: &[u8]) -> Message<'_> {
+    Message {
+        bytes: b,
+        source: Source::Peer(Origin::from_peer_id(&[7])),
+        received_ns: 1,
+    }
+}
+
+/// Two producers push distinct groups into a backlog of one slot while a consumer pops: each
+/// group is either enqueued and handed to the pool exactly once, or dropped as backlog-full;
+/// the counters add up.
+#[test]
+fn racing_pushes_and_a_pop_conserve_groups() {
+    loom::model(|| {
+        let (h, sink) = handler(1);
+        let producers: Vec<_> = [1u8, 2]
+            .into_iter()
+            .map(|b| {
+                let h = h.clone();
+                thread::spawn(move || (b, h.handle(&msg(&[b]))))
+            })
+            .collect();
+        let popped = usize::from(h.drain_once());
+        let outcomes: Vec<(u8, Outcome)> =
+            producers.into_iter().map(|t| t.join().unwrap()).collect();
+        let rest = h.drain();
+        let mut enqueued: Vec<u8> = outcomes
+            .iter()
+            .filter(|(_, o)| *o == Outcome::Enqueued)
+            .map(|(b, _)| *b)
+            .collect();
+        let full = outcomes
+            .iter()
+            .filter(|(_, o)| *o == Outcome::BacklogFull)
+            .count();
+        assert_eq!(enqueued.len() + full, 2, "{outcomes:?}");
+        assert!(!enqueued.is_empty(), "one slot: the first push always fits");
+        assert_eq!(popped + rest, enqueued.len());
+        let mut seen = sink.0.lock().unwrap().clone();
+        seen.sort_unstable();
+        enqueued.sort_unstable();
+        assert_eq!(seen, enqueued);
+        let st = h.stats();
+        assert_eq!(st.handled(), 2);
+        assert_eq!(st.enqueued, enqueued.len() as u64);
+        assert_eq!(st.backlog_full, full as u64);
+        assert_eq!(st.processed(), st.enqueued);
+        assert_eq!(st.backlog_len, 0);
+    });
+}
+
+/// A `handle` racing `shutdown`: it is refused (`ShutDown`, nothing reaches the pool), or it is
+/// enqueued and shutdown hands it to the pool; never enqueued and left behind.
+#[test]
+fn handle_racing_shutdown_is_refused_or_drained() {
+    loom::model(|| {
+        let (h, sink) = handler(2);
+        let t = {
+            let h = h.clone();
+            thread::spawn(move || h.handle(&msg(&[5])))
+        };
+        h.shutdown();
+        let outcome = t.join().unwrap();
+        let seen = sink.0.lock().unwrap().clone();
+        match outcome {
+            Outcome::Enqueued => assert_eq!(seen, vec![5]),
+            Outcome::ShutDown => assert!(seen.is_empty()),
+            other => panic!("unexpected {other:?}"),
+        }
+        let st = h.stats();
+        assert_eq!(st.handled(), 1);
+        assert_eq!(st.processed(), st.enqueued);
+        assert_eq!(st.backlog_len, 0);
+    });
+}
+
+/// Two copies of one message from two threads, and a third thread draining: exactly one copy
+/// is enqueued, and it reaches the pool exactly once.
+#[test]
+fn racing_copies_enqueue_once() {
+    loom::model(|| {
+        let (h, sink) = handler(2);
+        let copies: Vec<_> = (0..2)
+            .map(|_| {
+                let h = h.clone();
+                thread::spawn(move || h.handle(&msg(&[9])))
+            })
+            .collect();
+        h.drain_once();
+        let outcomes: Vec<Outcome> = copies.into_iter().map(|t| t.join().unwrap()).collect();
+        h.drain();
+        let enq = outcomes.iter().filter(|o| **o == Outcome::Enqueued).count();
+        let dup = outcomes
+            .iter()
+            .filter(|o| **o == Outcome::Duplicate)
+            .count();
+        assert_eq!((enq, dup), (1, 1), "{outcomes:?}");
+        assert_eq!(*sink.0.lock().unwrap(), vec![9]);
+        let st = h.stats();
+        assert_eq!((st.enqueued, st.duplicate, st.processed()), (1, 1, 1));
+    });
+}
