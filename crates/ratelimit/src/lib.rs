@@ -22,7 +22,10 @@
 //! - FIX 1 (DESIGN.md): a dropped group changes no counter (upstream incremented the apps checked
 //!   before the failing one). FIX 2: check-and-increment is one CAS per key, so `N` threads racing
 //!   on one key with limit `L` admit exactly `L` in a window, never more (upstream read, compared
-//!   and added in three steps).
+//!   and added in three steps). One corner: a shard whose capacity is below the number of
+//!   threads inserting new keys into it at once can have all its room reserved by insertions
+//!   in flight; a lookup then decides on a node it does not keep rather than wait (lock-free),
+//!   which can admit one more. The default shard capacity is 8,192 keys.
 //! - [`AppRateLimiter::penalize`] adds `max(1, L / 4)` to each app's `cur`.
 //! - Every attempt refreshes each touched key's recency. A new key evicts only when its shard
 //!   is full: a stale key first (its interval older than the previous one), else the least

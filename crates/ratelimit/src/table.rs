@@ -19,7 +19,9 @@
 //! - if the shard is full and its window holds no node, first takes the best candidate of the
 //!   following nodes out of the table, then retries; if the table holds no node at all (all
 //!   its room is reserved by insertions in flight), the key is decided on a node that is never
-//!   published (as a new key, forgotten at once) rather than waiting for those threads.
+//!   published (as a new key, forgotten at once) rather than waiting for those threads. That
+//!   needs more threads inserting into one shard at once than the shard has keys of capacity
+//!   (default capacity: 8,192); then a key raced this way can be admitted once more than `L`.
 //!
 //! Nothing on the hit path allocates.
 //!
