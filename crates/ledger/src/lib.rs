@@ -13,6 +13,7 @@ pub mod codec;
 pub mod handler;
 pub mod source;
 pub mod store;
+pub mod synth;
 mod types;
 
 pub use types::{Round, Txid, TxidParseError};

@@ -1,0 +1,479 @@
+//! Codec unit tests: synthetic round trips, the re-encoding path against real vectors written
+//! non-canonically, and error cases.
+
+use proptest::prelude::*;
+use rmpv::Value;
+use sha2::{Digest, Sha512_256};
+
+use super::*;
+use crate::synth::{SynthTxn, encode_block, encode_txn_message};
+
+const GEN: &str = "synth-v1";
+const GH: [u8; 32] = [0x5a; 32];
+
+fn sample_txns() -> Vec<SynthTxn> {
+    let group = Some([0x33; 32]);
+    vec![
+        SynthTxn::payment([1; 32], 100, 1100),
+        SynthTxn {
+            group,
+            note: vec![0xff, 0x00, 0x80],
+            ..SynthTxn::app_call([2; 32], 101, 1101, vec![42, 7, 42, 0, 9])
+        },
+        SynthTxn {
+            group,
+            ..SynthTxn::app_call([3; 32], 0, 5, vec![0])
+        },
+        SynthTxn {
+            tx_type: b"axfer".to_vec(),
+            sender: [0; 32],
+            first_valid: 1 << 40,
+            last_valid: u64::MAX,
+            ..SynthTxn::default()
+        },
+    ]
+}
+
+/// SHA-512/256("TX" || bytes), computed here without the codec.
+fn txid_of(bytes: &[u8]) -> Txid {
+    let mut h = Sha512_256::new();
+    h.update(b"TX");
+    h.update(bytes);
+    Txid(h.finalize().into())
+}
+
+/// Splits a message into its `SignedTxn` values with rmpv and returns each `txn` value's bytes
+/// re-encoded by rmpv (which keeps the map order and writes the smallest ints).
+fn message_txn_bytes(msg: &[u8]) -> Vec<Vec<u8>> {
+    let mut rd = msg;
+    let mut out = Vec::new();
+    while !rd.is_empty() {
+        let v = rmpv::decode::read_value(&mut rd).unwrap();
+        let txn = v
+            .as_map()
+            .unwrap()
+            .iter()
+            .find(|(k, _)| k.as_str() == Some("txn"))
+            .unwrap()
+            .1
+            .clone();
+        let mut b = Vec::new();
+        rmpv::encode::write_value(&mut b, &txn).unwrap();
+        out.push(b);
+    }
+    out
+}
+
+#[test]
+fn synthetic_block_round_trips() {
+    let txns = sample_txns();
+    let bytes = encode_block(77, GEN, &GH, 1_700_000_123, &txns);
+    let block = decode_block(&bytes).unwrap();
+    assert_eq!(block.round, 77);
+    assert_eq!(block.genesis_id, GEN.as_bytes());
+    assert_eq!(block.genesis_hash, GH);
+    assert_eq!(block.timestamp, 1_700_000_123);
+    block.verify_payset(&bytes).unwrap();
+    assert_eq!(block.txns.len(), txns.len());
+
+    let msg = encode_txn_message(&txns, GEN, &GH);
+    let from_msg = decode_txn_message(&msg).unwrap();
+    let independent = message_txn_bytes(&msg);
+    for (i, (t, s)) in block.txns.iter().zip(&txns).enumerate() {
+        assert_eq!(
+            t.txid,
+            txid_of(&independent[i]),
+            "txn {i}: block txid vs hash of the encoded txn"
+        );
+        assert_eq!(t.txid, from_msg[i].txid, "txn {i}: block and message forms");
+        assert_eq!(t.txid, s.txid(GEN, &GH), "txn {i}");
+        assert_eq!(*t, from_msg[i], "txn {i}");
+        assert_eq!(t.tx_type, s.tx_type);
+        assert_eq!(t.sender, s.sender);
+        assert_eq!((t.first_valid, t.last_valid), (s.first_valid, s.last_valid));
+        assert_eq!(t.group, s.group);
+    }
+    assert_eq!(block.txns[0].app_ids, Vec::<u64>::new());
+    assert_eq!(
+        block.txns[1].app_ids,
+        vec![42, 7, 9],
+        "distinct, first seen, 0 dropped"
+    );
+    assert_eq!(block.txns[2].app_ids, Vec::<u64>::new(), "creation");
+    // Different networks give different txids (gen and gh are hashed).
+    assert_ne!(txns[0].txid(GEN, &GH), txns[0].txid("other", &GH));
+    assert_ne!(txns[0].txid(GEN, &GH), txns[0].txid(GEN, &[0; 32]));
+}
+
+#[test]
+fn empty_and_round_zero_blocks_round_trip() {
+    let bytes = encode_block(0, GEN, &GH, 0, &[]);
+    let block = decode_block(&bytes).unwrap();
+    assert_eq!((block.round, block.timestamp, block.txns.len()), (0, 0, 0));
+    block.verify_payset(&bytes).unwrap();
+    // Without a genesis id: no `gen`, no `hgi`, same txids as the message form.
+    let txns = sample_txns();
+    let block = decode_block(&encode_block(3, "", &GH, 1, &txns)).unwrap();
+    let msg = decode_txn_message(&encode_txn_message(&txns, "", &GH)).unwrap();
+    assert_eq!(block.txns, msg);
+}
+
+#[test]
+fn a_thousand_txn_round_round_trips() {
+    let txns: Vec<SynthTxn> = (0..1000u64)
+        .map(|i| SynthTxn {
+            note: i.to_be_bytes().to_vec(),
+            ..SynthTxn::app_call([(i % 251) as u8; 32], 10, 1010, vec![i % 17 + 1])
+        })
+        .collect();
+    let bytes = encode_block(11, GEN, &GH, 5, &txns);
+    let block = decode_block(&bytes).unwrap();
+    block.verify_payset(&bytes).unwrap();
+    let mut ids: Vec<Txid> = block.txns.iter().map(|t| t.txid).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 1000);
+    assert_eq!(block.txns[999].app_ids, vec![999 % 17 + 1]);
+}
+
+/// Writes `v` as loosely as msgpack allows: widest integer, str and bin forms, map entries in
+/// reverse order, and an extra empty entry in every map. Canonical re-encoding must undo it all.
+fn write_loose(v: &Value, out: &mut Vec<u8>) {
+    match v {
+        Value::Nil => out.push(0xc0),
+        Value::Boolean(b) => out.push(if *b { 0xc3 } else { 0xc2 }),
+        Value::Integer(i) => match i.as_u64() {
+            Some(u) => {
+                out.push(0xcf);
+                out.extend(u.to_be_bytes());
+            }
+            None => {
+                out.push(0xd3);
+                out.extend(i.as_i64().unwrap().to_be_bytes());
+            }
+        },
+        Value::String(s) => {
+            out.push(0xdb);
+            out.extend((s.as_bytes().len() as u32).to_be_bytes());
+            out.extend(s.as_bytes());
+        }
+        Value::Binary(b) => {
+            out.push(0xc6);
+            out.extend((b.len() as u32).to_be_bytes());
+            out.extend(b);
+        }
+        Value::Array(a) => {
+            out.push(0xdd);
+            out.extend((a.len() as u32).to_be_bytes());
+            for x in a {
+                write_loose(x, out);
+            }
+        }
+        Value::Map(m) => {
+            out.push(0xdf);
+            out.extend((m.len() as u32 + 1).to_be_bytes());
+            out.extend([0xa8]);
+            out.extend(b"zz-empty");
+            out.extend([0xcd, 0, 0]);
+            for (k, x) in m.iter().rev() {
+                write_loose(k, out);
+                write_loose(x, out);
+            }
+        }
+        other => panic!("no {other:?} in Algorand data"),
+    }
+}
+
+#[test]
+fn loosely_written_real_vectors_keep_their_txids() {
+    let Some(dir) = txgate_tests::data_file("algorand-indexer/txn_vectors") else {
+        return;
+    };
+    let mut checked = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "txn") {
+            continue;
+        }
+        let bytes = std::fs::read(&path).unwrap();
+        let want = decode_txn_message(&bytes).unwrap()[0].clone();
+        // The real bytes are canonical: the scan says so and the re-encoder reproduces them.
+        let stxn = rmpv::decode::read_value(&mut &bytes[..]).unwrap();
+        let txn = &stxn
+            .as_map()
+            .unwrap()
+            .iter()
+            .find(|(k, _)| k.as_str() == Some("txn"))
+            .unwrap()
+            .1;
+        let mut raw = Vec::new();
+        rmpv::encode::write_value(&mut raw, txn).unwrap();
+        let mut r = msgpack::Reader::new(&raw);
+        assert!(r.scan(0).unwrap().canonical, "{}", path.display());
+        let mut again = ByteBuf::new();
+        msgpack::write_canonical(&mut msgpack::Reader::new(&raw), &mut again, 0).unwrap();
+        assert_eq!(again.as_slice(), &raw[..], "{}", path.display());
+        // Written loosely, the txn decodes to the same txid and fields.
+        let mut loose = vec![0x81, 0xa3, b't', b'x', b'n'];
+        write_loose(txn, &mut loose);
+        let got = decode_txn_message(&loose).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(got[0], want, "{}", path.display());
+        checked += 1;
+    }
+    assert_eq!(checked, 30);
+}
+
+/// The `txn` value of `t`'s entry in a synthetic block (no `gen`, no `gh`), via rmpv.
+fn block_txn_bytes(t: &SynthTxn) -> Vec<u8> {
+    let bytes = encode_block(1, GEN, &GH, 1, std::slice::from_ref(t));
+    let v = rmpv::decode::read_value(&mut &bytes[..]).unwrap();
+    let get = |v: &Value, key: &str| -> Value {
+        v.as_map()
+            .unwrap()
+            .iter()
+            .find(|(k, _)| k.as_str() == Some(key))
+            .unwrap()
+            .1
+            .clone()
+    };
+    let stib = get(&get(&v, "block"), "txns").as_array().unwrap()[0].clone();
+    let mut out = Vec::new();
+    rmpv::encode::write_value(&mut out, &get(&stib, "txn")).unwrap();
+    out
+}
+
+#[test]
+fn hgi_after_txn_is_still_honoured() {
+    // A SignedTxnInBlock {"txn": {...}, "hgi": true} in that (non-canonical) order.
+    let t = SynthTxn::payment([4; 32], 1, 2);
+    let canonical = decode_block(&encode_block(5, GEN, &GH, 9, std::slice::from_ref(&t))).unwrap();
+    let txn_value = &block_txn_bytes(&t);
+    let mut b = ByteBuf::new();
+    put_map_len(&mut b, 4);
+    put_str(&mut b, b"gen");
+    put_str(&mut b, GEN.as_bytes());
+    put_str(&mut b, b"gh");
+    put_bin(&mut b, &GH);
+    put_str(&mut b, b"rnd");
+    put_uint(&mut b, 5);
+    put_str(&mut b, b"txns");
+    put_array_len(&mut b, 1);
+    put_map_len(&mut b, 2);
+    put_str(&mut b, b"txn");
+    b.as_mut_vec().extend_from_slice(txn_value);
+    put_str(&mut b, b"hgi");
+    put_bool(&mut b, true);
+    let bare = decode_block(b.as_slice()).unwrap();
+    assert_eq!(bare.txns[0].txid, canonical.txns[0].txid);
+    assert_eq!(bare.txns[0].txid, t.txid(GEN, &GH));
+}
+
+#[test]
+fn header_after_txns_is_still_used() {
+    // A bare block with `txns` before `gh` and `gen` (non-canonical order): decoded after the map.
+    let t = SynthTxn::payment([4; 32], 1, 2);
+    let txn_value = &block_txn_bytes(&t);
+    let mut b = ByteBuf::new();
+    put_map_len(&mut b, 3);
+    put_str(&mut b, b"txns");
+    put_array_len(&mut b, 1);
+    put_map_len(&mut b, 2);
+    put_str(&mut b, b"hgi");
+    put_bool(&mut b, true);
+    put_str(&mut b, b"txn");
+    b.as_mut_vec().extend_from_slice(txn_value);
+    put_str(&mut b, b"gh");
+    put_bin(&mut b, &GH);
+    put_str(&mut b, b"gen");
+    put_str(&mut b, GEN.as_bytes());
+    let block = decode_block(b.as_slice()).unwrap();
+    assert_eq!(block.round, 0);
+    assert_eq!(block.txns[0].txid, t.txid(GEN, &GH));
+}
+
+/// A bare block `{"gh": GH, "rnd": 9, "txns": [ {"txn": <txn>} ]}`.
+fn bare_block_with_txn(txn: &[u8]) -> Vec<u8> {
+    let mut b = ByteBuf::new();
+    put_map_len(&mut b, 3);
+    put_str(&mut b, b"gh");
+    put_bin(&mut b, &GH);
+    put_str(&mut b, b"rnd");
+    put_uint(&mut b, 9);
+    put_str(&mut b, b"txns");
+    put_array_len(&mut b, 1);
+    put_map_len(&mut b, 1);
+    put_str(&mut b, b"txn");
+    b.as_mut_vec().extend_from_slice(txn);
+    b.into_vec()
+}
+
+#[test]
+fn errors_are_typed_and_carry_the_round() {
+    let txns = sample_txns();
+    let good = encode_block(42, GEN, &GH, 1, &txns);
+    // Truncation anywhere is an error with the round (rnd precedes txns) or without (too early).
+    for cut in 0..good.len() {
+        let e = decode_block(&good[..cut]).unwrap_err();
+        if cut > good.len() / 2 {
+            assert_eq!(e.round(), Some(42), "cut {cut}: {e}");
+        }
+    }
+    // Trailing bytes.
+    let mut long = good.clone();
+    long.extend([0x90, 0x90]);
+    assert_eq!(
+        decode_block(&long).unwrap_err(),
+        DecodeError::TrailingBytes {
+            round: Some(42),
+            offset: good.len(),
+            len: 2
+        }
+    );
+    // Not a map; reserved byte; too deep.
+    assert!(matches!(
+        decode_block(&[0x93, 1, 2, 3]),
+        Err(DecodeError::WrongType { field: "block", .. })
+    ));
+    assert!(matches!(
+        decode_block(&[0xc1]),
+        Err(DecodeError::ReservedMarker { offset: 0, .. })
+    ));
+    let mut deep = vec![0x81, 0xa1, b'x'];
+    deep.extend(std::iter::repeat_n(0x91, 100));
+    deep.push(0);
+    assert!(matches!(
+        decode_block(&deep),
+        Err(DecodeError::TooDeep { .. })
+    ));
+    // Missing gh.
+    let mut b = ByteBuf::new();
+    put_map_len(&mut b, 1);
+    put_str(&mut b, b"rnd");
+    put_uint(&mut b, 8);
+    assert_eq!(
+        decode_block(b.as_slice()).unwrap_err(),
+        DecodeError::MissingField {
+            round: Some(8),
+            field: "gh"
+        }
+    );
+    // A txn without a type; a txn that holds gh itself; a snd of the wrong length.
+    type Field<'f> = (&'f [u8], &'f dyn Fn(&mut ByteBuf));
+    let txn = |entries: &[Field<'_>]| {
+        let mut t = ByteBuf::new();
+        put_map_len(&mut t, entries.len());
+        for (k, w) in entries {
+            put_str(&mut t, k);
+            w(&mut t);
+        }
+        t.into_vec()
+    };
+    let no_type = txn(&[(b"fv", &|b| put_uint(b, 3))]);
+    assert!(matches!(
+        decode_block(&bare_block_with_txn(&no_type)),
+        Err(DecodeError::MissingField {
+            round: Some(9),
+            field: "txn.type"
+        })
+    ));
+    let with_gh = txn(&[
+        (b"gh", &|b| put_bin(b, &GH)),
+        (b"type", &|b| put_str(b, b"pay")),
+    ]);
+    assert!(matches!(
+        decode_block(&bare_block_with_txn(&with_gh)),
+        Err(DecodeError::GenesisInBlockTxn {
+            intra: 0,
+            field: "gh",
+            ..
+        })
+    ));
+    let short_snd = txn(&[
+        (b"snd", &|b| put_bin(b, &[1; 31])),
+        (b"type", &|b| put_str(b, b"pay")),
+    ]);
+    assert!(matches!(
+        decode_block(&bare_block_with_txn(&short_snd)),
+        Err(DecodeError::WrongType {
+            field: "txn.snd",
+            ..
+        })
+    ));
+    let dup = txn(&[
+        (b"type", &|b| put_str(b, b"pay")),
+        (b"type", &|b| put_str(b, b"appl")),
+    ]);
+    assert!(matches!(
+        decode_block(&bare_block_with_txn(&dup)),
+        Err(DecodeError::DuplicateKey { round: Some(9), .. })
+    ));
+    // Messages: empty, missing txn, garbage after a good one.
+    assert_eq!(decode_txn_message(&[]), Err(DecodeError::EmptyMessage));
+    assert!(matches!(
+        decode_txn_message(&[0x80]),
+        Err(DecodeError::MissingField { field: "txn", .. })
+    ));
+    let mut msg = encode_txn_message(&txns[..1], GEN, &GH);
+    msg.push(0x07);
+    assert!(matches!(
+        decode_txn_message(&msg),
+        Err(DecodeError::WrongType {
+            field: "SignedTxn",
+            ..
+        })
+    ));
+    // Errors print their round.
+    let e = decode_block(&good[..good.len() - 3]).unwrap_err();
+    assert!(e.to_string().starts_with("round 42: "), "{e}");
+}
+
+proptest! {
+    /// Synthetic blocks and messages, cut and bit-flipped: Ok or Err, never a panic.
+    #[test]
+    fn mutated_synthetic_blocks_never_panic(
+        n in 0usize..6,
+        cut in any::<prop::sample::Index>(),
+        flips in prop::collection::vec((any::<prop::sample::Index>(), 0u8..8), 1..4),
+    ) {
+        let txns: Vec<SynthTxn> = sample_txns().into_iter().cycle().take(n).collect();
+        for bytes in [encode_block(3, GEN, &GH, 4, &txns), encode_txn_message(&txns, GEN, &GH)] {
+            if bytes.is_empty() {
+                prop_assert_eq!(decode_txn_message(&bytes), Err(DecodeError::EmptyMessage));
+                continue;
+            }
+            let mut m = bytes.clone();
+            for (at, bit) in &flips {
+                let len = m.len();
+                m[at.index(len)] ^= 1 << bit;
+            }
+            let _ = decode_block(&m).map(|b| b.verify_payset(&m));
+            let _ = decode_txn_message(&m);
+            let c = &bytes[..cut.index(bytes.len())];
+            prop_assert!(decode_block(c).is_err());
+            let _ = decode_txn_message(c);
+        }
+    }
+
+    /// Random synthetic transactions: block and message forms agree, and the txid is the hash of
+    /// the message's `txn` bytes.
+    #[test]
+    fn block_and_message_txids_agree(
+        fv in any::<u64>(),
+        life in 0u64..2000,
+        apps in prop::collection::vec(any::<u64>(), 0..5),
+        note in prop::collection::vec(any::<u8>(), 0..40),
+        sender in any::<[u8; 32]>(),
+        grouped in any::<bool>(),
+    ) {
+        let t = SynthTxn {
+            note,
+            group: grouped.then_some([9; 32]),
+            ..SynthTxn::app_call(sender, fv, fv.saturating_add(life), apps)
+        };
+        let block = decode_block(&encode_block(1, GEN, &GH, 1, std::slice::from_ref(&t))).unwrap();
+        let msg = encode_txn_message(std::slice::from_ref(&t), GEN, &GH);
+        let decoded = decode_txn_message(&msg).unwrap();
+        prop_assert_eq!(&block.txns, &decoded);
+        prop_assert_eq!(block.txns[0].txid, txid_of(&message_txn_bytes(&msg)[0]));
+    }
+}
