@@ -14,11 +14,14 @@ use txgate_ledger::synth::{SynthTxn, encode_block};
 use txgate_ledger::{Round, Txid};
 use txgate_tests::{data_file, real_round_txids};
 
+/// Round -> txids in block order.
+type RoundTxids = HashMap<Round, Vec<Txid>>;
+
 const DATASET2: &str = "algorand-sdk-testing/private_blocks/dataset2.tar.bz2";
 
 /// dataset2's blocks (rounds 0..=377) and its txids from the derived JSONL (computed
 /// independently of this crate's codec): round -> txids in block order.
-fn dataset2() -> Option<(Vec<Vec<u8>>, HashMap<Round, Vec<Txid>>)> {
+fn dataset2() -> Option<(Vec<Vec<u8>>, RoundTxids)> {
     let path = data_file(DATASET2)?;
     let mut blocks = Vec::new();
     for (i, raw) in BlockSource::open(path).unwrap().enumerate() {
