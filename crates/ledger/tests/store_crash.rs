@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use redb::{Database, ReadableTable};
 use txgate_ledger::store::{
-    BLOCKS, BLOOMS, DB_FILE, Ledger, LedgerConfig, LedgerError, TXIDS, TxRecord,
+    BLOCKS, BLOOMS, DB_FILE, INDEX_ENTRY_BYTES, Ledger, LedgerConfig, LedgerError, TXIDS, TxRecord,
 };
 use txgate_ledger::synth::{SynthTxn, encode_block};
 use txgate_ledger::{Round, Txid};
@@ -95,14 +95,15 @@ fn rows(dir: &Path) -> (Vec<Round>, Vec<Round>, Vec<(Round, usize)>) {
         .unwrap()
         .map(|r| r.unwrap().0.value())
         .collect();
-    let mut per_round: Vec<(Round, usize)> = Vec::new();
-    for row in index.iter().unwrap() {
-        let round = row.unwrap().0.value().0;
-        match per_round.last_mut() {
-            Some((r, n)) if *r == round => *n += 1,
-            _ => per_round.push((round, 1)),
-        }
-    }
+    // Entries per round's index row.
+    let per_round = index
+        .iter()
+        .unwrap()
+        .map(|r| {
+            let (k, v) = r.unwrap();
+            (k.value(), v.value().len() / INDEX_ENTRY_BYTES)
+        })
+        .collect();
     (b, f, per_round)
 }
 
