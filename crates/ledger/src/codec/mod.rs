@@ -395,7 +395,10 @@ fn locate_in_map<'a>(
             _ => b"",
         };
         match key {
-            b"block" if top && inner.is_none() => inner = locate_in_map(r, depth + 1, false)?,
+            b"block" if top && inner.is_none() => match locate_in_map(r, depth + 1, false)? {
+                Some(block) => inner = Some(block),
+                None => return Ok(None),
+            },
             b"rnd" if inner.is_none() => {
                 if let (Token::Uint(v), _) = r.token()? {
                     out.round = v;
@@ -638,7 +641,8 @@ fn decode_payset(
     let mut gh_buf = ByteBuf::new();
     put_bin(&mut gh_buf, genesis_hash);
     let mut scratch = Vec::new();
-    let mut txns = Vec::with_capacity(n as usize);
+    // A length header is checked against the bytes left, not trusted for a large allocation.
+    let mut txns = Vec::with_capacity((n as usize).min(4096));
     for intra in 0..n as usize {
         let at = r.pos();
         let Token::Map(m) = r.token().map_err(raw)?.0 else {
@@ -848,19 +852,24 @@ fn decode_txn<'a>(
         scratch.push(Entry { key, key_at, value });
     }
     if let Some(c) = completion {
-        if let Some(_gen) = c.gen_value {
-            scratch.push(Entry {
-                key: b"gen",
+        let mut add = |key: &'static [u8], index| {
+            let entry = Entry {
+                key,
                 key_at: at,
-                value: EntryValue::Completion(0),
-            });
+                value: EntryValue::Completion(index),
+            };
+            if sorted {
+                // Keys are unique and sorted, and `key` is not among them (checked above).
+                let pos = scratch.partition_point(|e| e.key < key);
+                scratch.insert(pos, entry);
+            } else {
+                scratch.push(entry);
+            }
+        };
+        if c.gen_value.is_some() {
+            add(b"gen", 0);
         }
-        scratch.push(Entry {
-            key: b"gh",
-            key_at: at,
-            value: EntryValue::Completion(1),
-        });
-        sorted = false;
+        add(b"gh", 1);
     }
     if !sorted {
         scratch.sort_by(|a, b| a.key.cmp(b.key));
@@ -878,13 +887,10 @@ fn decode_txn<'a>(
 
     let mut h = Sha512_256::new();
     h.update(TXID_PREFIX);
-    let mut head = ByteBuf::with_capacity(8);
-    put_map_len(&mut head, scratch.len());
-    h.update(head.as_slice());
+    h.update(msgpack::map_header(scratch.len()).as_ref());
     for e in scratch.iter() {
-        let mut kh = ByteBuf::with_capacity(8);
-        put_str(&mut kh, e.key);
-        h.update(kh.as_slice());
+        h.update(msgpack::str_header(e.key.len()).as_ref());
+        h.update(e.key);
         match &e.value {
             EntryValue::Span(s, t) => h.update(&input[*s..*t]),
             EntryValue::Owned(v) => h.update(v),

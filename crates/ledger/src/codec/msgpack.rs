@@ -408,6 +408,57 @@ pub(crate) fn key_cmp(a: &KeyOrd<'_>, b: &KeyOrd<'_>) -> Ordering {
 
 // ---- writing (rmp::encode into a ByteBuf: its writes are infallible) ----
 
+/// A msgpack header of at most 5 bytes, on the stack.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Header {
+    bytes: [u8; 5],
+    len: usize,
+}
+
+impl AsRef<[u8]> for Header {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+/// The smallest header of a container or a str of `n` items or bytes: `fix | n` below `fix_max`,
+/// else the 16-bit marker, else the 32-bit one (msgpack spec, "formats").
+fn header(n: usize, fix: u8, fix_max: usize, m8: Option<u8>, m16: u8, m32: u8) -> Header {
+    let mut bytes = [0u8; 5];
+    let len = match (n, m8) {
+        (n, _) if n < fix_max => {
+            bytes[0] = fix | n as u8;
+            1
+        }
+        (n, Some(m8)) if n <= 0xff => {
+            bytes[..2].copy_from_slice(&[m8, n as u8]);
+            2
+        }
+        (n, _) if n <= 0xffff => {
+            bytes[0] = m16;
+            bytes[1..3].copy_from_slice(&(n as u16).to_be_bytes());
+            3
+        }
+        (n, _) => {
+            bytes[0] = m32;
+            let n = u32::try_from(n).unwrap_or(u32::MAX);
+            bytes[1..5].copy_from_slice(&n.to_be_bytes());
+            5
+        }
+    };
+    Header { bytes, len }
+}
+
+/// The smallest str header for `len` bytes (what `put_str_len` writes), without allocating.
+pub(crate) fn str_header(len: usize) -> Header {
+    header(len, 0xa0, 32, Some(0xd9), 0xda, 0xdb)
+}
+
+/// The smallest map header for `n` entries (what `put_map_len` writes), without allocating.
+pub(crate) fn map_header(n: usize) -> Header {
+    header(n, 0x80, 16, None, 0xde, 0xdf)
+}
+
 /// Appends the smallest str header for `len` bytes.
 pub(crate) fn put_str_len(out: &mut ByteBuf, len: usize) {
     let len = u32::try_from(len).unwrap_or(u32::MAX);
@@ -651,6 +702,18 @@ mod tests {
             canon(&[0xd9, 3, b'x', b'y', 0xfe]).0,
             vec![0xa3, b'x', b'y', 0xfe]
         );
+    }
+
+    #[test]
+    fn stack_headers_match_rmp() {
+        for n in [0, 1, 15, 16, 31, 32, 255, 256, 65535, 65536, 1 << 20] {
+            let mut a = ByteBuf::new();
+            put_str_len(&mut a, n);
+            assert_eq!(str_header(n).as_ref(), a.as_slice(), "str {n}");
+            let mut b = ByteBuf::new();
+            put_map_len(&mut b, n);
+            assert_eq!(map_header(n).as_ref(), b.as_slice(), "map {n}");
+        }
     }
 
     #[test]
