@@ -1,1 +1,1417 @@
-//! The redb-backed ledger with per-round txid blooms (being written).
+//! The redb-backed ledger with per-round txid blooms.
+//!
+//! A [`Ledger`] is a directory holding one [redb](https://docs.rs/redb/2) database
+//! (`ledger.redb`). Each round is added by [`Ledger::add_block`] in one write transaction that
+//! holds the round's raw block bytes, its bloom filter of txids (a [`BlockedBloom`] sized from
+//! the round's transaction count and the configured false-positive rate) and its txid index
+//! rows, so a crash leaves a round wholly present or wholly absent. After the commit the round's
+//! bloom is published to an in-memory window of the last MaxTxnLife + 1 rounds that readers
+//! query without locks.
+//!
+//! [`Ledger::lookup_txid`] answers "is this txid in round R?": the round's bloom answers "no"
+//! without touching the database; a "maybe" goes to the exact index. [`Ledger::find_txid`] asks
+//! the same over a range of rounds, newest first, within the window: the tx handler's
+//! "already committed?" check over a transaction's validity window.
+//!
+//! With blooms disabled ([`LedgerConfig::blooms`] = false) the ledger keeps only blocks and
+//! answers like go-algorand's baseline: load the round's block, decode it, compare its txids.
+//!
+//! # On-disk layout (format 1)
+//!
+//! | table    | key                         | value                                   |
+//! |----------|-----------------------------|-----------------------------------------|
+//! | `meta`   | `&str`                      | `u64` (see the `META_*` keys)           |
+//! | `blocks` | round `u64`                 | raw block bytes, as given to `add_block`|
+//! | `blooms` | round `u64`                 | [`BlockedBloom::to_bytes`]              |
+//! | `txids`  | (round `u64`, txid `[u8;32]`) | index of the txn in the payset `u32`  |
+//!
+//! The txid index is keyed round first, so one round's rows are contiguous: adding a round
+//! appends to the end of the tree, and pruning a round is one range delete.
+//!
+//! # Examples
+//!
+//! ```
+//! use txgate_ledger::codec::{Block, Txn};
+//! use txgate_ledger::store::{Ledger, LedgerConfig};
+//! use txgate_ledger::Txid;
+//!
+//! let dir = tempfile::tempdir()?;
+//! let (ledger, report) = Ledger::open(dir.path(), LedgerConfig::default())?;
+//! assert_eq!(report.latest, None);
+//! let txn = Txn {
+//!     txid: Txid([7; 32]),
+//!     tx_type: b"pay".to_vec(),
+//!     sender: [0; 32],
+//!     first_valid: 1,
+//!     last_valid: 1000,
+//!     group: None,
+//!     app_ids: vec![],
+//! };
+//! let block = Block {
+//!     round: 1,
+//!     genesis_id: b"testnet-v1.0".to_vec(),
+//!     genesis_hash: [0; 32],
+//!     timestamp: 0,
+//!     txn_commitment: None,
+//!     txns: vec![txn],
+//! };
+//! // `add_block(raw)` decodes raw bytes; a caller that already decoded them hands both over.
+//! ledger.add_decoded_block(&block, b"raw block bytes")?;
+//! assert_eq!(ledger.lookup_txid(&Txid([7; 32]), 1)?.map(|r| r.index), Some(0));
+//! assert_eq!(ledger.lookup_txid(&Txid([8; 32]), 1)?, None);
+//! assert_eq!(ledger.find_txid(&Txid([7; 32]), 0..=5000)?.map(|r| r.round), Some(1));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod reclaim;
+mod sync;
+mod window;
+
+use std::ops::RangeInclusive;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use redb::{Database, ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
+use txgate_bloom::{BlockedBloom, BloomBuilder, BuildError, LoadError};
+
+use crate::codec::{self, Block, DecodeError};
+use crate::{Round, Txid};
+use window::{Probe, Window};
+
+/// go-algorand's `config.Consensus[...].MaxTxnLife`: a transaction's last valid round is at most
+/// this many rounds after its first valid round (1000 in every consensus version since v7).
+pub const DEFAULT_MAX_TXN_LIFE: u64 = 1000;
+
+/// Default target false-positive rate of a round's bloom (the issue's 0.1 %).
+pub const DEFAULT_FALSE_POSITIVE_RATE: f64 = 0.001;
+
+/// Default hash seed of the round blooms ("txgateL1" in ASCII): deterministic, so two ledgers
+/// built from the same blocks hold byte-identical blooms.
+pub const DEFAULT_BLOOM_SEED: u64 = u64::from_be_bytes(*b"txgateL1");
+
+/// The largest [`LedgerConfig::max_txn_life`] accepted: the window holds MaxTxnLife + 1 blooms
+/// in memory, and a million rounds is a thousand times go-algorand's value.
+pub const MAX_WINDOW_ROUNDS: u64 = 1 << 20;
+
+/// The file of the database inside the ledger directory.
+pub const DB_FILE: &str = "ledger.redb";
+
+/// On-disk format version, in `meta` under [`META_FORMAT`].
+pub const FORMAT_VERSION: u64 = 1;
+
+/// `meta` key: the format version.
+pub const META_FORMAT: &str = "format";
+/// `meta` key: the bloom hash seed, fixed when the ledger is created.
+pub const META_SEED: &str = "bloom_seed";
+/// `meta` key: the oldest round whose block is kept.
+pub const META_FIRST: &str = "first_round";
+/// `meta` key: the latest round (absent while the ledger is empty).
+pub const META_LATEST: &str = "latest_round";
+/// `meta` key: every kept round from this one on has its bloom and txid index rows (absent when
+/// blocks were added with blooms disabled since the last open with blooms enabled).
+pub const META_INDEXED_FROM: &str = "indexed_from";
+
+/// `meta` table: format version, seed, first and latest round.
+pub const META: TableDefinition<'static, &str, u64> = TableDefinition::new("meta");
+/// `blocks` table: round -> raw block bytes.
+pub const BLOCKS: TableDefinition<'static, u64, &[u8]> = TableDefinition::new("blocks");
+/// `blooms` table: round -> serialized bloom ([`BlockedBloom::to_bytes`]).
+pub const BLOOMS: TableDefinition<'static, u64, &[u8]> = TableDefinition::new("blooms");
+/// `txids` table: (round, txid) -> the txn's index in the round's payset.
+pub const TXIDS: TableDefinition<'static, (u64, &[u8; 32]), u32> = TableDefinition::new("txids");
+
+/// How a [`Ledger`] stores and answers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LedgerConfig {
+    /// Target false-positive rate of each round's bloom, in (0, 1). Default
+    /// [`DEFAULT_FALSE_POSITIVE_RATE`].
+    pub false_positive_rate: f64,
+    /// Build, persist and query per-round blooms and the txid index (default true). False is
+    /// go-algorand's baseline: blocks only, lookups decode the block.
+    pub blooms: bool,
+    /// MaxTxnLife in rounds (default [`DEFAULT_MAX_TXN_LIFE`], at most [`MAX_WINDOW_ROUNDS`]):
+    /// the window of in-memory blooms and of [`Ledger::find_txid`] is the latest MaxTxnLife + 1
+    /// rounds.
+    pub max_txn_life: u64,
+    /// Keep every block (default true). False prunes blocks, blooms and index rows of rounds
+    /// that leave the window (older than latest - MaxTxnLife), in the write transaction of the
+    /// round that pushes them out.
+    pub archival: bool,
+    /// Hash seed of the blooms of a new ledger (default [`DEFAULT_BLOOM_SEED`]). It is persisted
+    /// when the ledger is created; reopening uses the persisted seed and ignores this one
+    /// ([`OpenReport::bloom_seed`] says which is in use).
+    pub bloom_seed: u64,
+}
+
+impl Default for LedgerConfig {
+    fn default() -> Self {
+        Self {
+            false_positive_rate: DEFAULT_FALSE_POSITIVE_RATE,
+            blooms: true,
+            max_txn_life: DEFAULT_MAX_TXN_LIFE,
+            archival: true,
+            bloom_seed: DEFAULT_BLOOM_SEED,
+        }
+    }
+}
+
+/// What [`Ledger::open`] found and did.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct OpenReport {
+    /// Oldest round whose block is kept (`None`: empty ledger).
+    pub first: Option<Round>,
+    /// Latest round (`None`: empty ledger).
+    pub latest: Option<Round>,
+    /// Blooms loaded from the database into the window.
+    pub blooms_loaded: u64,
+    /// Blooms of window rounds that were missing or corrupt, rebuilt from their blocks (and
+    /// written back), in round order.
+    pub rebuilt: Vec<RebuiltBloom>,
+    /// The bloom hash seed in use.
+    pub bloom_seed: u64,
+}
+
+/// A bloom [`Ledger::open`] rebuilt from its block.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RebuiltBloom {
+    /// The round.
+    pub round: Round,
+    /// Why: no bloom row, or the row did not load.
+    pub reason: RebuildReason,
+}
+
+/// Why a bloom was rebuilt.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RebuildReason {
+    /// The round had no bloom row (e.g. its blocks were added with blooms disabled).
+    Missing,
+    /// [`BlockedBloom::from_bytes`] rejected the row.
+    Corrupt(LoadError),
+}
+
+/// Where a txid was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TxRecord {
+    /// The round whose block holds the transaction.
+    pub round: Round,
+    /// Its position in the block's payset (0-based; the first one when a payset repeats a txid).
+    pub index: u32,
+}
+
+/// Why a ledger operation failed. Every variant names the round (or file) concerned.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LedgerError {
+    /// The configuration is not usable.
+    #[error("invalid ledger configuration: {0}")]
+    Config(String),
+    /// The ledger directory could not be created.
+    #[error("cannot create ledger directory {path}: {source}")]
+    Dir {
+        /// The directory.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The database could not be opened (locked by another process, corrupt, unreadable).
+    #[error("cannot open ledger database {path}: {source}")]
+    Open {
+        /// The database file.
+        path: PathBuf,
+        /// redb's error.
+        source: Box<redb::Error>,
+    },
+    /// The database was written by another format version.
+    #[error("ledger database {path} has format {found}, this build reads format {FORMAT_VERSION}")]
+    Format {
+        /// The database file.
+        path: PathBuf,
+        /// The version found.
+        found: u64,
+    },
+    /// A database operation failed.
+    #[error("ledger store error{}: {source}", fmt_round(*.round))]
+    Store {
+        /// The round concerned, if any.
+        round: Option<Round>,
+        /// redb's error.
+        source: Box<redb::Error>,
+    },
+    /// `add_block` of a round that is not the latest + 1. Nothing was written.
+    #[error("block of round {got} is out of order: the next round is {expected}")]
+    OutOfOrder {
+        /// latest + 1.
+        expected: Round,
+        /// The round of the block.
+        got: Round,
+    },
+    /// Block bytes do not decode (given to `add_block`, or stored and read back).
+    #[error("block{} does not decode: {source}", fmt_round(*.round))]
+    Decode {
+        /// The round, when known (stored blocks).
+        round: Option<Round>,
+        /// The codec's error.
+        source: DecodeError,
+    },
+    /// A round's bloom could not be built.
+    #[error("cannot build the bloom of round {round}: {source}")]
+    Bloom {
+        /// The round.
+        round: Round,
+        /// The bloom crate's error.
+        source: BuildError,
+    },
+    /// More transactions in one block than the index can number (`u32`).
+    #[error("block of round {round} has {count} transactions, more than u32::MAX")]
+    TooManyTxns {
+        /// The round.
+        round: Round,
+        /// Its transaction count.
+        count: usize,
+    },
+    /// A lookup of a round after the latest one.
+    #[error("round {round} is after the latest round ({})", fmt_opt(*.latest))]
+    BeyondLatest {
+        /// The round asked for.
+        round: Round,
+        /// The latest round (`None`: empty ledger).
+        latest: Option<Round>,
+    },
+    /// A lookup of a round whose block is not kept (pruned, or before the ledger's first round).
+    #[error("round {round} is not kept: the oldest kept round is {first}")]
+    NotKept {
+        /// The round asked for.
+        round: Round,
+        /// The oldest kept round.
+        first: Round,
+    },
+    /// The database lacks a row it must have (the file was damaged or edited).
+    #[error("ledger database is missing the {what} of round {round}")]
+    Missing {
+        /// Which row: "block".
+        what: &'static str,
+        /// The round.
+        round: Round,
+    },
+}
+
+fn fmt_round(round: Option<Round>) -> String {
+    round.map(|r| format!(" (round {r})")).unwrap_or_default()
+}
+
+fn fmt_opt(round: Option<Round>) -> String {
+    round.map_or_else(|| "none".to_owned(), |r| r.to_string())
+}
+
+/// Maps a redb error into [`LedgerError::Store`] for `round`.
+fn store<E: Into<redb::Error>>(round: Option<Round>) -> impl FnOnce(E) -> LedgerError {
+    move |e| LedgerError::Store {
+        round,
+        source: Box::new(e.into()),
+    }
+}
+
+/// One txid index row: (txid, index of the txn in the payset).
+type IndexRow = ([u8; 32], u32);
+
+/// The block decoder: [`codec::decode_block`], or a stand-in in unit tests.
+type DecodeFn = fn(&[u8]) -> Result<Block, DecodeError>;
+
+/// A persistent ledger of Algorand blocks with per-round txid blooms. `Send + Sync`: share it
+/// by reference or `Arc`; one `add_block` runs at a time (a writer lock), lookups never wait
+/// for it.
+pub struct Ledger {
+    db: Database,
+    path: PathBuf,
+    config: LedgerConfig,
+    seed: u64,
+    decode: DecodeFn,
+    /// Blooms of the last MaxTxnLife + 1 rounds (`None` values when blooms are disabled: the
+    /// window then only publishes the latest round).
+    window: Window<Option<BlockedBloom>>,
+    /// Serializes writers; holds the oldest kept round (`None`: empty ledger).
+    writer: Mutex<WriterState>,
+}
+
+struct WriterState {
+    first: Option<Round>,
+}
+
+impl std::fmt::Debug for Ledger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ledger")
+            .field("path", &self.path)
+            .field("config", &self.config)
+            .field("seed", &self.seed)
+            .field("latest", &self.window.latest())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Ledger {
+    /// Opens the ledger in directory `dir`, creating the directory and the database if needed.
+    /// With blooms enabled, the blooms of the window's rounds are loaded from the database (not
+    /// rebuilt); a missing or corrupt one is rebuilt from its block, written back and listed in
+    /// the report. With `archival` false, rounds that left the window are pruned at open too.
+    ///
+    /// # Errors
+    ///
+    /// [`LedgerError::Config`] for a false-positive rate outside (0, 1) or a MaxTxnLife above
+    /// [`MAX_WINDOW_ROUNDS`]; [`LedgerError::Dir`], [`LedgerError::Open`] (e.g. another
+    /// process has it open), [`LedgerError::Format`]; while rebuilding a bloom,
+    /// [`LedgerError::Missing`] (no block), [`LedgerError::Decode`], [`LedgerError::Bloom`];
+    /// [`LedgerError::Store`].
+    pub fn open(
+        dir: impl AsRef<Path>,
+        config: LedgerConfig,
+    ) -> Result<(Ledger, OpenReport), LedgerError> {
+        Self::open_with_decoder(dir.as_ref(), config, codec::decode_block)
+    }
+
+    pub(crate) fn open_with_decoder(
+        dir: &Path,
+        config: LedgerConfig,
+        decode: DecodeFn,
+    ) -> Result<(Ledger, OpenReport), LedgerError> {
+        if !(config.false_positive_rate > 0.0 && config.false_positive_rate < 1.0) {
+            return Err(LedgerError::Config(format!(
+                "false-positive rate must be in (0, 1), got {}",
+                config.false_positive_rate
+            )));
+        }
+        if config.max_txn_life > MAX_WINDOW_ROUNDS {
+            return Err(LedgerError::Config(format!(
+                "MaxTxnLife {} is above the limit {MAX_WINDOW_ROUNDS}",
+                config.max_txn_life
+            )));
+        }
+        std::fs::create_dir_all(dir).map_err(|source| LedgerError::Dir {
+            path: dir.to_owned(),
+            source,
+        })?;
+        let path = dir.join(DB_FILE);
+        let open_err = |e: redb::Error| LedgerError::Open {
+            path: path.clone(),
+            source: Box::new(e),
+        };
+        let db = Database::create(&path).map_err(|e| open_err(e.into()))?;
+
+        // One write transaction creates the tables, checks the format, fixes the seed, prunes
+        // (non-archival) and rebuilds missing blooms; the loaded blooms come from it too.
+        let txn = db.begin_write().map_err(|e| open_err(e.into()))?;
+        let (seed, first, latest) = {
+            let mut meta = txn.open_table(META).map_err(|e| open_err(e.into()))?;
+            let get = |meta: &redb::Table<'_, &str, u64>, key| {
+                meta.get(key)
+                    .map(|v| v.map(|v| v.value()))
+                    .map_err(|e| open_err(e.into()))
+            };
+            match get(&meta, META_FORMAT)? {
+                None => {
+                    meta.insert(META_FORMAT, FORMAT_VERSION)
+                        .map_err(store(None))?;
+                }
+                Some(FORMAT_VERSION) => {}
+                Some(found) => return Err(LedgerError::Format { path, found }),
+            }
+            let seed = match get(&meta, META_SEED)? {
+                Some(seed) => seed,
+                None => {
+                    meta.insert(META_SEED, config.bloom_seed)
+                        .map_err(store(None))?;
+                    config.bloom_seed
+                }
+            };
+            (seed, get(&meta, META_FIRST)?, get(&meta, META_LATEST)?)
+        };
+        // Create the other tables, so that read transactions always find them.
+        txn.open_table(BLOCKS).map_err(store(None))?;
+        txn.open_table(BLOOMS).map_err(store(None))?;
+        txn.open_table(TXIDS).map_err(store(None))?;
+
+        let capacity = config.max_txn_life + 1;
+        let window = Window::new(capacity as usize);
+        let mut ledger = Ledger {
+            db,
+            path,
+            seed,
+            decode,
+            window,
+            writer: Mutex::new(WriterState { first }),
+            config,
+        };
+        let mut report = OpenReport {
+            first,
+            latest,
+            bloom_seed: seed,
+            ..OpenReport::default()
+        };
+        if let (Some(mut first), Some(latest)) = (first, latest) {
+            let window_start = latest.saturating_sub(ledger.config.max_txn_life);
+            if !ledger.config.archival && first < window_start {
+                prune(&txn, first, window_start)?;
+                first = window_start;
+                report.first = Some(first);
+                ledger
+                    .writer
+                    .get_mut()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .first = Some(first);
+            }
+            let start = first.max(window_start);
+            let blooms = ledger.load_window(&txn, start, latest, &mut report)?;
+            // Publish after the commit: readers then find every round they can see stored.
+            txn.commit().map_err(store(None))?;
+            for (round, bloom) in (start..=latest).zip(blooms) {
+                ledger.window.publish(round, bloom);
+            }
+        } else {
+            txn.commit().map_err(store(None))?;
+        }
+        Ok((ledger, report))
+    }
+
+    /// Loads (or rebuilds) the blooms of rounds `start..=latest`, in order (all `None` with
+    /// blooms disabled).
+    fn load_window(
+        &self,
+        txn: &WriteTransaction,
+        start: Round,
+        latest: Round,
+        report: &mut OpenReport,
+    ) -> Result<Vec<Option<BlockedBloom>>, LedgerError> {
+        if !self.config.blooms {
+            return Ok((start..=latest).map(|_| None).collect());
+        }
+        let mut blooms = Vec::with_capacity((latest - start + 1) as usize);
+        let mut rebuild = Vec::new();
+        {
+            let table = txn.open_table(BLOOMS).map_err(store(None))?;
+            for round in start..=latest {
+                let row = table.get(round).map_err(store(Some(round)))?;
+                let loaded = match row {
+                    None => Err(RebuildReason::Missing),
+                    Some(bytes) => {
+                        BlockedBloom::from_bytes(bytes.value()).map_err(RebuildReason::Corrupt)
+                    }
+                };
+                match loaded {
+                    Ok(bloom) => {
+                        report.blooms_loaded += 1;
+                        blooms.push(Some(bloom));
+                    }
+                    Err(reason) => {
+                        rebuild.push(blooms.len());
+                        blooms.push(None);
+                        report.rebuilt.push(RebuiltBloom { round, reason });
+                    }
+                }
+            }
+        }
+        for i in rebuild {
+            let round = start + i as u64;
+            let block =
+                {
+                    let blocks = txn.open_table(BLOCKS).map_err(store(Some(round)))?;
+                    let raw = blocks.get(round).map_err(store(Some(round)))?.ok_or(
+                        LedgerError::Missing {
+                            what: "block",
+                            round,
+                        },
+                    )?;
+                    (self.decode)(raw.value()).map_err(|source| LedgerError::Decode {
+                        round: Some(round),
+                        source,
+                    })?
+                };
+            let (bloom, rows) = self.index_block(&block, round)?;
+            write_index(txn, round, &bloom, &rows)?;
+            blooms[i] = Some(bloom);
+        }
+        // Every round of the window now has its bloom and index rows; rounds before the window
+        // do if they did before and the marker said so.
+        let mut meta = txn.open_table(META).map_err(store(None))?;
+        let indexed_from = meta
+            .get(META_INDEXED_FROM)
+            .map_err(store(None))?
+            .map(|v| v.value());
+        if indexed_from.is_none_or(|from| from > start) {
+            meta.insert(META_INDEXED_FROM, start).map_err(store(None))?;
+        }
+        Ok(blooms)
+    }
+
+    /// The bloom of `block` (tagged as `round`) and its index rows sorted by txid, first
+    /// occurrence of a repeated txid only.
+    fn index_block(
+        &self,
+        block: &Block,
+        round: Round,
+    ) -> Result<(BlockedBloom, Vec<IndexRow>), LedgerError> {
+        let count = block.txns.len();
+        let mut bloom =
+            BloomBuilder::with_false_positive_rate(count as u64, self.config.false_positive_rate)
+                .and_then(|b| b.seed(self.seed).build())
+                .map_err(|source| LedgerError::Bloom { round, source })?;
+        let mut rows = Vec::with_capacity(count);
+        for (i, txn) in block.txns.iter().enumerate() {
+            let index = u32::try_from(i).map_err(|_| LedgerError::TooManyTxns { round, count })?;
+            bloom.insert_id(txn.txid.as_bytes());
+            rows.push((txn.txid.0, index));
+        }
+        // Sorted (txid, index): keeping the first of equal txids keeps the smallest index, which
+        // is what the baseline's scan in payset order finds.
+        rows.sort_unstable();
+        rows.dedup_by_key(|row| row.0);
+        Ok((bloom, rows))
+    }
+
+    /// The configuration the ledger runs with (the seed in use is [`Ledger::bloom_seed`]).
+    pub fn config(&self) -> &LedgerConfig {
+        &self.config
+    }
+
+    /// The bloom hash seed in use (persisted at creation).
+    pub fn bloom_seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The latest round (`None`: empty ledger). Lock-free.
+    pub fn latest(&self) -> Option<Round> {
+        self.window.latest()
+    }
+
+    /// The oldest kept round (`None`: empty ledger). Takes the writer lock briefly.
+    pub fn first(&self) -> Option<Round> {
+        self.writer.lock().unwrap_or_else(|e| e.into_inner()).first
+    }
+
+    /// Decodes `raw` (msgpack `{block, cert}` or a bare block, as algod serves and stores
+    /// blocks) and adds it as the next round; returns the round.
+    ///
+    /// # Errors
+    ///
+    /// [`LedgerError::Decode`] if `raw` is not a block; otherwise as
+    /// [`Ledger::add_decoded_block`]. Nothing is written on error.
+    pub fn add_block(&self, raw: &[u8]) -> Result<Round, LedgerError> {
+        let block = (self.decode)(raw).map_err(|source| LedgerError::Decode {
+            round: None,
+            source,
+        })?;
+        self.add_decoded_block(&block, raw)
+    }
+
+    /// Adds an already decoded block as the next round: `block.round` must be the latest
+    /// round plus one, or any round for an empty ledger (a ledger may start at any round, e.g. from a
+    /// catchpoint; the first round is kept in `meta`). `raw` is stored as the block's bytes and
+    /// must be the encoding `block` was decoded from: the blooms-disabled lookups and bloom
+    /// rebuilds decode it again.
+    ///
+    /// One write transaction stores the block bytes, the round's bloom and its txid index rows
+    /// (and, non-archival, deletes the round that leaves the window); after the commit the
+    /// bloom is published to readers. One writer at a time: concurrent calls wait for each
+    /// other; lookups do not wait.
+    ///
+    /// # Errors
+    ///
+    /// [`LedgerError::OutOfOrder`], [`LedgerError::TooManyTxns`], [`LedgerError::Bloom`],
+    /// [`LedgerError::Store`]. Nothing is written or published on error.
+    pub fn add_decoded_block(&self, block: &Block, raw: &[u8]) -> Result<Round, LedgerError> {
+        // A panicking writer cannot leave the state half-updated: `first` is assigned only after
+        // the commit, so a poisoned lock is still consistent.
+        let mut writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let round = block.round;
+        if let Some(latest) = self.window.latest() {
+            let expected = latest.checked_add(1).ok_or(LedgerError::OutOfOrder {
+                expected: latest,
+                got: round,
+            })?;
+            if round != expected {
+                return Err(LedgerError::OutOfOrder {
+                    expected,
+                    got: round,
+                });
+            }
+        }
+        if round == u64::MAX {
+            // The window encodes latest + 1; no chain gets there.
+            return Err(LedgerError::OutOfOrder {
+                expected: u64::MAX - 1,
+                got: round,
+            });
+        }
+        let indexed = if self.config.blooms {
+            Some(self.index_block(block, round)?)
+        } else {
+            None
+        };
+
+        let txn = self.db.begin_write().map_err(store(Some(round)))?;
+        let first = writer.first.unwrap_or(round);
+        let mut new_first = first;
+        {
+            let mut blocks = txn.open_table(BLOCKS).map_err(store(Some(round)))?;
+            blocks.insert(round, raw).map_err(store(Some(round)))?;
+        }
+        {
+            let mut meta = txn.open_table(META).map_err(store(Some(round)))?;
+            meta.insert(META_LATEST, round)
+                .map_err(store(Some(round)))?;
+            if writer.first.is_none() {
+                meta.insert(META_FIRST, round).map_err(store(Some(round)))?;
+                if self.config.blooms {
+                    meta.insert(META_INDEXED_FROM, round)
+                        .map_err(store(Some(round)))?;
+                }
+            }
+            if !self.config.blooms {
+                // This round has no bloom or index rows.
+                meta.remove(META_INDEXED_FROM).map_err(store(Some(round)))?;
+            }
+        }
+        if let Some((bloom, rows)) = &indexed {
+            write_index(&txn, round, bloom, rows)?;
+        }
+        if !self.config.archival {
+            let window_start = round.saturating_sub(self.config.max_txn_life);
+            if first < window_start {
+                prune(&txn, first, window_start)?;
+                new_first = window_start;
+            }
+        }
+        txn.commit().map_err(store(Some(round)))?;
+        writer.first = Some(new_first);
+        self.window.publish(round, indexed.map(|(bloom, _)| bloom));
+        Ok(round)
+    }
+
+    /// Looks `txid` up in `round`. With blooms, a round of the window whose bloom says "no" is
+    /// answered without touching the database; "maybe" (or a kept round older than the window)
+    /// goes to the exact txid index. Without blooms, the round's block is loaded and decoded
+    /// and its txids compared (go-algorand's baseline). Both give identical answers.
+    ///
+    /// # Errors
+    ///
+    /// [`LedgerError::BeyondLatest`] for a round after the latest; [`LedgerError::NotKept`] for
+    /// a round before the oldest kept one; [`LedgerError::Store`]; blooms disabled (or rounds
+    /// indexed without blooms): [`LedgerError::Missing`], [`LedgerError::Decode`].
+    pub fn lookup_txid(&self, txid: &Txid, round: Round) -> Result<Option<TxRecord>, LedgerError> {
+        let reader = self.window.reader();
+        match reader.get(round) {
+            Probe::Beyond(latest) => Err(LedgerError::BeyondLatest { round, latest }),
+            Probe::Hit(entry) => match &*entry {
+                Some(bloom) if !bloom.contains_id(txid.as_bytes()) => Ok(None),
+                Some(_) => self.exact(&self.read()?, txid, round, true),
+                None => self.exact(&self.read()?, txid, round, false),
+            },
+            Probe::Outside => self.exact(&self.read()?, txid, round, self.config.blooms),
+        }
+    }
+
+    /// Finds `txid` in `rounds`, newest round first, over at most the window (the latest
+    /// MaxTxnLife + 1 rounds): rounds after the latest or before the window are skipped. This is
+    /// the tx handler's "already committed?" check over a transaction's validity window
+    /// (first valid ..= last valid). With blooms, each round costs one bloom probe (the txid is
+    /// hashed once) unless the bloom says "maybe".
+    ///
+    /// # Errors
+    ///
+    /// As [`Ledger::lookup_txid`], except that rounds outside the window are not errors.
+    pub fn find_txid(
+        &self,
+        txid: &Txid,
+        rounds: RangeInclusive<Round>,
+    ) -> Result<Option<TxRecord>, LedgerError> {
+        let reader = self.window.reader();
+        let Some(latest) = reader.latest() else {
+            return Ok(None);
+        };
+        let hi = (*rounds.end()).min(latest);
+        let lo = (*rounds.start()).max(latest.saturating_sub(self.config.max_txn_life));
+        if rounds.is_empty() || lo > hi {
+            return Ok(None);
+        }
+        // Every bloom of this ledger uses `self.seed`, so one hash serves all rounds: (seed, hash)
+        // of the last bloom that hashed the txid.
+        let mut hashed: Option<(u64, u64)> = None;
+        let mut read: Option<ReadTransaction> = None;
+        for round in (lo..=hi).rev() {
+            let blooms = match reader.get(round) {
+                Probe::Hit(entry) => match &*entry {
+                    Some(bloom) => {
+                        let hash = match hashed {
+                            Some((seed, hash)) if seed == bloom.seed() => hash,
+                            _ => {
+                                let hash = bloom.hash_id(txid.as_bytes());
+                                hashed = Some((bloom.seed(), hash));
+                                hash
+                            }
+                        };
+                        if !bloom.contains_hash(hash) {
+                            continue;
+                        }
+                        true
+                    }
+                    None => false,
+                },
+                // The writer moved the window on since `latest` was read: older rounds are out.
+                Probe::Outside => break,
+                Probe::Beyond(_) => continue,
+            };
+            let txn = match &read {
+                Some(txn) => txn,
+                None => read.insert(self.read()?),
+            };
+            match self.exact(txn, txid, round, blooms) {
+                Ok(None) => {}
+                Ok(found) => return Ok(found),
+                Err(LedgerError::NotKept { .. }) => break,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(None)
+    }
+
+    fn read(&self) -> Result<ReadTransaction, LedgerError> {
+        self.db.begin_read().map_err(store(None))
+    }
+
+    /// The exact answer from the database: the txid index when `indexed` (and the round is
+    /// indexed), else the block decoded.
+    fn exact(
+        &self,
+        txn: &ReadTransaction,
+        txid: &Txid,
+        round: Round,
+        indexed: bool,
+    ) -> Result<Option<TxRecord>, LedgerError> {
+        let meta = txn.open_table(META).map_err(store(Some(round)))?;
+        let get = |key| {
+            meta.get(key)
+                .map(|v| v.map(|v| v.value()))
+                .map_err(store(Some(round)))
+        };
+        let latest = get(META_LATEST)?;
+        match (get(META_FIRST)?, latest) {
+            (Some(first), Some(latest)) if (first..=latest).contains(&round) => {}
+            (Some(first), Some(latest)) if round < first || latest < round => {
+                return Err(if round < first {
+                    LedgerError::NotKept { round, first }
+                } else {
+                    LedgerError::BeyondLatest {
+                        round,
+                        latest: Some(latest),
+                    }
+                });
+            }
+            _ => return Err(LedgerError::BeyondLatest { round, latest }),
+        }
+        if indexed && get(META_INDEXED_FROM)?.is_some_and(|from| from <= round) {
+            let table = txn.open_table(TXIDS).map_err(store(Some(round)))?;
+            let row = table
+                .get((round, txid.as_bytes()))
+                .map_err(store(Some(round)))?;
+            return Ok(row.map(|index| TxRecord {
+                round,
+                index: index.value(),
+            }));
+        }
+        let blocks = txn.open_table(BLOCKS).map_err(store(Some(round)))?;
+        let raw = blocks
+            .get(round)
+            .map_err(store(Some(round)))?
+            .ok_or(LedgerError::Missing {
+                what: "block",
+                round,
+            })?;
+        let block = (self.decode)(raw.value()).map_err(|source| LedgerError::Decode {
+            round: Some(round),
+            source,
+        })?;
+        Ok(block
+            .txns
+            .iter()
+            .position(|t| t.txid == *txid)
+            .and_then(|i| u32::try_from(i).ok())
+            .map(|index| TxRecord { round, index }))
+    }
+}
+
+/// Writes a round's bloom row and index rows (idempotent: rewriting a round writes the same rows).
+fn write_index(
+    txn: &WriteTransaction,
+    round: Round,
+    bloom: &BlockedBloom,
+    rows: &[IndexRow],
+) -> Result<(), LedgerError> {
+    let mut blooms = txn.open_table(BLOOMS).map_err(store(Some(round)))?;
+    blooms
+        .insert(round, bloom.to_bytes().as_slice())
+        .map_err(store(Some(round)))?;
+    let mut txids = txn.open_table(TXIDS).map_err(store(Some(round)))?;
+    for (txid, index) in rows {
+        txids
+            .insert((round, txid), index)
+            .map_err(store(Some(round)))?;
+    }
+    Ok(())
+}
+
+/// Deletes blocks, blooms and index rows of rounds `from..to` and sets the first round to `to`.
+fn prune(txn: &WriteTransaction, from: Round, to: Round) -> Result<(), LedgerError> {
+    let r = Some(from);
+    txn.open_table(BLOCKS)
+        .map_err(store(r))?
+        .retain_in(from..to, |_, _| false)
+        .map_err(store(r))?;
+    txn.open_table(BLOOMS)
+        .map_err(store(r))?
+        .retain_in(from..to, |_, _| false)
+        .map_err(store(r))?;
+    let zero = [0u8; 32];
+    txn.open_table(TXIDS)
+        .map_err(store(r))?
+        .retain_in((from, &zero)..(to, &zero), |_, _| false)
+        .map_err(store(r))?;
+    txn.open_table(META)
+        .map_err(store(r))?
+        .insert(META_FIRST, to)
+        .map_err(store(r))?;
+    Ok(())
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+    use crate::codec::Txn;
+
+    /// The unit tests' block encoding (the real codec is tested on its own): `b"TB"`, the round
+    /// as 8 little-endian bytes, then the txids.
+    fn encode(round: Round, txids: &[Txid]) -> Vec<u8> {
+        let mut raw = b"TB".to_vec();
+        raw.extend_from_slice(&round.to_le_bytes());
+        for id in txids {
+            raw.extend_from_slice(id.as_bytes());
+        }
+        raw
+    }
+
+    fn decode(raw: &[u8]) -> Result<Block, DecodeError> {
+        let bad = || DecodeError::Malformed("not a test block".into());
+        let rest = raw.strip_prefix(b"TB").ok_or_else(bad)?;
+        let (round, ids) = rest.split_at_checked(8).ok_or_else(bad)?;
+        let round = Round::from_le_bytes(round.try_into().map_err(|_| bad())?);
+        if ids.len() % 32 != 0 {
+            return Err(bad());
+        }
+        Ok(block(
+            round,
+            &ids.chunks_exact(32)
+                .map(|c| Txid(c.try_into().unwrap()))
+                .collect::<Vec<_>>(),
+        ))
+    }
+
+    fn block(round: Round, txids: &[Txid]) -> Block {
+        Block {
+            round,
+            genesis_id: b"test".to_vec(),
+            genesis_hash: [1; 32],
+            timestamp: 0,
+            txn_commitment: None,
+            txns: txids
+                .iter()
+                .map(|&txid| Txn {
+                    txid,
+                    tx_type: b"pay".to_vec(),
+                    sender: [2; 32],
+                    first_valid: round.saturating_sub(10),
+                    last_valid: round.saturating_add(10),
+                    group: None,
+                    app_ids: vec![],
+                })
+                .collect(),
+        }
+    }
+
+    /// splitmix64: deterministic txids without a dependency.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+        fn txid(&mut self) -> Txid {
+            let mut id = [0; 32];
+            for chunk in id.chunks_exact_mut(8) {
+                chunk.copy_from_slice(&self.next().to_le_bytes());
+            }
+            Txid(id)
+        }
+    }
+
+    fn open(dir: &Path, config: LedgerConfig) -> (Ledger, OpenReport) {
+        Ledger::open_with_decoder(dir, config, decode).unwrap()
+    }
+
+    /// Adds rounds `rounds` with `per_round(round)` random txns each; returns round -> txids.
+    fn fill(
+        ledger: &Ledger,
+        rounds: RangeInclusive<Round>,
+        rng: &mut Rng,
+        per_round: impl Fn(Round) -> usize,
+    ) -> HashMap<Round, Vec<Txid>> {
+        let mut model = HashMap::new();
+        for round in rounds {
+            let ids: Vec<Txid> = (0..per_round(round)).map(|_| rng.txid()).collect();
+            assert_eq!(ledger.add_block(&encode(round, &ids)).unwrap(), round);
+            model.insert(round, ids);
+        }
+        model
+    }
+
+    fn block_rounds(dir: &Path) -> Vec<Round> {
+        let db = Database::create(dir.join(DB_FILE)).unwrap();
+        let txn = db.begin_read().unwrap();
+        let t = txn.open_table(BLOCKS).unwrap();
+        t.iter().unwrap().map(|r| r.unwrap().0.value()).collect()
+    }
+
+    #[test]
+    fn sequencing_errors_write_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (l, _) = open(dir.path(), LedgerConfig::default());
+            // An empty ledger takes any first round.
+            l.add_block(&encode(5, &[Txid([1; 32])])).unwrap();
+            for bad in [4, 5, 7, 0, u64::MAX] {
+                let err = l.add_block(&encode(bad, &[Txid([9; 32])])).unwrap_err();
+                assert!(
+                    matches!(err, LedgerError::OutOfOrder { expected: 6, got } if got == bad),
+                    "{err}"
+                );
+            }
+            assert!(matches!(
+                l.add_block(b"garbage"),
+                Err(LedgerError::Decode { round: None, .. })
+            ));
+            assert_eq!(l.latest(), Some(5));
+            assert_eq!(l.first(), Some(5));
+            // The rejected txid is nowhere.
+            assert_eq!(l.find_txid(&Txid([9; 32]), 0..=100).unwrap(), None);
+            l.add_block(&encode(6, &[])).unwrap();
+        }
+        assert_eq!(block_rounds(dir.path()), vec![5, 6]);
+        let (l, report) = open(dir.path(), LedgerConfig::default());
+        assert_eq!((report.first, report.latest), (Some(5), Some(6)));
+        assert!(matches!(
+            l.add_block(&encode(8, &[])),
+            Err(LedgerError::OutOfOrder {
+                expected: 7,
+                got: 8
+            })
+        ));
+    }
+
+    #[test]
+    fn lookups_are_exact_and_errors_are_typed() {
+        let dir = tempfile::tempdir().unwrap();
+        // A high false-positive rate, so many misses go through the exact check.
+        let config = LedgerConfig {
+            false_positive_rate: 0.3,
+            ..LedgerConfig::default()
+        };
+        let (l, _) = open(dir.path(), config);
+        assert!(matches!(
+            l.lookup_txid(&Txid([0; 32]), 0),
+            Err(LedgerError::BeyondLatest {
+                round: 0,
+                latest: None
+            })
+        ));
+        let mut rng = Rng(1);
+        let model = fill(&l, 100..=139, &mut rng, |r| (r % 7) as usize * 30);
+        for (&round, ids) in &model {
+            for (i, id) in ids.iter().enumerate() {
+                let want = Some(TxRecord {
+                    round,
+                    index: i as u32,
+                });
+                assert_eq!(l.lookup_txid(id, round).unwrap(), want);
+                assert_eq!(l.find_txid(id, 0..=u64::MAX).unwrap(), want);
+                assert_eq!(l.find_txid(id, round..=round).unwrap(), want);
+                assert_eq!(l.find_txid(id, round + 1..=200).unwrap(), None);
+                // In every other round: absent.
+                for other in [100, round.saturating_sub(1).max(100), 139] {
+                    if other != round {
+                        assert_eq!(l.lookup_txid(id, other).unwrap(), None);
+                    }
+                }
+            }
+        }
+        // Absent txids: the blooms say "maybe" for ~30 % of them; the index says no.
+        let mut maybes = 0;
+        for _ in 0..300 {
+            let id = rng.txid();
+            let round = 100 + rng.next() % 40;
+            let reader = l.window.reader();
+            if let Probe::Hit(bloom) = reader.get(round) {
+                maybes += usize::from(bloom.as_ref().unwrap().contains_id(id.as_bytes()));
+            }
+            drop(reader);
+            assert_eq!(l.lookup_txid(&id, round).unwrap(), None);
+            assert_eq!(l.find_txid(&id, 0..=1000).unwrap(), None);
+        }
+        assert!(maybes > 20, "{maybes} false positives");
+        assert!(matches!(
+            l.lookup_txid(&Txid([0; 32]), 140),
+            Err(LedgerError::BeyondLatest {
+                round: 140,
+                latest: Some(139)
+            })
+        ));
+        assert!(matches!(
+            l.lookup_txid(&Txid([0; 32]), 99),
+            Err(LedgerError::NotKept {
+                round: 99,
+                first: 100
+            })
+        ));
+    }
+
+    #[test]
+    fn find_txid_is_newest_first_within_the_window() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = LedgerConfig {
+            max_txn_life: 4,
+            ..LedgerConfig::default()
+        };
+        let (l, _) = open(dir.path(), config);
+        let id = Txid([5; 32]);
+        for round in 0..=9 {
+            let ids = if round % 3 == 0 {
+                vec![Txid([1; 32]), id]
+            } else {
+                vec![]
+            };
+            l.add_block(&encode(round, &ids)).unwrap();
+        }
+        // id is in rounds 0, 3, 6, 9; the window is 5..=9.
+        let find = |r: RangeInclusive<Round>| l.find_txid(&id, r).unwrap().map(|t| t.round);
+        assert_eq!(find(0..=100), Some(9));
+        assert_eq!(find(0..=8), Some(6));
+        assert_eq!(find(0..=5), None, "round 3 is outside the window");
+        assert_eq!(find(7..=8), None);
+        #[allow(clippy::reversed_empty_ranges)]
+        let empty = 9..=6;
+        assert_eq!(find(empty), None);
+        // lookup_txid still answers for archival rounds outside the window (from the index).
+        assert_eq!(
+            l.lookup_txid(&id, 3).unwrap(),
+            Some(TxRecord { round: 3, index: 1 })
+        );
+        assert_eq!(l.lookup_txid(&id, 4).unwrap(), None);
+    }
+
+    #[test]
+    fn reopen_loads_blooms_and_rebuilds_corrupt_or_missing_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = LedgerConfig {
+            max_txn_life: 9,
+            ..LedgerConfig::default()
+        };
+        let mut rng = Rng(2);
+        let model = {
+            let (l, report) = open(dir.path(), config.clone());
+            assert_eq!(report.blooms_loaded, 0);
+            fill(&l, 0..=29, &mut rng, |r| r as usize % 5 + 1)
+        };
+        let (l, report) = open(dir.path(), config.clone());
+        assert_eq!(report.latest, Some(29));
+        assert_eq!(report.blooms_loaded, 10, "the window is rounds 20..=29");
+        assert_eq!(report.rebuilt, vec![]);
+        assert_eq!(report.bloom_seed, DEFAULT_BLOOM_SEED);
+        drop(l);
+        // Damage round 25's bloom row, delete round 27's, damage round 3's (outside the window).
+        let bytes_25 = {
+            let db = Database::create(dir.path().join(DB_FILE)).unwrap();
+            let txn = db.begin_write().unwrap();
+            let bytes_25 = {
+                let mut t = txn.open_table(BLOOMS).unwrap();
+                let bytes_25 = t.get(25).unwrap().unwrap().value().to_vec();
+                t.insert(25, &bytes_25[..bytes_25.len() - 1]).unwrap();
+                t.remove(27).unwrap();
+                t.insert(3, &b"junk"[..]).unwrap();
+                bytes_25
+            };
+            txn.commit().unwrap();
+            bytes_25
+        };
+        let (l, report) = open(dir.path(), config.clone());
+        assert_eq!(report.blooms_loaded, 8);
+        let rounds: Vec<_> = report.rebuilt.iter().map(|r| r.round).collect();
+        assert_eq!(rounds, vec![25, 27]);
+        assert!(matches!(
+            report.rebuilt[0].reason,
+            RebuildReason::Corrupt(_)
+        ));
+        assert_eq!(report.rebuilt[1].reason, RebuildReason::Missing);
+        for (&round, ids) in &model {
+            for (i, id) in ids.iter().enumerate() {
+                let want = Some(TxRecord {
+                    round,
+                    index: i as u32,
+                });
+                assert_eq!(l.lookup_txid(id, round).unwrap(), want);
+            }
+        }
+        drop(l);
+        // The rebuilt blooms were written back, byte-identical (deterministic seed).
+        let (l, report) = open(dir.path(), config);
+        assert_eq!((report.blooms_loaded, report.rebuilt.len()), (10, 0));
+        drop(l);
+        let db = Database::create(dir.path().join(DB_FILE)).unwrap();
+        let txn = db.begin_read().unwrap();
+        let t = txn.open_table(BLOOMS).unwrap();
+        assert_eq!(t.get(25).unwrap().unwrap().value(), &bytes_25[..]);
+    }
+
+    #[test]
+    fn non_archival_ledgers_prune_rounds_that_leave_the_window() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = LedgerConfig {
+            max_txn_life: 3,
+            archival: false,
+            ..LedgerConfig::default()
+        };
+        let mut rng = Rng(3);
+        let model = {
+            let (l, _) = open(dir.path(), config.clone());
+            let model = fill(&l, 10..=19, &mut rng, |_| 4);
+            assert_eq!(l.first(), Some(16));
+            for round in 10..=19 {
+                let id = model[&round][0];
+                let got = l.lookup_txid(&id, round);
+                if round < 16 {
+                    assert!(matches!(got, Err(LedgerError::NotKept { first: 16, .. })));
+                } else {
+                    assert_eq!(got.unwrap(), Some(TxRecord { round, index: 0 }));
+                }
+            }
+            model
+        };
+        assert_eq!(block_rounds(dir.path()), vec![16, 17, 18, 19]);
+        {
+            let db = Database::create(dir.path().join(DB_FILE)).unwrap();
+            let txn = db.begin_read().unwrap();
+            let t = txn.open_table(TXIDS).unwrap();
+            let rounds: Vec<Round> = t.iter().unwrap().map(|r| r.unwrap().0.value().0).collect();
+            assert_eq!(rounds.len(), 16);
+            assert!(rounds.iter().all(|r| (16..=19).contains(r)));
+            let t = txn.open_table(BLOOMS).unwrap();
+            assert_eq!(t.iter().unwrap().count(), 4);
+        }
+        // Reopening with a shorter MaxTxnLife prunes at open.
+        let (l, report) = open(
+            dir.path(),
+            LedgerConfig {
+                max_txn_life: 1,
+                ..config
+            },
+        );
+        assert_eq!(report.first, Some(18));
+        assert_eq!(report.blooms_loaded, 2);
+        assert!(l.lookup_txid(&model[&17][0], 17).is_err());
+        assert_eq!(
+            l.lookup_txid(&model[&18][1], 18).unwrap(),
+            Some(TxRecord {
+                round: 18,
+                index: 1
+            })
+        );
+        drop(l);
+        assert_eq!(block_rounds(dir.path()), vec![18, 19]);
+    }
+
+    #[test]
+    fn blooms_disabled_gives_identical_answers() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let base = LedgerConfig {
+            max_txn_life: 7,
+            ..LedgerConfig::default()
+        };
+        let (with, _) = open(a.path(), base.clone());
+        let (without, _) = open(
+            b.path(),
+            LedgerConfig {
+                blooms: false,
+                ..base
+            },
+        );
+        let mut rng = Rng(4);
+        let mut all = Vec::new();
+        for round in 0..20 {
+            let mut ids: Vec<Txid> = (0..round % 4).map(|_| rng.txid()).collect();
+            if round % 5 == 0 {
+                ids.push(Txid([0xEE; 32])); // one txid in several rounds
+            }
+            with.add_block(&encode(round, &ids)).unwrap();
+            without.add_block(&encode(round, &ids)).unwrap();
+            all.extend(ids);
+        }
+        all.extend((0..20).map(|_| rng.txid()));
+        for id in &all {
+            for round in 0..=20 {
+                let (x, y) = (with.lookup_txid(id, round), without.lookup_txid(id, round));
+                match (x, y) {
+                    (Ok(x), Ok(y)) => assert_eq!(x, y),
+                    (Err(x), Err(y)) => assert_eq!(x.to_string(), y.to_string()),
+                    (x, y) => panic!("{x:?} vs {y:?}"),
+                }
+            }
+            for (lo, hi) in [(0, 19), (10, 15), (0, 100), (14, 14)] {
+                assert_eq!(
+                    with.find_txid(id, lo..=hi).unwrap(),
+                    without.find_txid(id, lo..=hi).unwrap()
+                );
+            }
+        }
+        assert_eq!(
+            without.find_txid(&Txid([0xEE; 32]), 0..=100).unwrap(),
+            Some(TxRecord {
+                round: 15,
+                index: 3
+            })
+        );
+    }
+
+    #[test]
+    fn switching_blooms_on_rebuilds_the_window_and_decodes_older_rounds() {
+        let dir = tempfile::tempdir().unwrap();
+        let off = LedgerConfig {
+            blooms: false,
+            max_txn_life: 4,
+            ..LedgerConfig::default()
+        };
+        let mut rng = Rng(5);
+        let model = {
+            let (l, _) = open(dir.path(), off);
+            fill(&l, 0..=11, &mut rng, |_| 2)
+        };
+        let on = LedgerConfig {
+            max_txn_life: 4,
+            ..LedgerConfig::default()
+        };
+        let (l, report) = open(dir.path(), on);
+        let rounds: Vec<_> = report.rebuilt.iter().map(|r| r.round).collect();
+        assert_eq!(rounds, vec![7, 8, 9, 10, 11]);
+        assert!(
+            report
+                .rebuilt
+                .iter()
+                .all(|r| r.reason == RebuildReason::Missing)
+        );
+        for (&round, ids) in &model {
+            assert_eq!(
+                l.lookup_txid(&ids[1], round).unwrap(),
+                Some(TxRecord { round, index: 1 })
+            );
+            assert_eq!(l.lookup_txid(&ids[1], (round + 1) % 12).unwrap(), None);
+        }
+    }
+
+    #[test]
+    fn bad_configuration_is_a_typed_error() {
+        let dir = tempfile::tempdir().unwrap();
+        for config in [
+            LedgerConfig {
+                false_positive_rate: 0.0,
+                ..LedgerConfig::default()
+            },
+            LedgerConfig {
+                false_positive_rate: f64::NAN,
+                ..LedgerConfig::default()
+            },
+            LedgerConfig {
+                max_txn_life: MAX_WINDOW_ROUNDS + 1,
+                ..LedgerConfig::default()
+            },
+        ] {
+            assert!(matches!(
+                Ledger::open(dir.path(), config),
+                Err(LedgerError::Config(_))
+            ));
+        }
+    }
+
+    #[test]
+    fn the_seed_is_fixed_at_creation() {
+        let dir = tempfile::tempdir().unwrap();
+        let (l, report) = open(
+            dir.path(),
+            LedgerConfig {
+                bloom_seed: 42,
+                ..LedgerConfig::default()
+            },
+        );
+        assert_eq!((report.bloom_seed, l.bloom_seed()), (42, 42));
+        l.add_block(&encode(0, &[Txid([3; 32])])).unwrap();
+        drop(l);
+        let (l, report) = open(dir.path(), LedgerConfig::default());
+        assert_eq!(report.bloom_seed, 42);
+        assert_eq!(
+            l.find_txid(&Txid([3; 32]), 0..=0).unwrap(),
+            Some(TxRecord { round: 0, index: 0 })
+        );
+    }
+
+    #[test]
+    fn readers_race_the_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = LedgerConfig {
+            max_txn_life: 8,
+            archival: false,
+            ..LedgerConfig::default()
+        };
+        let (l, _) = open(dir.path(), config);
+        let id = |round: Round| Txid([(round % 251) as u8; 32]);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for round in 0..200 {
+                    l.add_block(&encode(round, &[id(round)])).unwrap();
+                }
+            });
+            s.spawn(|| {
+                while l.latest() != Some(199) {
+                    let Some(latest) = l.latest() else { continue };
+                    // The latest round is always found, whole.
+                    assert_eq!(
+                        l.find_txid(&id(latest), latest..=latest + 5).unwrap(),
+                        Some(TxRecord {
+                            round: latest,
+                            index: 0
+                        })
+                    );
+                    // An older round is found, or (if the writer pruned it since) not kept;
+                    // never "absent".
+                    let old = latest.saturating_sub(3);
+                    match l.lookup_txid(&id(old), old) {
+                        Ok(found) => assert!(found.is_some()),
+                        Err(LedgerError::NotKept { round, first }) => assert!(round < first),
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+            });
+        });
+    }
+}

@@ -1,0 +1,224 @@
+//! Crash safety of the ledger: a child process ingests blocks in a loop and is killed with
+//! SIGKILL mid-ingest; after each kill the parent reopens the ledger and checks that every
+//! round is wholly present (block, bloom, every txid of it in the index and through lookups) or
+//! wholly absent (no block, bloom or index row after the latest round), and that ingest goes on
+//! from latest + 1.
+//!
+//! The child is this test binary re-executed with `TXGATE_LEDGER_CRASH_DIR` set: the test
+//! `crash_child_ingests_until_killed` then ingests instead of returning at once.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use redb::{Database, ReadableTable};
+use txgate_ledger::store::{
+    BLOCKS, BLOOMS, DB_FILE, Ledger, LedgerConfig, LedgerError, TXIDS, TxRecord,
+};
+use txgate_ledger::synth::{SynthTxn, encode_block};
+use txgate_ledger::{Round, Txid};
+
+const CHILD_ENV: &str = "TXGATE_LEDGER_CRASH_DIR";
+
+const GEN: &str = "crash-v1";
+const GH: [u8; 32] = [3; 32];
+
+/// The synthetic transactions of a round: 2000 + (round % 5) * 1000 payments (about 250 bytes
+/// each in the block), so a round's write transaction is long enough for kills to land in it.
+fn synth_txns(round: Round) -> Vec<SynthTxn> {
+    let n = 2000 + (round % 5) as usize * 1000;
+    (0..n)
+        .map(|i| SynthTxn {
+            note: format!("{round}/{i}").into_bytes(),
+            ..SynthTxn::payment([4; 32], round.max(1), round + 1000)
+        })
+        .collect()
+}
+
+/// The round's txids, in block order (computed by the parent without the block).
+fn txids(round: Round) -> Vec<Txid> {
+    synth_txns(round).iter().map(|t| t.txid(GEN, &GH)).collect()
+}
+
+/// The round's msgpack block.
+fn block(round: Round) -> Vec<u8> {
+    encode_block(
+        round,
+        GEN,
+        &GH,
+        1_700_000_000 + round as i64,
+        &synth_txns(round),
+    )
+}
+
+fn config() -> LedgerConfig {
+    // Non-archival with a short window, so commits also prune and the kill can land there.
+    LedgerConfig {
+        max_txn_life: 8,
+        archival: false,
+        ..LedgerConfig::default()
+    }
+}
+
+/// The child: ingest from latest + 1 until killed. A no-op in a normal test run.
+#[test]
+fn crash_child_ingests_until_killed() {
+    let Some(dir) = std::env::var_os(CHILD_ENV) else {
+        return;
+    };
+    let (ledger, report) = Ledger::open(&dir, config()).unwrap();
+    let mut round = report.latest.map_or(0, |l| l + 1);
+    loop {
+        let raw = block(round);
+        // The parent reads these lines to tell a kill inside add_block from one between calls.
+        println!("adding {round}");
+        ledger.add_block(&raw).unwrap();
+        round += 1;
+    }
+}
+
+/// What the parent finds on disk: rounds of blocks, blooms and index rows.
+fn rows(dir: &Path) -> (Vec<Round>, Vec<Round>, Vec<(Round, usize)>) {
+    let db = Database::create(dir.join(DB_FILE)).unwrap();
+    let txn = db.begin_read().unwrap();
+    let blocks = txn.open_table(BLOCKS).unwrap();
+    let blooms = txn.open_table(BLOOMS).unwrap();
+    let index = txn.open_table(TXIDS).unwrap();
+    let b = blocks
+        .iter()
+        .unwrap()
+        .map(|r| r.unwrap().0.value())
+        .collect();
+    let f = blooms
+        .iter()
+        .unwrap()
+        .map(|r| r.unwrap().0.value())
+        .collect();
+    let mut per_round: Vec<(Round, usize)> = Vec::new();
+    for row in index.iter().unwrap() {
+        let round = row.unwrap().0.value().0;
+        match per_round.last_mut() {
+            Some((r, n)) if *r == round => *n += 1,
+            _ => per_round.push((round, 1)),
+        }
+    }
+    (b, f, per_round)
+}
+
+#[test]
+fn a_killed_writer_leaves_whole_rounds_and_ingest_continues() {
+    if std::env::var_os(CHILD_ENV).is_some() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let mut last_latest: Option<Round> = None;
+    let mut kills = 0;
+    let mut mid_add = 0;
+    for cycle in 0..6u64 {
+        let mut child = Command::new(&exe)
+            .args([
+                "--exact",
+                "crash_child_ingests_until_killed",
+                "--test-threads=1",
+                "--nocapture",
+            ])
+            .env(CHILD_ENV, dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        // Let it commit at least one round (its second "adding" line means the first add
+        // returned), then wait a varied few ms so the kill lands at different points.
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut adding: Option<Round> = None;
+        let mut seen = 0;
+        while seen < 2 + cycle % 3 {
+            let Some(line) = lines.next() else { break };
+            if let Some(r) = line.unwrap().strip_prefix("adding ") {
+                adding = Some(r.parse().unwrap());
+                seen += 1;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(cycle * 7 % 40));
+        let started = Instant::now();
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap(); // SIGKILL on Unix
+            kills += 1;
+        }
+        for line in lines {
+            if let Some(r) = line.unwrap().strip_prefix("adding ") {
+                adding = Some(r.parse().unwrap());
+            }
+        }
+        let status = child.wait().unwrap();
+        assert!(
+            !status.success(),
+            "the child only stops when killed: {status:?}"
+        );
+        eprintln!(
+            "cycle {cycle}: killed (kill and drain took {:?}) while adding round {adding:?}",
+            started.elapsed()
+        );
+
+        let (blocks, blooms, index) = rows(dir.path());
+        let (ledger, report) = Ledger::open(dir.path(), config()).unwrap();
+        let latest = report
+            .latest
+            .expect("the child committed at least one round");
+        let first = report.first.unwrap();
+        assert!(
+            last_latest.is_none_or(|l| latest > l),
+            "no progress in cycle {cycle}"
+        );
+        assert!(report.rebuilt.is_empty(), "{:?}", report.rebuilt);
+        // Wholly present: every kept round has its block, bloom and all its index rows ...
+        let kept: Vec<Round> = (first..=latest).collect();
+        assert_eq!(blocks, kept);
+        assert_eq!(blooms, kept);
+        let want: Vec<(Round, usize)> = kept.iter().map(|&r| (r, txids(r).len())).collect();
+        assert_eq!(index, want);
+        for &round in &kept {
+            for (i, id) in txids(round).iter().enumerate() {
+                assert_eq!(
+                    ledger.lookup_txid(id, round).unwrap(),
+                    Some(TxRecord {
+                        round,
+                        index: i as u32
+                    })
+                );
+            }
+        }
+        // ... and the round being written when the kill came is wholly absent (or, if the kill
+        // came after its commit, it is the latest).
+        let adding = adding.expect("the child started a round");
+        assert!(
+            adding == latest || adding == latest + 1,
+            "{adding} vs {latest}"
+        );
+        mid_add += u32::from(adding == latest + 1);
+        let next = latest + 1;
+        assert!(matches!(
+            ledger.lookup_txid(&txids(next)[0], next),
+            Err(LedgerError::BeyondLatest { .. })
+        ));
+        assert_eq!(ledger.find_txid(&txids(next)[0], 0..=next).unwrap(), None);
+        last_latest = Some(latest);
+        eprintln!("cycle {cycle}: rounds {first}..={latest} whole after the kill");
+    }
+    assert!(kills >= 3, "the child exited on its own");
+    // Ingest is almost all add_block (mostly its commit), so most kills land inside one.
+    assert!(mid_add >= 1, "no kill landed inside add_block");
+    // Ingest continues from latest + 1 in this process too.
+    let (ledger, _) = Ledger::open(dir.path(), config()).unwrap();
+    let next = last_latest.unwrap() + 1;
+    assert_eq!(ledger.add_block(&block(next)).unwrap(), next);
+    assert_eq!(
+        ledger.lookup_txid(&txids(next)[7], next).unwrap(),
+        Some(TxRecord {
+            round: next,
+            index: 7
+        })
+    );
+}
