@@ -41,12 +41,29 @@ pub(crate) struct TraceEntry {
 /// [`CliError::Io`] when the file cannot be opened; [`CliError::Trace`] naming the line for a
 /// wrong header, a wrong number of fields, bad UTF-8, a bad timestamp, origin or app id.
 pub(crate) fn read_trace(path: &Path) -> Result<Vec<TraceEntry>, CliError> {
-    let file = std::fs::File::open(path).map_err(CliError::io(path))?;
+    let bytes = std::fs::read(path).map_err(CliError::io(path))?;
+    // csv's own line numbers do not count blank lines; the physical line is found from the
+    // record's byte offset and the offsets of the newlines.
+    let newlines: Vec<u64> = bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .map(|(i, _)| i as u64)
+        .collect();
+    // A record's position is where the reader started on it, before any blank lines it
+    // skipped: step over those first.
+    let line_of = |pos: &csv::Position| {
+        let mut at = pos.byte() as usize;
+        while matches!(bytes.get(at), Some(b'\n' | b'\r')) {
+            at += 1;
+        }
+        newlines.partition_point(|&nl| nl < at as u64) as u64 + 1
+    };
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(true)
         .trim(csv::Trim::All)
         .flexible(false)
-        .from_reader(std::io::BufReader::new(file));
+        .from_reader(&bytes[..]);
     let bad = |line: u64, message: String| CliError::Trace {
         path: path.to_owned(),
         line,
@@ -54,7 +71,7 @@ pub(crate) fn read_trace(path: &Path) -> Result<Vec<TraceEntry>, CliError> {
     };
     let headers = reader
         .headers()
-        .map_err(|e| csv_error(path, e))?
+        .map_err(|e| csv_error(path, e, &line_of))?
         .iter()
         .map(str::to_owned)
         .collect::<Vec<_>>();
@@ -74,9 +91,9 @@ pub(crate) fn read_trace(path: &Path) -> Result<Vec<TraceEntry>, CliError> {
         match reader.read_record(&mut record) {
             Ok(false) => break,
             Ok(true) => {}
-            Err(e) => return Err(csv_error(path, e)),
+            Err(e) => return Err(csv_error(path, e, &line_of)),
         }
-        let line = record.position().map_or(0, csv::Position::line);
+        let line = record.position().map_or(0, line_of);
         let entry = parse_fields(&record[0], &record[1], &record[2])
             .map_err(|message| bad(line, message))?;
         out.push(TraceEntry {
@@ -89,8 +106,8 @@ pub(crate) fn read_trace(path: &Path) -> Result<Vec<TraceEntry>, CliError> {
     Ok(out)
 }
 
-fn csv_error(path: &Path, e: csv::Error) -> CliError {
-    let line = e.position().map_or(0, csv::Position::line);
+fn csv_error(path: &Path, e: csv::Error, line_of: &dyn Fn(&csv::Position) -> u64) -> CliError {
+    let line = e.position().map_or(0, line_of);
     let message = match e.kind() {
         csv::ErrorKind::UnequalLengths {
             expected_len, len, ..

@@ -5,16 +5,16 @@
 //! (base32, 52 characters), `type` (the txn's `type` field, bytes shown as UTF-8 with invalid
 //! sequences replaced) and `app_id`.
 //!
-//! **`app_id`**: the first non-zero app id of the transaction as the codec reports it (its
-//! application id `apid`, else its first foreign app `apfa`, else the first app reference of its
-//! access list); empty when there is none: a transaction that is not an app call, or an app
-//! creation (application id 0) that references no other app. The jsonl writes `"app_id": 0` for
-//! creations; this CSV leaves those empty, because 0 is not an app.
+//! **`app_id`**: the transaction's application id (its `apid` field, read from the block's
+//! msgpack), as the jsonl's `app_id`, except that an absent or zero id (not an app call, or an
+//! app creation) is left empty: 0 is not an app. Foreign apps are not shown (the codec's
+//! `Txn::app_ids` lists them too; for a creation with foreign apps its first entry would be a
+//! foreign app, not the jsonl's `app_id`).
 
 use std::io::Write;
 use std::path::PathBuf;
 
-use txgate_ledger::codec::decode_block;
+use txgate_ledger::codec::{DecodeError, decode_block};
 use txgate_ledger::source::BlockSource;
 
 use crate::error::CliError;
@@ -50,8 +50,25 @@ pub(crate) fn run(args: &TxidsArgs, out: &mut dyn Write) -> Result<u64, CliError
             name: raw.name.clone(),
             source,
         })?;
-        for (intra, txn) in block.txns.iter().enumerate() {
-            let app = txn.app_ids.first().map(u64::to_string).unwrap_or_default();
+        let block_err = |message: String| CliError::Block {
+            round: Some(block.round),
+            name: raw.name.clone(),
+            source: DecodeError::Malformed(message),
+        };
+        let apids = application_ids(&raw.bytes).map_err(block_err)?;
+        if apids.len() != block.txns.len() {
+            return Err(block_err(format!(
+                "{} payset entries but {} decoded transactions",
+                apids.len(),
+                block.txns.len()
+            )));
+        }
+        for (intra, (txn, apid)) in block.txns.iter().zip(apids).enumerate() {
+            let app = if apid == 0 {
+                String::new()
+            } else {
+                apid.to_string()
+            };
             csv.write_record([
                 block.round.to_string(),
                 intra.to_string(),
@@ -65,4 +82,39 @@ pub(crate) fn run(args: &TxidsArgs, out: &mut dyn Write) -> Result<u64, CliError
     }
     csv.flush().map_err(stdout)?;
     Ok(count)
+}
+
+/// The `apid` (application id) of every payset entry of a raw block, in order; 0 when absent.
+/// Reads msgpack `{block: {txns: [...]}}` or a bare block.
+///
+/// # Errors
+///
+/// A message when the bytes are not such a block (a block the codec decoded always is).
+pub(crate) fn application_ids(raw: &[u8]) -> Result<Vec<u64>, String> {
+    use rmpv::Value;
+    let value = rmpv::decode::read_value(&mut &raw[..]).map_err(|e| e.to_string())?;
+    let get = |m: &Value, k: &str| -> Option<Value> {
+        m.as_map()?
+            .iter()
+            .find(|(key, _)| key.as_str() == Some(k))
+            .map(|(_, v)| v.clone())
+    };
+    let block = get(&value, "block").unwrap_or(value);
+    let entries = match get(&block, "txns") {
+        None | Some(Value::Nil) => return Ok(Vec::new()),
+        Some(Value::Array(entries)) => entries,
+        Some(_) => return Err("`txns` is not an array".into()),
+    };
+    entries
+        .iter()
+        .map(|entry| {
+            let txn = get(entry, "txn").ok_or("a payset entry has no `txn`")?;
+            match get(&txn, "apid") {
+                None => Ok(0),
+                Some(v) => v
+                    .as_u64()
+                    .ok_or_else(|| "`txn.apid` is not a u64".to_owned()),
+            }
+        })
+        .collect()
 }
