@@ -164,11 +164,7 @@ impl Config {
             }
         };
         Ok(Validated {
-            limits: Limits {
-                window_ns,
-                limit,
-                penalty: (limit / 4).max(1),
-            },
+            limits: Limits::new(window_ns, limit, (limit / 4).max(1)),
             capacity: self.max_size / self.shards,
             salt,
         })

@@ -13,6 +13,8 @@
 //! Everything here is plain integer arithmetic shared by the lock-free table and the reference
 //! model, so both compute exactly the same decisions.
 
+use strength_reduce::StrengthReducedU64;
+
 /// The largest count a 16-bit counter holds; also the largest limit per window we accept.
 pub(crate) const COUNTER_MAX: u16 = u16::MAX;
 
@@ -90,10 +92,14 @@ pub(crate) struct Instant {
 }
 
 /// The limits every decision uses, derived once from the configuration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct Limits {
     /// Window length in nanoseconds (> 0).
     pub(crate) window_ns: u64,
+    /// `window_ns` as a divisor by multiplication: exact quotients and remainders of any `u64`
+    /// by a divisor fixed in advance, without a `div` instruction (20-90 cycles on x86-64; two
+    /// per admission otherwise). From the `strength_reduce` crate.
+    window: StrengthReducedU64,
     /// Admissions per window per key, `L` (1..=65,535).
     pub(crate) limit: u16,
     /// What one penalty adds: `max(1, L / 4)`.
@@ -101,12 +107,25 @@ pub(crate) struct Limits {
 }
 
 impl Limits {
+    /// Limits for a window of `window_ns` nanoseconds (> 0), `limit` admissions per window and
+    /// `penalty` per penalty.
+    pub(crate) fn new(window_ns: u64, limit: u16, penalty: u16) -> Self {
+        debug_assert!(window_ns > 0);
+        Self {
+            window_ns,
+            window: StrengthReducedU64::new(window_ns.max(1)),
+            limit,
+            penalty,
+        }
+    }
+
     /// `interval = now / window`, `offset = now % window` (DESIGN.md).
     #[inline]
     pub(crate) fn instant(&self, now_ns: u64) -> Instant {
+        let (interval, offset) = StrengthReducedU64::div_rem(now_ns, self.window);
         Instant {
-            interval: ((now_ns / self.window_ns) as u32) & INTERVAL_MASK,
-            offset: now_ns % self.window_ns,
+            interval: (interval as u32) & INTERVAL_MASK,
+            offset,
         }
     }
 }
@@ -165,8 +184,10 @@ pub(crate) fn is_stale(c: Counts, at: Instant) -> bool {
 pub(crate) fn admits(c: Counts, offset: u64, limits: &Limits) -> bool {
     let remaining = limits.window_ns - offset;
     let weighted = match u64::from(c.prev).checked_mul(remaining) {
-        // The common case (windows up to 3.2 days): a 64-bit division, not a 128-bit libcall.
-        Some(product) => product / limits.window_ns,
+        // Nothing carried over (a key seen only in this interval): no division at all.
+        Some(0) => 0,
+        // The common case (windows up to 3.2 days): division by multiplication, exact.
+        Some(product) => product / limits.window,
         None => (u128::from(c.prev) * u128::from(remaining) / u128::from(limits.window_ns)) as u64,
     };
     // `weighted <= prev <= 65,535`, so the sum cannot overflow.
@@ -218,11 +239,7 @@ mod tests {
     const SEC: u64 = 1_000_000_000;
 
     fn limits(limit: u16) -> Limits {
-        Limits {
-            window_ns: 10 * SEC,
-            limit,
-            penalty: (limit / 4).max(1),
-        }
+        Limits::new(10 * SEC, limit, (limit / 4).max(1))
     }
 
     #[test]
@@ -320,14 +337,39 @@ mod tests {
         assert!(admits(Counts { cur: 9, ..c }, 10 * SEC - 1, &l));
     }
 
+    /// The multiply-based division agrees with `div` for any window and time, and the estimate
+    /// with the formula computed in 128-bit integers.
+    #[cfg(not(miri))]
+    #[test]
+    fn division_by_multiplication_is_exact() {
+        use proptest::prelude::*;
+        proptest!(|(window in 1..u64::MAX, now: u64, prev: u16, cur in 0..1000u16)| {
+            let l = Limits::new(window, 1000, 250);
+            let at = l.instant(now);
+            prop_assert_eq!(at.offset, now % window);
+            prop_assert_eq!(at.interval, ((now / window) as u32) & INTERVAL_MASK);
+            let c = Counts { interval: at.interval, prev, cur };
+            // The rule as DESIGN.md writes it: weighted + cur + 1 <= L.
+            let weighted = u128::from(prev) * u128::from(window - at.offset) / u128::from(window);
+            let exact = weighted + u128::from(cur) < 1000;
+            prop_assert_eq!(admits(c, at.offset, &l), exact);
+        });
+        // Windows of the default shape (whole seconds) across the range of real clocks.
+        proptest!(|(secs in 1..100_000u64, now in 1_500_000_000_000_000_000..2_500_000_000_000_000_000u64, prev: u16)| {
+            let window = secs * SEC;
+            let l = Limits::new(window, 1000, 250);
+            let at = l.instant(now);
+            prop_assert_eq!(at.offset, now % window);
+            let c = Counts { interval: at.interval, prev, cur: 0 };
+            let exact = u128::from(prev) * u128::from(window - at.offset) / u128::from(window) < 1000;
+            prop_assert_eq!(admits(c, at.offset, &l), exact);
+        });
+    }
+
     #[test]
     fn estimate_is_exact_for_windows_past_the_64_bit_product() {
         // window 2^60 ns: prev * (window - offset) overflows u64 and takes the 128-bit path.
-        let l = Limits {
-            window_ns: 1 << 60,
-            limit: 1000,
-            penalty: 250,
-        };
+        let l = Limits::new(1 << 60, 1000, 250);
         let c = Counts {
             interval: 0,
             prev: 1000,

@@ -7,17 +7,19 @@
 //! word](crate::state) and its recency stamp. A key's *window* is the `min(PROBE_WINDOW, slots)`
 //! slots starting at its home slot (wrapping); a key lives only in its window, and lookups scan
 //! the whole window (null slots do not end a scan, so taking a node out never hides another).
-//! A count of the nodes in the table (`occupied`) says when the shard is full. A new key:
+//! A count of the nodes in the table (`occupied`), reserved before a null slot is filled, keeps
+//! the shard at `capacity` nodes at most. A new key:
 //!
-//! - takes a null slot of its window if the shard has room, so eviction waits until the shard
+//! - takes a null slot of its window if it can reserve room, so eviction waits until the shard
 //!   is full (except when all 16 window slots are taken while half the shard's slots are free:
 //!   rare, and measured by the `bytes_per_key` example);
 //! - else replaces the best eviction candidate of its window in place (dead first, then stale,
 //!   then least recently used) with one compare-and-swap; the replaced node is retired through
 //!   [`crate::reclaim`];
-//! - if its insertion into a null slot brings the count above `capacity` (a race with other
-//!   insertions, or a full shard whose nodes all lie outside the window), it takes the best
-//!   candidate of the following nodes out of the table before its own node can be promoted.
+//! - if the shard is full and its window holds no node, first takes the best candidate of the
+//!   following nodes out of the table, then retries; if the table holds no node at all (all
+//!   its room is reserved by insertions in flight), the key is decided on a node that is never
+//!   published (as a new key, forgotten at once) rather than waiting for those threads.
 //!
 //! Nothing on the hit path allocates.
 //!
@@ -47,8 +49,10 @@
 //! So `X` and `Y` are never both Live in the table. (The first version let a thread promote a
 //! survivor published *after* its fence, for which this argument fails with three threads; the
 //! `three_threads_insert_one_key` loom model races three insertions of one key in one window.)
-//! Every step is a bounded scan plus CAS; a rescan happens only after another thread published a
-//! node, so some thread always completes: the table is lock-free.
+//! Every step is a bounded scan plus CAS. A rescan happens only after another thread published a
+//! node of the key; the Tentative node first in probe order is promoted by whichever thread
+//! resolves it with the node known, unless it is evicted (another key's insertion, which
+//! completed), so some thread always completes: the table is lock-free.
 
 use crate::reclaim::Guard;
 use crate::state::{self, Counts, Instant, Life, Limits};
@@ -255,11 +259,11 @@ pub(crate) struct Shard {
     capacity: usize,
     /// `min(PROBE_WINDOW, slots.len())`.
     window: usize,
-    /// Nodes in slots, of any life: incremented after a node fills a null slot, decremented
-    /// after one is taken out of its slot, so it lags the table by the operations in flight. An
-    /// insertion that brings it above `capacity` takes another node out before its own can be
-    /// promoted, so Live keys never exceed `capacity`; the table holds more nodes only
-    /// transiently, by at most the number of threads inserting into the shard at once.
+    /// Nodes in slots, of any life, plus insertions that reserved room and have not published
+    /// yet. Reserved (`reserve`) before a node fills a null slot, released after one is taken
+    /// out of its slot or when the insertion's CAS fails. Invariant: `capacity >= occupied >=`
+    /// the number of non-null slots, so the table never holds more than `capacity` nodes (and
+    /// so never more than `capacity` Live keys).
     occupied: AtomicUsize,
     /// Recency clock: every access takes the next tick (exact LRU order within the shard when
     /// single-threaded).
@@ -304,9 +308,10 @@ impl Shard {
     /// The next recency tick.
     ///
     /// A load and a store, not a read-modify-write: single-threaded the ticks are distinct and
-    /// increasing (exact LRU); racing threads may draw the same tick, which only makes their
-    /// keys' recency tie (LRU under concurrency is approximate anyway), and keeps a locked
-    /// instruction on a line every thread of the shard writes off the hit path.
+    /// increasing (exact LRU); racing threads may draw the same tick, and a stalled thread's
+    /// store may even move the clock back, which only perturbs the LRU heuristic (LRU under
+    /// concurrency is approximate anyway); in exchange no locked instruction hits a line every
+    /// thread of the shard writes on the hit path.
     #[inline]
     fn next_tick(&self) -> u64 {
         // Relaxed (load and store): no memory is published through the tick; only its own
@@ -316,19 +321,43 @@ impl Shard {
         tick
     }
 
-    /// Nodes in the table, as counted so far (see the field's invariant).
+    /// Reserves room for one more node; `false` when the shard is full.
     #[inline]
-    fn occupied(&self) -> usize {
-        // Relaxed: the count publishes no memory; a stale value only makes an insertion
-        // overshoot (then `make_room`) or evict one key early.
-        self.occupied.load(Ordering::Relaxed)
+    fn reserve(&self) -> bool {
+        // Relaxed: the count publishes no memory; the atomicity of the read-modify-write alone
+        // keeps `occupied <= capacity`.
+        self.occupied
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < self.capacity).then_some(n + 1)
+            })
+            .is_ok()
     }
 
-    /// Gives back the room of a node taken out of its slot.
+    /// Gives back a reservation, or the room of a node taken out of its slot.
     #[inline]
     fn release(&self) {
-        // Relaxed: as in `occupied`.
+        // Relaxed: as in `reserve`.
         self.occupied.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// A Live node for `key` that is not in the table (retired at once, so it lives exactly as
+    /// long as `guard`): the answer when the shard is full of insertions still in flight. The
+    /// key is decided as a new key and forgotten, as if evicted at once.
+    #[cold]
+    fn untracked<'g>(&self, key: u64, at: Instant, guard: &'g Guard<'_>) -> &'g Node {
+        let node = Node::new(key, at, self.next_tick());
+        // Relaxed: the node is ours alone until this function returns it.
+        node.state.store(
+            state::with_life(node.state.load(Ordering::Relaxed), Life::Live),
+            Ordering::Relaxed,
+        );
+        let ptr = Box::into_raw(Box::new(node));
+        // SAFETY: (1) `ptr` comes from `Box::into_raw` and is retired once, here; (2) it was
+        // never published, so no thread can load it. The collector frees it only after `guard`
+        // is dropped, so the reference below lives long enough.
+        unsafe { guard.defer_retire(ptr) };
+        // SAFETY: `ptr` is live until `guard` drops (above); nodes are only shared immutably.
+        unsafe { &*ptr }
     }
 
     /// Turns a pointer loaded through `guard` into a reference that lives as long as the guard.
@@ -412,11 +441,10 @@ impl Shard {
         }
     }
 
-    /// Takes one node other than `own` out of the table, after an insertion found the shard
-    /// full: the best eviction candidate among the first `window` nodes from `home` on. Gives
-    /// up if the table holds no other node (the count was high only because other threads had
-    /// not yet subtracted the nodes they took out).
-    fn make_room(&self, home: usize, own: *mut Node, at: Instant, guard: &Guard<'_>) {
+    /// Takes one node out of a full shard whose new key found no node in its window: the best
+    /// eviction candidate among the first `window` nodes from `home` on. Returns `false` if the
+    /// table holds no node at all (its room is all reserved by insertions in flight).
+    fn make_room(&self, home: usize, at: Instant, guard: &Guard<'_>) -> bool {
         loop {
             let mut best: Option<(usize, *mut Node, (u8, u64))> = None;
             let mut seen = 0;
@@ -424,7 +452,7 @@ impl Shard {
             for _ in 0..self.slots.len() {
                 // Acquire: as in `find`.
                 let ptr = guard.protect(&self.slots[slot], Ordering::Acquire);
-                if !ptr.is_null() && ptr != own {
+                if !ptr.is_null() {
                     // SAFETY: non-null, loaded through `guard` from our slot.
                     let node = unsafe { self.deref(ptr, guard) };
                     // Relaxed: as in `find`.
@@ -441,14 +469,14 @@ impl Shard {
                 slot = self.next(slot);
             }
             let Some((slot, ptr, rank)) = best else {
-                return;
+                return false;
             };
             if self.unlink(slot, ptr, guard) {
                 if rank.0 != 0 {
                     // Relaxed: a statistic.
                     self.evicted.fetch_add(1, Ordering::Relaxed);
                 }
-                return;
+                return true;
             }
             // Another thread changed that slot: it made progress; look again.
         }
@@ -466,7 +494,7 @@ impl Shard {
         // A node allocated for an insertion whose CAS failed, reused by the retry.
         let mut spare: Option<Box<Node>> = None;
         loop {
-            let (slot, expected) = match self.find(key, home, at, guard) {
+            let (slot, expected, reserved) = match self.find(key, home, at, guard) {
                 Found::Live(node) => {
                     // Relaxed: recency is a heuristic stamp; no memory is published through it.
                     node.last.store(self.next_tick(), Ordering::Relaxed);
@@ -476,18 +504,15 @@ impl Shard {
                     self.resolve(key, home, seen, guard);
                     continue;
                 }
-                Found::Missing { free, victim } => {
-                    let full = self.occupied() >= self.capacity;
-                    let null = std::ptr::null_mut();
-                    match (free, victim) {
-                        (Some(slot), _) if !full => (slot, null),
-                        (_, Some(victim)) => victim,
-                        // Full, and no node in the window: insert, then make room elsewhere.
-                        (Some(slot), None) => (slot, null),
-                        // A window slot is either null or holds a node.
-                        (None, None) => continue,
-                    }
-                }
+                Found::Missing { free, victim } => match (free, victim) {
+                    (Some(slot), _) if self.reserve() => (slot, std::ptr::null_mut(), true),
+                    (_, Some((slot, ptr))) => (slot, ptr, false),
+                    // Full, and no node in the window: evict elsewhere, then look again.
+                    _ if self.make_room(home, at, guard) => continue,
+                    // Every counted place is an insertion still in flight (their nodes are not
+                    // in the table yet): do not wait for them.
+                    _ => return self.untracked(key, at, guard),
+                },
             };
             let fresh = Node::new(key, at, self.next_tick());
             let boxed = match spare.take() {
@@ -508,14 +533,7 @@ impl Shard {
                 Ordering::Relaxed,
             ) {
                 Ok(_) => {
-                    // Relaxed: as in `occupied`.
-                    if expected.is_null()
-                        && self.occupied.fetch_add(1, Ordering::Relaxed) >= self.capacity
-                    {
-                        // We overshot (our relaxed check raced other insertions, or the window
-                        // was empty): take a node out before ours can become Live.
-                        self.make_room(home, new, at, guard);
-                    } else if !expected.is_null() {
+                    if !expected.is_null() {
                         // SAFETY: non-null, loaded through `guard` in `find`.
                         let old = unsafe { self.deref(expected, guard) };
                         // Relaxed: a statistic (was the victim a real key?).
@@ -532,6 +550,9 @@ impl Shard {
                     self.resolve(key, home, new, guard);
                 }
                 Err(_) => {
+                    if reserved {
+                        self.release();
+                    }
                     // SAFETY: the CAS failed, so `new` was never published: the box is still
                     // ours alone.
                     spare = Some(unsafe { Box::from_raw(new) });
@@ -609,12 +630,16 @@ impl Shard {
                 known_len = n;
                 continue;
             }
+            let mut live_other = false;
             for other in others {
-                if !kill(other) {
-                    // That node went Live after our scan: ours must not.
-                    kill(survivor);
-                    return;
-                }
+                // A failed kill: that node went Live after our scan, so ours must not; the
+                // remaining ones are still killed, so that none is left Tentative behind a Live
+                // node (where no lookup would reach it).
+                live_other |= !kill(other);
+            }
+            if live_other {
+                kill(survivor);
+                return;
             }
             // SAFETY: non-null, loaded through `guard` from our slot in the scan above.
             unsafe { self.deref(survivor.1, guard) }.promote();
