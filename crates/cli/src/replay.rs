@@ -150,9 +150,7 @@ pub(crate) fn run(args: &ReplayArgs) -> Result<Report, CliError> {
         Some(path) => NodeConfig::load(path)?,
         None => NodeConfig::default(),
     };
-    if args.service_rate == 0 {
-        return Err(CliError::Usage("--service-rate must be at least 1".into()));
-    }
+    validate(args, &config)?;
     // Read the trace before ingesting, so that a bad trace fails fast.
     let trace = match &args.trace {
         Some(path) => Some(read_trace(path)?),
@@ -391,6 +389,74 @@ pub(crate) fn run(args: &ReplayArgs) -> Result<Report, CliError> {
         std::fs::write(path, acceptance_chart(&report.traffic)).map_err(CliError::io(path))?;
     }
     Ok(report)
+}
+
+/// Most messages the synthesized traffic may hold (they are built in memory first).
+const MAX_MESSAGES: u64 = 50_000_000;
+/// Most lookups of one kind (their samples are kept in memory).
+const MAX_LOOKUPS: usize = 100_000_000;
+/// Most transactions per round of the built-in workload (go-algorand blocks hold ~25,000).
+const MAX_TXNS_PER_ROUND: usize = 1_000_000;
+
+/// Checks the flags and the configuration before anything is ingested, so that a bad value
+/// fails at once instead of after the ingest.
+fn validate(args: &ReplayArgs, config: &NodeConfig) -> Result<(), CliError> {
+    let usage = |m: String| Err(CliError::Usage(m));
+    if args.service_rate == 0 {
+        return usage("--service-rate must be at least 1".into());
+    }
+    let messages = args
+        .honest_rate
+        .checked_add(args.spam_rate)
+        .and_then(|r| r.checked_mul(args.traffic_seconds));
+    if args.trace.is_none() && messages.is_none_or(|m| m > MAX_MESSAGES) {
+        return usage(format!(
+            "(--honest-rate + --spam-rate) x --traffic-seconds must be at most {MAX_MESSAGES} messages"
+        ));
+    }
+    if args.lookups > MAX_LOOKUPS || args.baseline_lookups > MAX_LOOKUPS {
+        return usage(format!(
+            "--lookups and --baseline-lookups must be at most {MAX_LOOKUPS}"
+        ));
+    }
+    if args.txns_per_round > MAX_TXNS_PER_ROUND {
+        return usage(format!(
+            "--txns-per-round must be at most {MAX_TXNS_PER_ROUND}"
+        ));
+    }
+    if config.tx_backlog_size == 0 {
+        return Err(CliError::Handler(
+            txgate_ledger::handler::HandlerConfigError::ZeroBacklogCapacity,
+        ));
+    }
+    if config.app_rate_limiting_congestion_pct > 100 {
+        return Err(CliError::Handler(
+            txgate_ledger::handler::HandlerConfigError::CongestionPct(
+                config.app_rate_limiting_congestion_pct,
+            ),
+        ));
+    }
+    if config.enable_app_rate_limiting {
+        AppRateLimiter::new(limiter_config(config, args.seed))?;
+    }
+    Ok(())
+}
+
+/// The app rate limiter's configuration: go-algorand's parameters, 128 shards (its bucket
+/// count; fewer for a max size below 256, each shard holding at least 2 keys).
+fn limiter_config(config: &NodeConfig, seed: u64) -> txgate_ratelimit::Config {
+    let max_size = config.app_tx_rate_limiter_max_size;
+    let mut shards = 128;
+    while shards > 1 && max_size < 2 * shards {
+        shards /= 2;
+    }
+    txgate_ratelimit::Config {
+        max_size,
+        rate_per_second: config.app_tx_per_second_rate,
+        window: Duration::from_secs(config.service_rate_window_seconds),
+        shards,
+        salt: Some(salt_of_seed(seed)),
+    }
 }
 
 /// Decodes one block, adds it unless the ledger holds its round, and keeps what later phases
@@ -822,19 +888,9 @@ fn simulate(
     progress: &mut Progress,
 ) -> Result<RunReport, CliError> {
     let limiter = if limited {
-        let max_size = config.app_tx_rate_limiter_max_size;
-        // 128 shards (go-algorand's bucket count), fewer for a tiny max size (2 keys a shard).
-        let mut shards = 128;
-        while shards > 1 && max_size < 2 * shards {
-            shards /= 2;
-        }
-        Some(Arc::new(AppRateLimiter::new(txgate_ratelimit::Config {
-            max_size,
-            rate_per_second: config.app_tx_per_second_rate,
-            window: Duration::from_secs(config.service_rate_window_seconds),
-            shards,
-            salt: Some(salt_of_seed(args.seed)),
-        })?))
+        Some(Arc::new(AppRateLimiter::new(limiter_config(
+            config, args.seed,
+        ))?))
     } else {
         None
     };

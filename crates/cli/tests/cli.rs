@@ -580,3 +580,37 @@ fn config_values_take_effect() {
             > 0
     );
 }
+
+#[test]
+fn out_of_range_values_fail_before_ingest_and_edge_sizes_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("node.toml");
+    let c = config.to_str().unwrap();
+    for (text, needle) in [
+        ("TxBacklogSize = 0\n", "backlog_capacity"),
+        ("TxBacklogAppTxPerSecondRate = 0\n", "rate_per_second"),
+        (
+            "TxBacklogAppRateLimitingCongestionPct = 101\n",
+            "congestion_pct",
+        ),
+        ("BloomFalsePositiveRate = 1.5\n", "false-positive rate"),
+    ] {
+        std::fs::write(&config, text).unwrap();
+        // 10^6 rounds would take minutes: failing fast proves the check comes first.
+        let out = txgate(&["replay", "--rounds", "1000000", "--config", c]);
+        assert_bad(&out, &[needle]);
+    }
+    let out = txgate(&["replay", "--rounds", "1000000", "--service-rate", "0"]);
+    assert_bad(&out, &["--service-rate"]);
+    let out = txgate(&["replay", "--honest-rate", "18446744073709551615"]);
+    assert_bad(&out, &["--traffic-seconds"]);
+    let out = txgate(&["replay", "--bogus-flag"]);
+    assert_eq!(out.status.code(), Some(2));
+    // No rounds at all, and empty rounds: reports of nothing, no failure.
+    let empty = replay_json(dir.path(), &["--rounds", "0"]);
+    assert_eq!(empty["ingest"]["rounds_read"], 0);
+    assert_eq!(empty["lookups"]["hits"], 0);
+    let empty = replay_json(dir.path(), &["--rounds", "3", "--txns-per-round", "0"]);
+    assert_eq!(empty["ingest"]["rounds_ingested"], 3);
+    assert_eq!(empty["bloom"]["rounds"], 0);
+}
