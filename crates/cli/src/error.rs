@@ -1,0 +1,103 @@
+//! The CLI's typed errors. Every variant names the file, the line or the round it is about, and
+//! renders on one line; `main` prints it as `txgate: error: ...` and exits with status 2.
+
+use std::path::PathBuf;
+
+use txgate_ledger::Round;
+use txgate_ledger::codec::DecodeError;
+use txgate_ledger::handler::HandlerConfigError;
+use txgate_ledger::source::SourceError;
+use txgate_ledger::store::LedgerError;
+
+/// Everything that makes a command fail.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CliError {
+    /// A file or directory could not be read or written.
+    #[error("{}: {source}", .path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A block source (file, directory, tar, tar.bz2) could not be opened or read.
+    #[error("{0}")]
+    Source(#[from] SourceError),
+    /// A block does not decode.
+    #[error("{name}{}: block does not decode: {source}", fmt_round(*.round))]
+    Block {
+        /// The file, or the entry inside an archive.
+        name: String,
+        /// The round from the file name or the block, when known.
+        round: Option<Round>,
+        /// The codec's error.
+        #[source]
+        source: DecodeError,
+    },
+    /// The ledger refused a block, or its database failed.
+    #[error("{context}: {source}")]
+    Ledger {
+        /// What was being done: the ledger directory, and the block's file and round.
+        context: String,
+        /// The ledger's error.
+        #[source]
+        source: LedgerError,
+    },
+    /// A trace CSV line is malformed.
+    #[error("{}: line {line}: {message}", .path.display())]
+    Trace {
+        /// The trace file.
+        path: PathBuf,
+        /// 1-based line number in the file, the header being line 1.
+        line: u64,
+        /// What is wrong.
+        message: String,
+    },
+    /// The configuration file is malformed (unknown key, wrong type, bad value).
+    #[error("{}{}: {message}", .path.display(), fmt_line(*.line))]
+    Config {
+        /// The TOML file.
+        path: PathBuf,
+        /// 1-based line of the offending key, when known.
+        line: Option<u64>,
+        /// What is wrong.
+        message: String,
+    },
+    /// A stored bloom does not load.
+    #[error("{}: bloom of round {round}: {source}", .path.display())]
+    Bloom {
+        /// The database file.
+        path: PathBuf,
+        /// The round.
+        round: Round,
+        /// Why it does not load.
+        #[source]
+        source: txgate_bloom::LoadError,
+    },
+    /// The rate limiter refused its configuration.
+    #[error("invalid app rate limiter configuration: {0}")]
+    Limiter(#[from] txgate_ratelimit::ConfigError),
+    /// The tx handler refused its configuration.
+    #[error("invalid tx handler configuration: {0}")]
+    Handler(#[from] HandlerConfigError),
+    /// A command-line value is out of range (clap checks the syntax; this is the meaning).
+    #[error("{0}")]
+    Usage(String),
+}
+
+fn fmt_round(round: Option<Round>) -> String {
+    round.map(|r| format!(" (round {r})")).unwrap_or_default()
+}
+
+fn fmt_line(line: Option<u64>) -> String {
+    line.map(|l| format!(": line {l}")).unwrap_or_default()
+}
+
+impl CliError {
+    /// An [`CliError::Io`] for `path`.
+    pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> CliError {
+        let path = path.into();
+        move |source| CliError::Io { path, source }
+    }
+}

@@ -1,0 +1,110 @@
+//! `txgate limit`: the app rate limiter alone over a trace, with the trace's own timestamps as
+//! the clock (the upstream "real traffic" experiment of go-algorand's app rate limiter change).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use txgate_ratelimit::{AppRateLimiter, Config, Stats};
+
+use crate::error::CliError;
+use crate::trace::read_trace;
+
+/// Arguments of `txgate limit`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct LimitArgs {
+    /// Trace CSV (`ts_ns,origin,app_ids`; see `txgate replay --help`). Lines are processed in
+    /// file order, each at its own `ts_ns` (nanoseconds since the Unix epoch).
+    #[arg(long, value_name = "CSV")]
+    pub(crate) trace: PathBuf,
+    /// Admissions per second per (app, origin) key (go-algorand TxBacklogAppTxPerSecondRate).
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub(crate) rate: u64,
+    /// Sliding window, in whole seconds (go-algorand TxBacklogServiceRateWindowSeconds). The
+    /// limit per window is L = rate x window.
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    pub(crate) window: u64,
+    /// Keys tracked at most, over all shards (go-algorand TxBacklogAppTxRateLimiterMaxSize).
+    #[arg(long, value_name = "N", default_value_t = 1 << 20)]
+    pub(crate) max_size: usize,
+    /// Shards, a power of two (go-algorand uses 128 buckets).
+    #[arg(long, value_name = "N", default_value_t = 128)]
+    pub(crate) shards: usize,
+    /// Seed of the key-derivation salt (the salt is the seed's 8 little-endian bytes, twice):
+    /// fixes sharding and thus evictions, for reproducible runs.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub(crate) seed: u64,
+    /// Write one line per trace message, `LINE,admitted` or `LINE,dropped`, with no header;
+    /// LINE is the message's 1-based line number in the trace file, the header being line 1.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) decisions: Option<PathBuf>,
+}
+
+/// What `limit` counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LimitReport {
+    /// Messages in the trace.
+    pub(crate) offered: u64,
+    /// The limiter's counters at the end (admitted, dropped, evicted, entries).
+    pub(crate) stats: Stats,
+}
+
+/// The salt `--seed` stands for.
+pub(crate) fn salt_of_seed(seed: u64) -> [u8; 16] {
+    let mut salt = [0; 16];
+    salt[..8].copy_from_slice(&seed.to_le_bytes());
+    salt[8..].copy_from_slice(&seed.to_le_bytes());
+    salt
+}
+
+/// Runs `limit` and prints its report on stdout.
+///
+/// # Errors
+///
+/// Trace errors ([`CliError::Trace`], [`CliError::Io`]), a limiter configuration the limiter
+/// refuses ([`CliError::Limiter`]), and a decisions file that cannot be written.
+pub(crate) fn run(args: &LimitArgs) -> Result<LimitReport, CliError> {
+    let limiter = AppRateLimiter::new(Config {
+        max_size: args.max_size,
+        rate_per_second: args.rate,
+        window: Duration::from_secs(args.window),
+        shards: args.shards,
+        salt: Some(salt_of_seed(args.seed)),
+    })?;
+    let trace = read_trace(&args.trace)?;
+    let mut decisions = match &args.decisions {
+        Some(path) => Some((
+            std::io::BufWriter::new(std::fs::File::create(path).map_err(CliError::io(path))?),
+            path,
+        )),
+        None => None,
+    };
+    for entry in &trace {
+        let admitted = limiter
+            .admit(&entry.app_ids, &entry.origin, entry.ts_ns)
+            .is_admit();
+        if let Some((out, path)) = decisions.as_mut() {
+            let word = if admitted { "admitted" } else { "dropped" };
+            writeln!(out, "{},{word}", entry.line).map_err(CliError::io(path.as_path()))?;
+        }
+    }
+    if let Some((mut out, path)) = decisions {
+        out.flush().map_err(CliError::io(path.as_path()))?;
+    }
+    let report = LimitReport {
+        offered: trace.len() as u64,
+        stats: limiter.stats(),
+    };
+    println!(
+        "limit per window  {} (rate {}/s x window {} s)",
+        limiter.limit(),
+        args.rate,
+        args.window
+    );
+    println!("offered   {}", report.offered);
+    println!("admitted  {}", report.stats.admitted);
+    println!("dropped   {}", report.stats.dropped);
+    println!("evicted   {}", report.stats.evicted);
+    println!("entries   {}", report.stats.entries);
+    Ok(report)
+}

@@ -1,0 +1,377 @@
+//! The replay report: the figures of every phase, printed as a table (stdout) and serialised as
+//! JSON (`--json`) with the same numbers.
+
+use std::fmt::Write;
+
+use serde::Serialize;
+
+use crate::config::NodeConfig;
+
+/// Everything `txgate replay` measured.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Report {
+    /// What was replayed: the built-in workload's parameters, or the block paths.
+    pub(crate) source: String,
+    /// The ledger directory, or `null` for a temporary one.
+    pub(crate) db: Option<String>,
+    /// The configuration in force.
+    pub(crate) config: NodeConfig,
+    /// Ingest phase.
+    pub(crate) ingest: IngestReport,
+    /// Lookup phase.
+    pub(crate) lookups: LookupReport,
+    /// Bloom false-positive rate phase.
+    pub(crate) bloom: BloomReport,
+    /// Traffic phase.
+    pub(crate) traffic: TrafficReport,
+}
+
+/// Ingest: blocks read from the source and added to the ledger.
+#[derive(Debug, Clone, Default, Serialize)]
+pub(crate) struct IngestReport {
+    /// Blocks read from the source (decoded), including skipped ones.
+    pub(crate) rounds_read: u64,
+    /// Blocks whose round the ledger already held (a continued `--db`): not added again.
+    pub(crate) rounds_skipped: u64,
+    /// Blocks added (`add_block`).
+    pub(crate) rounds_ingested: u64,
+    /// Transactions in the blocks read.
+    pub(crate) txns_read: u64,
+    /// Transactions in the blocks added.
+    pub(crate) txns_ingested: u64,
+    /// Bytes of the blocks added.
+    pub(crate) bytes_ingested: u64,
+    /// The ledger's oldest and latest round after ingest (`null`: empty).
+    pub(crate) first_round: Option<u64>,
+    /// The ledger's latest round after ingest.
+    pub(crate) latest_round: Option<u64>,
+    /// Wall time of the phase (reading, generating, decoding and adding), seconds.
+    pub(crate) seconds: f64,
+    /// Time inside `add_decoded_block` (bloom, index, commit), seconds.
+    pub(crate) add_block_seconds: f64,
+    /// rounds_ingested / seconds.
+    pub(crate) rounds_per_second: f64,
+    /// txns_ingested / seconds.
+    pub(crate) txns_per_second: f64,
+}
+
+/// Latency percentiles of one kind of lookup, nanoseconds (nearest-rank percentiles, each
+/// lookup timed on its own with `Instant`, which adds some tens of ns).
+#[derive(Debug, Clone, Default, Serialize)]
+pub(crate) struct Latency {
+    /// Lookups timed.
+    pub(crate) count: u64,
+    /// Mean.
+    pub(crate) mean_ns: f64,
+    /// Median.
+    pub(crate) p50_ns: u64,
+    /// 90th percentile.
+    pub(crate) p90_ns: u64,
+    /// 99th percentile.
+    pub(crate) p99_ns: u64,
+    /// Largest.
+    pub(crate) max_ns: u64,
+}
+
+impl Latency {
+    /// Percentiles of `samples` (ns); all zero when empty.
+    pub(crate) fn of(mut samples: Vec<u64>) -> Self {
+        if samples.is_empty() {
+            return Self::default();
+        }
+        samples.sort_unstable();
+        let n = samples.len();
+        let rank = |q: f64| samples[((q * n as f64).ceil() as usize).clamp(1, n) - 1];
+        Self {
+            count: n as u64,
+            mean_ns: samples.iter().map(|&s| s as f64).sum::<f64>() / n as f64,
+            p50_ns: rank(0.50),
+            p90_ns: rank(0.90),
+            p99_ns: rank(0.99),
+            max_ns: samples[n - 1],
+        }
+    }
+}
+
+/// Lookups: `lookup_txid` of known txids (hits) and random txids (misses).
+#[derive(Debug, Clone, Default, Serialize)]
+pub(crate) struct LookupReport {
+    /// Hit lookups with blooms (txids sampled from the blocks read, each in its own round).
+    pub(crate) hits: u64,
+    /// Of those, found in their round at their payset index.
+    pub(crate) hits_found: u64,
+    /// Miss lookups with blooms (random txids, random rounds of the window).
+    pub(crate) misses: u64,
+    /// Of those, wrongly found (must be 0).
+    pub(crate) misses_found: u64,
+    /// Hit latency with blooms.
+    pub(crate) blooms_hit: Latency,
+    /// Miss latency with blooms.
+    pub(crate) blooms_miss: Latency,
+    /// `find_txid` of a random txid over a whole validity window (MaxTxnLife + 1 rounds, or
+    /// all rounds when fewer) with blooms.
+    pub(crate) blooms_window_miss: Latency,
+    /// Hit lookups without blooms (go-algorand's baseline: load and decode the block).
+    pub(crate) baseline_hits: u64,
+    /// Of those, found.
+    pub(crate) baseline_hits_found: u64,
+    /// Miss lookups without blooms; of those wrongly found must be 0.
+    pub(crate) baseline_misses: u64,
+    /// Baseline misses wrongly found.
+    pub(crate) baseline_misses_found: u64,
+    /// Hit latency without blooms.
+    pub(crate) baseline_hit: Latency,
+    /// Miss latency without blooms.
+    pub(crate) baseline_miss: Latency,
+    /// Median speedup of blooms on hits: baseline p50 / blooms p50.
+    pub(crate) speedup_hit_p50: f64,
+    /// Median speedup of blooms on misses.
+    pub(crate) speedup_miss_p50: f64,
+}
+
+/// Bloom false-positive rate: random txids probed against the stored blooms of the window.
+#[derive(Debug, Clone, Default, Serialize)]
+pub(crate) struct BloomReport {
+    /// Rounds (with at least one transaction) whose bloom was probed.
+    pub(crate) rounds: u64,
+    /// Probes (random 32-byte ids, none of them a member).
+    pub(crate) probes: u64,
+    /// Probes the blooms answered "maybe".
+    pub(crate) false_positives: u64,
+    /// The configured target rate (BloomFalsePositiveRate).
+    pub(crate) configured_fpr: f64,
+    /// The rate the blocked-bloom formula gives for each bloom's shape and item count,
+    /// averaged over the probes.
+    pub(crate) expected_fpr: f64,
+    /// false_positives / probes.
+    pub(crate) measured_fpr: f64,
+    /// Bloom bytes per transaction, over the probed rounds.
+    pub(crate) bytes_per_txn: f64,
+}
+
+/// Traffic: messages through the tx handler, with and without the app rate limiter.
+#[derive(Debug, Clone, Default, Serialize)]
+pub(crate) struct TrafficReport {
+    /// `synthesized` (from the blocks' groups) or the trace path.
+    pub(crate) source: String,
+    /// Messages offered (per run).
+    pub(crate) messages: u64,
+    /// Seconds from the first to the last message.
+    pub(crate) seconds: f64,
+    /// Groups per second the simulated pool takes from the backlog.
+    pub(crate) service_rate: u64,
+    /// Backlog length above which the limiter runs.
+    pub(crate) congestion_threshold: u64,
+    /// The run with the app rate limiter (as configured: `null` when
+    /// EnableTxBacklogAppRateLimiting is false).
+    pub(crate) with_limiter: Option<RunReport>,
+    /// The run without it.
+    pub(crate) without_limiter: RunReport,
+}
+
+/// One traffic run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub(crate) struct RunReport {
+    /// Messages offered.
+    pub(crate) offered: u64,
+    /// Messages admitted onto the backlog.
+    pub(crate) admitted: u64,
+    /// Dropped: the same bytes seen recently.
+    pub(crate) duplicate: u64,
+    /// Dropped: not a transaction group.
+    pub(crate) decode_error: u64,
+    /// Dropped: more transactions than a group may hold.
+    pub(crate) group_too_large: u64,
+    /// Dropped: a transaction is already committed.
+    pub(crate) already_committed: u64,
+    /// Dropped by the app rate limiter.
+    pub(crate) rate_limited: u64,
+    /// Dropped: backlog full.
+    pub(crate) backlog_full: u64,
+    /// Times the limiter was consulted (congested backlog, group with an app call).
+    pub(crate) limiter_checks: u64,
+    /// Groups the pool took.
+    pub(crate) pool_accepted: u64,
+    /// Longest backlog seen.
+    pub(crate) max_backlog: u64,
+    /// Per traffic class (`honest`, `spam`, or `trace`).
+    pub(crate) classes: Vec<ClassReport>,
+}
+
+/// One traffic class of a run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub(crate) struct ClassReport {
+    /// The class.
+    pub(crate) name: String,
+    /// Messages offered.
+    pub(crate) offered: u64,
+    /// Messages admitted.
+    pub(crate) admitted: u64,
+    /// Per second from the first message: (offered, admitted).
+    pub(crate) per_second: Vec<(u64, u64)>,
+}
+
+fn pct(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        "-".into()
+    } else {
+        format!("{:.1}%", 100.0 * part as f64 / whole as f64)
+    }
+}
+
+fn us(ns: u64) -> String {
+    format!("{:.2}", ns as f64 / 1e3)
+}
+
+impl Report {
+    /// The human-readable table.
+    pub(crate) fn table(&self) -> String {
+        let mut t = String::new();
+        let i = &self.ingest;
+        // `write!` into a String cannot fail.
+        let _ = writeln!(t, "txgate replay: {}", self.source);
+        let _ = writeln!(
+            t,
+            "ledger: {}",
+            self.db
+                .as_deref()
+                .unwrap_or("temporary directory (deleted at exit)")
+        );
+        let _ = writeln!(t, "\n== ingest");
+        let _ = writeln!(
+            t,
+            "rounds read {} | skipped (already in db) {} | ingested {} | ledger rounds {}..={}",
+            i.rounds_read,
+            i.rounds_skipped,
+            i.rounds_ingested,
+            i.first_round.map_or("-".into(), |r| r.to_string()),
+            i.latest_round.map_or("-".into(), |r| r.to_string()),
+        );
+        let _ = writeln!(
+            t,
+            "txns read {} | ingested {} | {:.1} MB of blocks",
+            i.txns_read,
+            i.txns_ingested,
+            i.bytes_ingested as f64 / 1e6
+        );
+        let _ = writeln!(
+            t,
+            "time {:.2} s (add_block {:.2} s) | {:.0} rounds/s | {:.0} txns/s",
+            i.seconds, i.add_block_seconds, i.rounds_per_second, i.txns_per_second
+        );
+        let l = &self.lookups;
+        let _ = writeln!(t, "\n== lookups (latency in us)");
+        let _ = writeln!(
+            t,
+            "{:<28} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "", "count", "mean", "p50", "p90", "p99", "max"
+        );
+        let row = |t: &mut String, name: &str, x: &Latency| {
+            let _ = writeln!(
+                t,
+                "{:<28} {:>7} {:>9.2} {:>9} {:>9} {:>9} {:>9}",
+                name,
+                x.count,
+                x.mean_ns / 1e3,
+                us(x.p50_ns),
+                us(x.p90_ns),
+                us(x.p99_ns),
+                us(x.max_ns)
+            );
+        };
+        row(&mut t, "hit, blooms", &l.blooms_hit);
+        row(&mut t, "hit, no blooms (baseline)", &l.baseline_hit);
+        row(&mut t, "miss, blooms", &l.blooms_miss);
+        row(&mut t, "miss, no blooms (baseline)", &l.baseline_miss);
+        row(&mut t, "window miss (find_txid)", &l.blooms_window_miss);
+        let _ = writeln!(
+            t,
+            "hits found {}/{} (baseline {}/{}) | misses wrongly found {} (baseline {})",
+            l.hits_found,
+            l.hits,
+            l.baseline_hits_found,
+            l.baseline_hits,
+            l.misses_found,
+            l.baseline_misses_found
+        );
+        let _ = writeln!(
+            t,
+            "median speedup of blooms: hit {:.1}x, miss {:.1}x",
+            l.speedup_hit_p50, l.speedup_miss_p50
+        );
+        let b = &self.bloom;
+        let _ = writeln!(t, "\n== bloom false-positive rate");
+        let _ = writeln!(
+            t,
+            "{} probes over {} rounds: {} false positives | measured {:.5} | formula {:.5} | configured {} | {:.2} bytes/txn",
+            b.probes,
+            b.rounds,
+            b.false_positives,
+            b.measured_fpr,
+            b.expected_fpr,
+            b.configured_fpr,
+            b.bytes_per_txn
+        );
+        let tr = &self.traffic;
+        let _ = writeln!(t, "\n== traffic ({})", tr.source);
+        let _ = writeln!(
+            t,
+            "{} messages over {:.1} s | pool takes {} groups/s | limiter runs above {} queued",
+            tr.messages, tr.seconds, tr.service_rate, tr.congestion_threshold
+        );
+        let mut runs: Vec<(&str, &RunReport)> = Vec::new();
+        if let Some(w) = &tr.with_limiter {
+            runs.push(("app limiter on", w));
+        }
+        runs.push(("app limiter off", &tr.without_limiter));
+        let _ = write!(t, "{:<26}", "");
+        for (name, _) in &runs {
+            let _ = write!(t, " {name:>16}");
+        }
+        let _ = writeln!(t);
+        type Field = fn(&RunReport) -> u64;
+        let fields: [(&str, Field); 10] = [
+            ("offered", |r| r.offered),
+            ("admitted", |r| r.admitted),
+            ("dropped: duplicate", |r| r.duplicate),
+            ("dropped: decode error", |r| r.decode_error),
+            ("dropped: group too large", |r| r.group_too_large),
+            ("dropped: committed", |r| r.already_committed),
+            ("dropped: rate limited", |r| r.rate_limited),
+            ("dropped: backlog full", |r| r.backlog_full),
+            ("limiter checks", |r| r.limiter_checks),
+            ("max backlog", |r| r.max_backlog),
+        ];
+        for (name, f) in fields {
+            let _ = write!(t, "{name:<26}");
+            for (_, r) in &runs {
+                let _ = write!(t, " {:>16}", f(r));
+            }
+            let _ = writeln!(t);
+        }
+        if let Some((_, first)) = runs.first() {
+            for (k, class) in first.classes.iter().enumerate() {
+                let _ = write!(t, "{:<26}", format!("accepted: {}", class.name));
+                for (_, r) in &runs {
+                    let c = &r.classes[k];
+                    let _ = write!(t, " {:>16}", pct(c.admitted, c.offered));
+                }
+                let _ = writeln!(t);
+            }
+        }
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let l = Latency::of((1..=100).rev().collect());
+        assert_eq!((l.p50_ns, l.p90_ns, l.p99_ns, l.max_ns), (50, 90, 99, 100));
+        assert_eq!(l.mean_ns, 50.5);
+        assert_eq!(Latency::of(vec![]).count, 0);
+    }
+}

@@ -1,0 +1,120 @@
+//! `txgate txids`: every transaction of a block source as CSV `round,intra,txid,type,app_id`.
+//!
+//! Columns match the fields of `derived/algorand_private_dataset2_txns.jsonl` in the shared data:
+//! `round` (the block's `rnd`), `intra` (0-based position in the block's payset), `txid`
+//! (base32, 52 characters), `type` (the txn's `type` field, bytes shown as UTF-8 with invalid
+//! sequences replaced) and `app_id`.
+//!
+//! **`app_id`**: the transaction's application id (its `apid` field, read from the block's
+//! msgpack), as the jsonl's `app_id`, except that an absent or zero id (not an app call, or an
+//! app creation) is left empty: 0 is not an app. Foreign apps are not shown (the codec's
+//! `Txn::app_ids` lists them too; for a creation with foreign apps its first entry would be a
+//! foreign app, not the jsonl's `app_id`).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use txgate_ledger::codec::{DecodeError, decode_block};
+use txgate_ledger::source::BlockSource;
+
+use crate::error::CliError;
+
+/// Arguments of `txgate txids`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct TxidsArgs {
+    /// Blocks to read: one block file, a directory of block files (named by round), or a tar /
+    /// tar.bz2 archive of them (nested archives too).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) blocks: PathBuf,
+}
+
+/// Writes the CSV for `args.blocks` to `out`; returns the number of transactions.
+///
+/// # Errors
+///
+/// Source errors (missing file, corrupt archive), [`CliError::Block`] for a block that does not
+/// decode (naming its entry and round), [`CliError::Io`] when `out` fails.
+pub(crate) fn run(args: &TxidsArgs, out: &mut dyn Write) -> Result<u64, CliError> {
+    let stdout = |e| CliError::Io {
+        path: PathBuf::from("<stdout>"),
+        source: e,
+    };
+    let mut csv = csv::Writer::from_writer(out);
+    csv.write_record(["round", "intra", "txid", "type", "app_id"])
+        .map_err(|e| stdout(e.into()))?;
+    let mut count = 0;
+    for raw in BlockSource::open(&args.blocks)? {
+        let raw = raw?;
+        let block = decode_block(&raw.bytes).map_err(|source| CliError::Block {
+            round: raw.round.or(source.round()),
+            name: raw.name.clone(),
+            source,
+        })?;
+        let block_err = |message: String| CliError::Block {
+            round: Some(block.round),
+            name: raw.name.clone(),
+            source: DecodeError::Malformed(message),
+        };
+        let apids = application_ids(&raw.bytes).map_err(block_err)?;
+        if apids.len() != block.txns.len() {
+            return Err(block_err(format!(
+                "{} payset entries but {} decoded transactions",
+                apids.len(),
+                block.txns.len()
+            )));
+        }
+        for (intra, (txn, apid)) in block.txns.iter().zip(apids).enumerate() {
+            let app = if apid == 0 {
+                String::new()
+            } else {
+                apid.to_string()
+            };
+            csv.write_record([
+                block.round.to_string(),
+                intra.to_string(),
+                txn.txid.to_string(),
+                String::from_utf8_lossy(&txn.tx_type).into_owned(),
+                app,
+            ])
+            .map_err(|e| stdout(e.into()))?;
+            count += 1;
+        }
+    }
+    csv.flush().map_err(stdout)?;
+    Ok(count)
+}
+
+/// The `apid` (application id) of every payset entry of a raw block, in order; 0 when absent.
+/// Reads msgpack `{block: {txns: [...]}}` or a bare block.
+///
+/// # Errors
+///
+/// A message when the bytes are not such a block (a block the codec decoded always is).
+pub(crate) fn application_ids(raw: &[u8]) -> Result<Vec<u64>, String> {
+    use rmpv::Value;
+    let value = rmpv::decode::read_value(&mut &raw[..]).map_err(|e| e.to_string())?;
+    let get = |m: &Value, k: &str| -> Option<Value> {
+        m.as_map()?
+            .iter()
+            .find(|(key, _)| key.as_str() == Some(k))
+            .map(|(_, v)| v.clone())
+    };
+    let block = get(&value, "block").unwrap_or(value);
+    let entries = match get(&block, "txns") {
+        None | Some(Value::Nil) => return Ok(Vec::new()),
+        Some(Value::Array(entries)) => entries,
+        Some(_) => return Err("`txns` is not an array".into()),
+    };
+    entries
+        .iter()
+        .map(|entry| {
+            let txn = get(entry, "txn").ok_or("a payset entry has no `txn`")?;
+            match get(&txn, "apid") {
+                None => Ok(0),
+                Some(v) => v
+                    .as_u64()
+                    .ok_or_else(|| "`txn.apid` is not a u64".to_owned()),
+            }
+        })
+        .collect()
+}
