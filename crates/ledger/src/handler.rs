@@ -475,15 +475,16 @@ impl TxHandler {
         // Relaxed: entering orders nothing before it; what matters is this RMW's place in the
         // gate's modification order relative to shutdown's `fetch_or` (see `Inner::gate`).
         let gate = inner.gate.fetch_add(IN_FLIGHT_ONE, Ordering::Relaxed);
+        // Leaves the gate even if the pipeline unwinds (a panicking `CommittedTxids`, decoder or
+        // clock of the caller's), so `shutdown` never waits for a call that is gone.
+        let in_flight = InFlight(&inner.gate);
         let outcome = if gate & CLOSED != 0 {
             Outcome::ShutDown
         } else {
             inner.pipeline(msg)
         };
         inner.counters.count(outcome);
-        // Release: the push and the counter above happen before shutdown's Acquire read of a
-        // zero count, so its drain sees the pushed group.
-        inner.gate.fetch_sub(IN_FLIGHT_ONE, Ordering::Release);
+        drop(in_flight);
         if outcome == Outcome::Enqueued {
             inner.wake_one();
         }
@@ -748,13 +749,19 @@ impl Inner {
 
 /// The distinct non-zero app ids of `txns`, in first-seen order.
 fn group_app_ids(txns: &[Txn]) -> Vec<u64> {
-    let mut ids: Vec<u64> = Vec::new();
-    for &id in txns.iter().flat_map(|t| t.app_ids.iter()) {
-        if id != 0 && !ids.contains(&id) {
-            ids.push(id);
-        }
+    crate::codec::distinct_app_ids(txns.iter().flat_map(|t| t.app_ids.iter().copied()))
+}
+
+/// One `handle` call inside the shutdown gate; leaving it (on drop, so also on unwind)
+/// decrements the gate's count.
+struct InFlight<'a>(&'a AtomicUsize);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        // Release: the push and the counter of the call happen before shutdown's Acquire read
+        // of a zero count, so its drain sees the pushed group.
+        self.0.fetch_sub(IN_FLIGHT_ONE, Ordering::Release);
     }
-    ids
 }
 
 #[cfg(all(test, not(loom)))]

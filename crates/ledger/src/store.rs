@@ -193,6 +193,12 @@ pub enum RebuildReason {
     Missing,
     /// [`BlockedBloom::from_bytes`] rejected the row.
     Corrupt(LoadError),
+    /// The row loaded but carries another hash seed than the ledger's (a damaged seed field:
+    /// serialized filters have no checksum, and a wrong seed would answer "no" for members).
+    WrongSeed {
+        /// The seed in the row.
+        found: u64,
+    },
 }
 
 /// Where a txid was found.
@@ -497,9 +503,12 @@ impl Ledger {
                 let row = table.get(round).map_err(store(Some(round)))?;
                 let loaded = match row {
                     None => Err(RebuildReason::Missing),
-                    Some(bytes) => {
-                        BlockedBloom::from_bytes(bytes.value()).map_err(RebuildReason::Corrupt)
-                    }
+                    Some(bytes) => BlockedBloom::from_bytes(bytes.value())
+                        .map_err(RebuildReason::Corrupt)
+                        .and_then(|bloom| match bloom.seed() {
+                            seed if seed == self.seed => Ok(bloom),
+                            found => Err(RebuildReason::WrongSeed { found }),
+                        }),
                 };
                 match loaded {
                     Ok(bloom) => {
@@ -1196,7 +1205,8 @@ mod tests {
         assert_eq!(report.rebuilt, vec![]);
         assert_eq!(report.bloom_seed, DEFAULT_BLOOM_SEED);
         drop(l);
-        // Damage round 25's bloom row, delete round 27's, damage round 3's (outside the window).
+        // Damage round 25's bloom row, delete round 27's, give round 28 a valid filter with
+        // another seed, damage round 3's (outside the window).
         let bytes_25 = {
             let db = Database::create(dir.path().join(DB_FILE)).unwrap();
             let txn = db.begin_write().unwrap();
@@ -1205,6 +1215,12 @@ mod tests {
                 let bytes_25 = t.get(25).unwrap().unwrap().value().to_vec();
                 t.insert(25, &bytes_25[..bytes_25.len() - 1]).unwrap();
                 t.remove(27).unwrap();
+                let other_seed = BloomBuilder::with_num_blocks(1)
+                    .unwrap()
+                    .seed(DEFAULT_BLOOM_SEED ^ 1)
+                    .build()
+                    .unwrap();
+                t.insert(28, &other_seed.to_bytes()[..]).unwrap();
                 t.insert(3, &b"junk"[..]).unwrap();
                 bytes_25
             };
@@ -1212,14 +1228,20 @@ mod tests {
             bytes_25
         };
         let (l, report) = open(dir.path(), config.clone());
-        assert_eq!(report.blooms_loaded, 8);
+        assert_eq!(report.blooms_loaded, 7);
         let rounds: Vec<_> = report.rebuilt.iter().map(|r| r.round).collect();
-        assert_eq!(rounds, vec![25, 27]);
+        assert_eq!(rounds, vec![25, 27, 28]);
         assert!(matches!(
             report.rebuilt[0].reason,
             RebuildReason::Corrupt(_)
         ));
         assert_eq!(report.rebuilt[1].reason, RebuildReason::Missing);
+        assert_eq!(
+            report.rebuilt[2].reason,
+            RebuildReason::WrongSeed {
+                found: DEFAULT_BLOOM_SEED ^ 1
+            }
+        );
         for (&round, ids) in &model {
             for (i, id) in ids.iter().enumerate() {
                 let want = Some(TxRecord {
@@ -1460,14 +1482,19 @@ mod tests {
             s.spawn(|| {
                 while l.latest() != Some(199) {
                     let Some(latest) = l.latest() else { continue };
-                    // The latest round is always found, whole.
-                    assert_eq!(
-                        l.find_txid(&id(latest), latest..=latest + 5).unwrap(),
-                        Some(TxRecord {
-                            round: latest,
-                            index: 0
-                        })
-                    );
+                    // A round the reader saw as latest is found, whole, or (if the writer
+                    // went on past the window since) not kept; never "absent".
+                    match l.lookup_txid(&id(latest), latest) {
+                        Ok(found) => assert_eq!(
+                            found,
+                            Some(TxRecord {
+                                round: latest,
+                                index: 0
+                            })
+                        ),
+                        Err(LedgerError::NotKept { round, first }) => assert!(round < first),
+                        Err(e) => panic!("{e}"),
+                    }
                     // An older round is found, or (if the writer pruned it since) not kept;
                     // never "absent".
                     let old = latest.saturating_sub(3);

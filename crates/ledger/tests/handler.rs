@@ -894,3 +894,36 @@ fn synthetic_gossip_groups_decode_with_their_txids_and_app_ids() {
     assert_eq!(g.txns[0].group, grp);
     assert_eq!((g.txns[1].first_valid, g.txns[1].last_valid), (100, 1100));
 }
+
+/// A `CommittedTxids` that panics (a caller's bug) unwinds out of `handle` without leaving the
+/// shutdown gate counting a call that is gone: `shutdown` still returns (it used to spin forever).
+#[test]
+fn a_panic_inside_handle_does_not_hang_shutdown() {
+    struct PanickingLedger;
+    impl CommittedTxids for PanickingLedger {
+        fn is_committed(&self, _: &Txid, _: Round, _: Round) -> bool {
+            panic!("ledger bug");
+        }
+    }
+    let handler = TxHandler::new(
+        config(32, 100),
+        Arc::new(PanickingLedger),
+        Some(limiter(100)),
+        Arc::new(FakePool::default()) as Arc<dyn PoolSink>,
+    )
+    .unwrap();
+    let bytes = msg_bytes(&[tx(0, 1)]);
+    let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        handler.handle(&at(&bytes, peer(1), T0))
+    }));
+    assert!(unwound.is_err());
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        handler.shutdown();
+        done_tx.send(handler.stats()).unwrap();
+    });
+    let stats = done_rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("shutdown returned");
+    assert_eq!(stats.enqueued, 0);
+}

@@ -477,3 +477,27 @@ proptest! {
         prop_assert_eq!(block.txns[0].txid, txid_of(&message_txn_bytes(&msg)[0]));
     }
 }
+
+/// Distinct app ids keep first-seen order and drop zeros, on both sides of the switch from a
+/// linear scan to a set, equal to a naive quadratic reference.
+#[test]
+fn distinct_app_ids_match_a_naive_reference() {
+    for n in [0usize, 1, 5, 16, 17, 40, 5000] {
+        let ids: Vec<u64> = (0..n as u64).map(|i| (i * 7919) % 23).collect();
+        let mut naive: Vec<u64> = Vec::new();
+        for &id in &ids {
+            if id != 0 && !naive.contains(&id) {
+                naive.push(id);
+            }
+        }
+        assert_eq!(
+            super::distinct_app_ids(ids.iter().copied()),
+            naive,
+            "n = {n}"
+        );
+    }
+    // Many distinct ids (a hostile message): linear time, every id kept once.
+    let many: Vec<u64> = (1..=100_000).chain(1..=100_000).collect();
+    let out = super::distinct_app_ids(many.into_iter());
+    assert_eq!(out, (1..=100_000).collect::<Vec<u64>>());
+}
