@@ -77,12 +77,14 @@ impl Model {
 
     fn lookup(&self, id: &Txid, round: Round) -> Result<Option<TxRecord>, (Round, Option<Round>)> {
         match (self.first(), self.latest) {
-            (Some(first), Some(latest)) if (first..=latest).contains(&round) => {
-                Ok(self.rounds[&round].iter().position(|t| t == id).map(|i| TxRecord {
+            (Some(first), Some(latest)) if (first..=latest).contains(&round) => Ok(self.rounds
+                [&round]
+                .iter()
+                .position(|t| t == id)
+                .map(|i| TxRecord {
                     round,
                     index: i as u32,
-                }))
-            }
+                })),
             (first, latest) => Err((first.unwrap_or(0), latest)),
         }
     }
@@ -91,7 +93,9 @@ impl Model {
         let latest = self.latest?;
         let lo = lo.max(latest.saturating_sub(self.mtl));
         let hi = hi.min(latest);
-        (lo..=hi).rev().find_map(|r| self.lookup(id, r).ok().flatten())
+        (lo..=hi)
+            .rev()
+            .find_map(|r| self.lookup(id, r).ok().flatten())
     }
 }
 
