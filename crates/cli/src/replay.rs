@@ -587,13 +587,8 @@ fn block_messages(raw: &[u8]) -> Vec<Vec<u8>> {
     let Ok(value) = rmpv::decode::read_value(&mut &raw[..]) else {
         return Vec::new();
     };
-    let get = |m: &Value, k: &str| -> Option<Value> {
-        m.as_map()?
-            .iter()
-            .find(|(key, _)| key.as_str() == Some(k))
-            .map(|(_, v)| v.clone())
-    };
-    let block = get(&value, "block").unwrap_or(value);
+    let get = crate::txids::map_get;
+    let block = crate::txids::block_of(value);
     let genesis_id = get(&block, "gen");
     let genesis_hash = get(&block, "gh");
     let Some(Value::Array(entries)) = get(&block, "txns") else {

@@ -93,13 +93,8 @@ pub(crate) fn run(args: &TxidsArgs, out: &mut dyn Write) -> Result<u64, CliError
 pub(crate) fn application_ids(raw: &[u8]) -> Result<Vec<u64>, String> {
     use rmpv::Value;
     let value = rmpv::decode::read_value(&mut &raw[..]).map_err(|e| e.to_string())?;
-    let get = |m: &Value, k: &str| -> Option<Value> {
-        m.as_map()?
-            .iter()
-            .find(|(key, _)| key.as_str() == Some(k))
-            .map(|(_, v)| v.clone())
-    };
-    let block = get(&value, "block").unwrap_or(value);
+    let get = map_get;
+    let block = block_of(value);
     let entries = match get(&block, "txns") {
         None | Some(Value::Nil) => return Ok(Vec::new()),
         Some(Value::Array(entries)) => entries,
@@ -117,4 +112,19 @@ pub(crate) fn application_ids(raw: &[u8]) -> Result<Vec<u64>, String> {
             }
         })
         .collect()
+}
+
+/// The value under the string key `k` of the msgpack map `m` (cloned), if `m` is a map that
+/// holds it.
+pub(crate) fn map_get(m: &rmpv::Value, k: &str) -> Option<rmpv::Value> {
+    m.as_map()?
+        .iter()
+        .find(|(key, _)| key.as_str() == Some(k))
+        .map(|(_, v)| v.clone())
+}
+
+/// The block map of an algod block file: the `block` of `{block, cert}`, or the value itself
+/// (a bare block).
+pub(crate) fn block_of(value: rmpv::Value) -> rmpv::Value {
+    map_get(&value, "block").unwrap_or(value)
 }

@@ -40,6 +40,8 @@ impl<T> RoundEntry<T> {
     /// Marks the entry reclaimed (loom stand-in only).
     #[cfg(loom)]
     pub(crate) fn poison(&self) {
+        // SeqCst: a test oracle outside the model (a std atomic); loom runs one thread at a
+        // time, so any ordering reads back exactly what was stored.
         self.poisoned
             .store(true, std::sync::atomic::Ordering::SeqCst);
     }
@@ -49,6 +51,7 @@ impl<T> RoundEntry<T> {
     #[inline]
     fn check_live(&self) {
         #[cfg(loom)]
+        // SeqCst: as in `poison`.
         assert!(
             !self.poisoned.load(std::sync::atomic::Ordering::SeqCst),
             "window entry of round {} used after reclamation",
