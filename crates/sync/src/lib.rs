@@ -1,0 +1,34 @@
+//! The concurrency plumbing every txgate crate shares: one loom shim ([`sync`]) and one memory
+//! reclamation wrapper ([`reclaim`]) with one loom stand-in for it.
+//!
+//! Normal builds re-export `std`'s atomics and use [seize](https://docs.rs/seize/0.5) for
+//! reclamation. Built with `RUSTFLAGS="--cfg loom"`, [`sync`] re-exports
+//! [loom](https://docs.rs/loom)'s model-checked types instead, and [`reclaim`] becomes a stand-in
+//! that adds no synchronization of its own and flags any access to memory that a real collector
+//! could already have freed. Crates route every shared word through [`sync`], so one cfg name
+//! (`loom`) checks the whole workspace.
+//!
+//! # Example
+//!
+//! ```
+//! use txgate_sync::reclaim::Collector;
+//! use txgate_sync::sync::{AtomicPtr, Ordering};
+//!
+//! let collector = Collector::new(64);
+//! let slot = AtomicPtr::new(Box::into_raw(Box::new(7u64)));
+//! let guard = collector.enter();
+//! let old = slot.swap(Box::into_raw(Box::new(8u64)), Ordering::AcqRel);
+//! // SAFETY: `old` came from `Box::into_raw`, is retired once, and no thread that enters after
+//! // the swap can load it.
+//! unsafe { guard.retire_box(old) };
+//! let now = guard.protect(&slot, Ordering::Acquire);
+//! // SAFETY: loaded through `guard`, which keeps it allocated.
+//! assert_eq!(unsafe { *now }, 8);
+//! drop(guard);
+//! # let last = slot.load(Ordering::Relaxed);
+//! # // SAFETY: the collector no longer sees `last`; we own it.
+//! # drop(unsafe { Box::from_raw(last) });
+//! ```
+
+pub mod reclaim;
+pub mod sync;
