@@ -111,7 +111,7 @@ use std::thread::{JoinHandle, Thread};
 use std::time::Duration;
 
 use crossbeam_utils::Backoff;
-use txgate_ratelimit::{AppRateLimiter, Decision, Origin};
+use txgate_ratelimit::{AppRateLimiter, Origin};
 
 use crate::codec::{self, DecodeError, Txn};
 use crate::{Round, Txid};
@@ -634,7 +634,7 @@ impl Inner {
             && self.backlog.len() > self.congestion_threshold
         {
             bump(&self.counters.limiter_checks);
-            if limiter.admit(&app_ids, origin, msg.received_ns) == Decision::Drop {
+            if limiter.admit(&app_ids, origin, msg.received_ns).is_drop() {
                 return Outcome::RateLimited;
             }
         }

@@ -78,8 +78,8 @@ pub enum ConfigError {
         /// The configured shard count.
         shards: usize,
     },
-    /// Each shard must hold at least two keys (DESIGN.md), and the total must stay within
-    /// `max_size`, so `max_size` must be at least `2 * shards`.
+    /// Each shard holds at least two keys and the total stays within `max_size`, so `max_size`
+    /// must be at least `2 * shards`.
     #[error("max_size {max_size} is below 2 keys per shard for {shards} shards")]
     MaxSizeBelowShards {
         /// The configured maximum size.

@@ -7,7 +7,7 @@
 //! A node's transaction ingress takes groups from many peers. When the backlog is congested,
 //! groups that call one application far more often than a fair share are dropped before they
 //! reach the backlog. [`AppRateLimiter`] answers "admit this group from this origin now?" in tens
-//! of nanoseconds, from many threads at once, in bounded memory.
+//! of nanoseconds, from many threads at once, in bounded memory, and says why when it drops one.
 //!
 //! # Rules
 //!
@@ -15,27 +15,25 @@
 //! [`derive_key_hash`]) and per-key state `(interval, prev, cur)` with
 //! `interval = now / window`, `offset = now % window`:
 //!
-//! - On access, same interval: keep; next interval: `prev = cur, cur = 0`; older: both 0.
+//! - On access, same interval: keep; next interval: `prev = cur, cur = 0`; older: both 0. A
+//!   caller whose clock is behind the key's interval is counted in the key's interval at offset 0.
 //! - A group is admitted iff for every distinct non-zero app id in it
 //!   `prev * (window - offset) / window + cur + 1 <= L` (integer floor division), where
 //!   `L = rate_per_second x window` ([`AppRateLimiter::limit`]). Admitted: each app's `cur += 1`.
-//! - FIX 1 (DESIGN.md): a dropped group changes no counter (upstream incremented the apps checked
-//!   before the failing one). FIX 2: check-and-increment is one CAS per key, so `N` threads racing
-//!   on one key with limit `L` admit exactly `L` in a window, never more (upstream read, compared
-//!   and added in three steps). One corner: a shard whose capacity is below the number of
-//!   threads inserting new keys into it at once can have all its room reserved by insertions
-//!   in flight; a lookup then decides on a node it does not keep rather than wait (lock-free),
-//!   which can admit one more. The default shard capacity is 8,192 keys.
+//! - A dropped group changes no counter (go-algorand increments the apps checked before the
+//!   failing one).
+//! - Admission is linearizable: every concurrent history of admissions, penalties and evictions
+//!   has the outcome of a sequential one, each taking effect at one instant. So `N` threads
+//!   racing on a key with limit `L` admit exactly `L` in a window unless the key is evicted
+//!   (go-algorand reads, compares and adds in three steps and can admit more), a group is
+//!   all-or-nothing, and no caller is ever dropped because of a count that is later taken back.
 //! - [`AppRateLimiter::penalize`] adds `max(1, L / 4)` to each app's `cur`.
 //! - Every attempt refreshes each touched key's recency. A new key evicts only when its shard
 //!   is full: a stale key first (its interval older than the previous one), else the least
-//!   recently used. Shards of up to 8 keys are searched whole, so their eviction is exact LRU
-//!   (single-threaded; under concurrency recency ties are possible). In larger shards the
-//!   candidates are the nodes of the new key's 16-slot probe window (about 8 when the shard is
-//!   full: DESIGN.md's bounded-window design, sampled LRU). A shard has two slots per key of
-//!   capacity, so a window is rarely full while its shard has room; when it is, the key evicts
-//!   early. Measured at the default 1,048,576 keys (example `bytes_per_key`): 341 of 1,048,917
-//!   new keys offered to shards with room evicted (0.03%).
+//!   recently used. Shards of up to 64 keys are searched whole, so they evict exactly by that
+//!   rule and only when full. Larger shards are sets of 32 ways with two ways per key; a new key
+//!   evicts in its own set by CLOCK (second chance, an LRU approximation), when the shard is full
+//!   or, rarely, when its set is (measured by the `bytes_per_key` example: see the README).
 //!
 //! # Example
 //!
@@ -51,20 +49,24 @@
 //!     ..Config::default()
 //! })?;
 //! let peer = Origin::from_ip("203.0.113.9".parse::<IpAddr>().unwrap());
-//! let now = 1_700_000_000_000_000_000; // ns since the Unix epoch, at an interval boundary
+//! let now = 1_700_000_001_000_000_000; // ns since the Unix epoch, at an interval boundary
 //!
 //! // A group calling app 42 twice and app 7 once counts once for each app.
 //! for _ in 0..3 {
-//!     assert_eq!(limiter.admit(&[42, 42, 7], &peer, now), Decision::Admit);
+//!     assert!(limiter.admit(&[42, 42, 7], &peer, now).is_admit());
 //! }
-//! assert_eq!(limiter.admit(&[7], &peer, now), Decision::Drop);
+//! // App 7 is at its limit: dropped, and the decision says which app and for how long (its
+//! // 3 admissions weigh floor(3 * (3 s - offset) / 3 s) in the next interval, 2 from 1 ns on).
+//! let d = limiter.admit(&[7], &peer, now);
+//! assert!(matches!(d, Decision::Drop { index: 0, .. }));
+//! assert_eq!(d.retry_after(), Some(Duration::from_nanos(3_000_000_001)));
 //! // Another origin has its own budget.
 //! let other = Origin::from_peer_id(b"peer-2");
-//! assert_eq!(limiter.admit(&[7], &other, now), Decision::Admit);
+//! assert!(limiter.admit(&[7], &other, now).is_admit());
 //!
-//! // Hot paths derive the key once per (peer, app) and skip the blake2b.
+//! // Hot paths derive the key once per (peer, app) and skip the BLAKE2b.
 //! let key = limiter.app_key(9, &peer);
-//! assert!(limiter.admit_key(key, now).is_admit());
+//! assert!(matches!(limiter.admit_key(key, now), Decision::Admit { remaining: Some(2), .. }));
 //!
 //! let stats = limiter.stats();
 //! assert_eq!((stats.admitted, stats.dropped, stats.entries), (5, 1, 4));
@@ -73,32 +75,40 @@
 //!
 //! # Guarantees and costs
 //!
-//! - No lock on any path: lookups are loads, updates are CASes on one packed 64-bit word per key.
-//!   New keys are published with a CAS and a short lock-free protocol that keeps one node per key
-//!   (see the `table` module source).
-//! - Memory: tracked keys never exceed `max_size`. Each key costs two 8-byte slots plus a
-//!   24-byte node: 40 bytes requested, 48.5 bytes resident with glibc's allocator overhead
-//!   (measured by the `bytes_per_key` example at 1,048,576 keys). Nodes taken out of the table wait for
-//!   reclamation by [seize](https://docs.rs/seize), bounded by its batch size (64) times the
-//!   number of threads.
-//! - Per admission of a tracked key: a seize guard, one window scan (usually one slot), one CAS
-//!   on the key's state, a recency stamp and a counter on the thread's own cache line.
-//! - The hit path (an existing key) allocates nothing; a new key allocates one node.
-//! - Time is the caller's (`now_ns`, nanoseconds since the Unix epoch; see [`Clock`]). Callers'
-//!   clocks should agree within one window: a caller one interval behind a key is counted in the
-//!   key's interval at offset 0; further behind resets the key. Intervals are compared modulo
-//!   2^30, so a key untouched for exactly a multiple of 2^30 windows (340 years at 10 s) aliases.
+//! - No lock on any path. A tracked key's admission is a set scan (tags in the slot pointers
+//!   spare dereferencing other keys' nodes), one compare-and-swap on the key's packed 64-bit
+//!   state, and its recency bit. A new key is one claim of its set, one slot switch and the
+//!   claim's release: duplicates of a key cannot arise (see the `table` module source).
+//! - Groups of several apps take effect on all their keys at one instant through a multi-word
+//!   compare-and-swap (see the `group` module source). Single-key operations are lock-free;
+//!   groups are obstruction-free (they may be aborted by operations they meet and retry, with
+//!   backoff).
+//! - Memory: tracked keys never exceed `max_size`. A shard of more than 64 keys costs two 8-byte
+//!   slots per key plus a 24-byte node per tracked key (32 bytes with glibc's allocator); see the
+//!   README for the measured bytes per key. Evicted nodes wait for reclamation by
+//!   [seize](https://docs.rs/seize), at most 512 per thread.
+//! - The hit path (an existing key) allocates nothing; a new key allocates one node; a group
+//!   reuses its operation record after warm-up.
+//! - Time is the caller's (`now_ns`, nanoseconds since the Unix epoch; see [`Clock`]). Intervals
+//!   are compared modulo 2^30, so a key untouched for exactly a multiple of 2^30 windows (340
+//!   years at 10 s) aliases.
 //! - Limits per window above 65,535 are rejected (16-bit packed counters).
+//! - 64-bit targets keep a 16-bit key tag in the top bits of node pointers, which needs heap
+//!   addresses below 2^48 (true of user space on x86-64 and AArch64 without pointer tagging); a
+//!   node allocated above panics with that message.
 
 mod config;
+mod group;
 mod limiter;
 #[doc(hidden)]
 pub mod model;
+mod node;
 mod origin;
-mod reclaim;
 mod state;
-mod sync;
 mod table;
+
+#[cfg(all(test, not(loom)))]
+mod stress;
 
 pub use config::{Config, ConfigError};
 pub use limiter::{AppRateLimiter, Clock, Decision, Stats, SystemClock};

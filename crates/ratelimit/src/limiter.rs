@@ -1,49 +1,143 @@
-//! The public limiter: sharding, groups, statistics.
+//! The public limiter: sharding, groups, decisions, statistics.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crossbeam_utils::CachePadded;
+use txgate_sync::reclaim::{Collector, Guard};
+use txgate_sync::sync::{AtomicU64, Ordering};
 
 use crate::config::{Config, ConfigError};
+use crate::group::{self, GroupOp, Kind};
+use crate::node::{Node, Update};
 use crate::origin::{self, AppKey, Origin};
-use crate::reclaim::Collector;
-use crate::state::Limits;
-use crate::sync::{AtomicU64, Ordering};
-use crate::table::{Node, Reservation, Shard};
+use crate::state::{self, Counts, EVICTED, Instant, Limits, MARKER};
+use crate::table::Shard;
 
-/// Stripes of the admitted/dropped counters: threads count on their own cache line.
-const STRIPES: usize = 16;
+/// Counter stripes owned by one thread each (seize's thread ids `0..STRIPES`); threads with
+/// larger ids share one more stripe.
+const STRIPES: usize = 64;
+
+/// Retired nodes batched per thread before a reclamation pass (seize's batch). seize runs one
+/// barrier per batch (a `membarrier` system call on Linux, microseconds), so a bigger batch keeps
+/// it off the evicting path; it holds at most this many nodes per thread (24 bytes each) waiting.
+const RECLAIM_BATCH: usize = 512;
+
+/// Which counter to add to.
+#[derive(Clone, Copy)]
+enum Counter {
+    Admitted,
+    Dropped,
+    Evicted,
+}
 
 /// One stripe of the decision counters.
 #[derive(Default)]
 struct Counters {
     admitted: AtomicU64,
     dropped: AtomicU64,
+    evicted: AtomicU64,
 }
 
 /// Groups with up to this many distinct app ids are handled without allocating (go-algorand
 /// groups hold at most 16 transactions).
 const INLINE_GROUP: usize = 16;
 
-/// What [`AppRateLimiter::admit`] decided for a group.
+/// What [`AppRateLimiter::admit`] decided for a group, and why.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use txgate_ratelimit::{AppRateLimiter, Config, Decision, Origin};
+///
+/// let limiter = AppRateLimiter::new(Config {
+///     rate_per_second: 1,
+///     window: Duration::from_secs(10), // L = 10 per window
+///     max_size: 4096,
+///     ..Config::default()
+/// })?;
+/// let peer = Origin::from_peer_id(b"peer-1");
+/// let now = 1_700_000_000_000_000_000; // an interval boundary
+/// for left in (0..10).rev() {
+///     assert!(matches!(
+///         limiter.admit(&[7], &peer, now),
+///         Decision::Admit { remaining: Some(r), .. } if r == left
+///     ));
+/// }
+/// // App 7 (index 1 of this group) is over its limit until its count leaves the window.
+/// match limiter.admit(&[3, 7], &peer, now) {
+///     Decision::Drop { index, retry_after_ns, .. } => {
+///         assert_eq!(index, 1);
+///         // The 10 admissions weigh floor(10 * (10 s - offset) / 10 s) in the next interval:
+///         // 9 once 1 ns of it has passed, so the key admits again at 10 s + 1 ns.
+///         assert_eq!(retry_after_ns, 10_000_000_001);
+///     }
+///     admitted => panic!("{admitted:?}"),
+/// }
+/// # Ok::<(), txgate_ratelimit::ConfigError>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[must_use]
+#[non_exhaustive]
 pub enum Decision {
     /// Every app of the group was within its limit; each app's count went up by one.
-    Admit,
-    /// Some app of the group was at its limit; no counter changed (FIX 1).
-    Drop,
+    #[non_exhaustive]
+    Admit {
+        /// Admissions the tightest key of the group has left in the window after this one:
+        /// the least over the group's apps of `L - (prev * (window - offset) / window + cur)`
+        /// at `now`. `None` for a group without app ids (never limited).
+        remaining: Option<u16>,
+    },
+    /// An app of the group was at its limit; no counter changed.
+    #[non_exhaustive]
+    Drop {
+        /// Where the app over its limit is in the caller's slice (`app_ids` of
+        /// [`admit`](AppRateLimiter::admit), `keys` of
+        /// [`admit_keys`](AppRateLimiter::admit_keys)): its first occurrence. When several are
+        /// over, the first in the limiter's key order (the order groups take their keys in, the
+        /// same for every caller).
+        index: usize,
+        /// Nanoseconds from `now` until that key would admit again if nothing else changed it,
+        /// from the window rule (the previous interval's weight falls as the window slides; see
+        /// [`AppRateLimiter::admit`]).
+        retry_after_ns: u64,
+    },
 }
 
 impl Decision {
     /// `true` for [`Decision::Admit`].
     pub fn is_admit(self) -> bool {
-        self == Decision::Admit
+        matches!(self, Decision::Admit { .. })
+    }
+
+    /// `true` for [`Decision::Drop`].
+    pub fn is_drop(self) -> bool {
+        !self.is_admit()
+    }
+
+    /// For a drop, how long until the key over its limit would admit again.
+    pub fn retry_after(self) -> Option<Duration> {
+        match self {
+            Decision::Drop { retry_after_ns, .. } => Some(Duration::from_nanos(retry_after_ns)),
+            Decision::Admit { .. } => None,
+        }
+    }
+
+    pub(crate) fn admit(remaining: Option<u16>) -> Self {
+        Decision::Admit { remaining }
+    }
+
+    pub(crate) fn drop(index: usize, retry_after_ns: u64) -> Self {
+        Decision::Drop {
+            index,
+            retry_after_ns,
+        }
     }
 }
 
-/// Counters of an [`AppRateLimiter`], summed over shards.
+/// Counters of an [`AppRateLimiter`], summed over shards and threads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Stats {
     /// Groups admitted (including groups without any app id).
     pub admitted: u64,
@@ -51,7 +145,7 @@ pub struct Stats {
     pub dropped: u64,
     /// Tracked keys evicted to make room for new ones.
     pub evicted: u64,
-    /// Keys tracked now (never more than `max_size`).
+    /// Keys tracked now (never more than `max_size`; exact when no insertion is in flight).
     pub entries: usize,
 }
 
@@ -75,9 +169,9 @@ impl Clock for SystemClock {
 }
 
 /// A lock-free, sharded, sliding-window rate limiter of transaction groups per (application id,
-/// origin), after go-algorand's app rate limiter with DESIGN.md's FIX 1 and FIX 2.
+/// origin), after go-algorand's app rate limiter (`appRateLimiter` in its `data` package).
 ///
-/// See the [crate documentation](crate) for the rules and an example.
+/// See the [crate documentation](crate) for the rules, the guarantees and an example.
 pub struct AppRateLimiter {
     shards: Box<[CachePadded<Shard>]>,
     limits: Limits,
@@ -85,7 +179,8 @@ pub struct AppRateLimiter {
     /// Seed of the shard hash, derived from the salt.
     shard_seed: u64,
     config: Config,
-    /// Decision counters, striped by thread.
+    /// Decision counters: stripe `i` is written only by the thread with seize id `i`; the last
+    /// one is shared.
     counters: Box<[CachePadded<Counters>]>,
     // Dropped after `shards`: nodes retired but not yet freed are freed with it.
     collector: Collector,
@@ -138,13 +233,33 @@ impl<T: Copy, const N: usize> SmallBuf<T, N> {
             &self.spill
         }
     }
+
+    fn as_mut_slice(&mut self) -> &mut [T] {
+        if self.len <= N {
+            &mut self.inline[..self.len]
+        } else {
+            &mut self.spill
+        }
+    }
 }
+
+/// A distinct key of a group: its shard (reduced), hash, and first index in the caller's slice.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Member {
+    shard: u32,
+    hash: u64,
+    index: usize,
+}
+
+/// A group's keys, inline up to [`INLINE_GROUP`].
+type Members = SmallBuf<Member, INLINE_GROUP>;
 
 impl AppRateLimiter {
     /// Builds a limiter.
     ///
-    /// Allocates `max_size` slots (8 bytes each) up front; nodes (one small allocation per key)
-    /// come as keys arrive.
+    /// Allocates the tables up front: 16 bytes of slots per key of `max_size` in shards of more
+    /// than 64 keys (two 8-byte slots per key), 16 bytes per key in smaller ones (a slot and a
+    /// recency stamp); nodes (one 24-byte allocation per key) come as keys arrive.
     ///
     /// # Errors
     ///
@@ -163,10 +278,10 @@ impl AppRateLimiter {
             salt: v.salt,
             shard_seed,
             config,
-            counters: (0..STRIPES)
+            counters: (0..=STRIPES)
                 .map(|_| CachePadded::new(Counters::default()))
                 .collect(),
-            collector: Collector::new(),
+            collector: Collector::new(RECLAIM_BATCH),
         })
     }
 
@@ -195,7 +310,7 @@ impl AppRateLimiter {
         self.salt
     }
 
-    /// Derives the key of one (app id, origin) pair: one blake2b (see
+    /// Derives the key of one (app id, origin) pair: one BLAKE2b-256 (see
     /// [`derive_key_hash`](crate::derive_key_hash)) and one wyhash of the app id for the shard.
     pub fn app_key(&self, app_id: u64, origin: &Origin) -> AppKey {
         AppKey {
@@ -210,126 +325,126 @@ impl AppRateLimiter {
     /// `app_ids` are the application ids the group calls, in any order, repeats allowed; zero
     /// (not an app call) is ignored. The group is admitted iff for every distinct app the
     /// sliding-window estimate `prev * (window - offset) / window + cur + 1 <= L` (integer floor
-    /// division) holds; then each distinct app's count goes up by one. A dropped group changes no
-    /// counter (FIX 1); every key of the group is created if missing and its recency refreshed
-    /// either way. A group with no app id is always admitted.
+    /// division) holds; then each distinct app's count goes up by one, all at one instant. A
+    /// dropped group changes no counter; every key of the group is created if missing and its
+    /// recency refreshed either way. A group with no app id is always admitted.
     ///
-    /// Costs one blake2b per distinct app; see [`admit_keys`](Self::admit_keys) to skip that.
+    /// A [`Decision::Drop`] names the app over its limit (its index in `app_ids`) and the time
+    /// until its key would admit again; a [`Decision::Admit`] the admissions its tightest key
+    /// has left.
+    ///
+    /// Costs one BLAKE2b per distinct app; see [`admit_keys`](Self::admit_keys) to skip that.
     /// Allocates only for the node of a new key, or for groups of more than 16 distinct apps.
     pub fn admit(&self, app_ids: &[u64], origin: &Origin, now_ns: u64) -> Decision {
-        let keys = self.group_keys(app_ids, origin);
-        self.admit_keys(keys.as_slice(), now_ns)
+        let mut keys: Members = SmallBuf::new(Member::default());
+        for (i, &app) in app_ids.iter().enumerate() {
+            if app != 0 && !app_ids[..i].contains(&app) {
+                let key = self.app_key(app, origin);
+                keys.push(Member {
+                    shard: key.shard,
+                    hash: key.hash,
+                    index: i,
+                });
+            }
+        }
+        self.decide(keys, now_ns)
     }
 
     /// [`admit`](Self::admit) for a group of one app with a pre-derived key.
     pub fn admit_key(&self, key: AppKey, now_ns: u64) -> Decision {
-        self.admit_keys(std::slice::from_ref(&key), now_ns)
-    }
-
-    /// [`admit`](Self::admit) with pre-derived keys (from [`app_key`](Self::app_key)); repeated
-    /// keys count once. All-or-nothing under concurrency too: keys are reserved in order (one CAS
-    /// each) and the reservations rolled back if a later key is at its limit, so a concurrent
-    /// caller may see a reservation that is then taken back.
-    pub fn admit_keys(&self, keys: &[AppKey], now_ns: u64) -> Decision {
         let at = self.limits.instant(now_ns);
         let guard = self.collector.enter();
-        if let [key] = keys {
-            // One app (the common case): no group bookkeeping.
-            let node = self.shard(key).get_or_insert(key.hash, at, &guard);
-            let counters = self.counters(&guard);
-            return if node.try_admit(at, &self.limits).is_some() {
-                // Relaxed: a statistic.
-                counters.admitted.fetch_add(1, Ordering::Relaxed);
-                Decision::Admit
-            } else {
-                // Relaxed: a statistic.
-                counters.dropped.fetch_add(1, Ordering::Relaxed);
-                Decision::Drop
-            };
-        }
-        let mut nodes: SmallBuf<Option<&Node>, INLINE_GROUP> = SmallBuf::new(None);
+        let member = Member {
+            shard: self.shard_index(key.shard),
+            hash: key.hash,
+            index: 0,
+        };
+        self.admit_one(member, at, &guard)
+    }
+
+    /// [`admit`](Self::admit) with pre-derived keys (from [`app_key`](Self::app_key)); keys
+    /// equal after reducing their shard modulo the shard count count once.
+    pub fn admit_keys(&self, keys: &[AppKey], now_ns: u64) -> Decision {
+        let mut members: Members = SmallBuf::new(Member::default());
         for (i, key) in keys.iter().enumerate() {
-            if keys[..i].contains(key) {
-                continue;
-            }
-            let shard = self.shard(key);
-            nodes.push(Some(shard.get_or_insert(key.hash, at, &guard)));
+            members.push(Member {
+                shard: key.shard,
+                hash: key.hash,
+                index: i,
+            });
         }
-        let nodes = nodes.as_slice();
-        let mut reserved: SmallBuf<Reservation, INLINE_GROUP> =
-            SmallBuf::new(Reservation::default());
-        for node in nodes.iter().flatten() {
-            match node.try_admit(at, &self.limits) {
-                Some(r) => reserved.push(r),
-                None => {
-                    for (node, &r) in nodes.iter().flatten().zip(reserved.as_slice()) {
-                        node.unadmit(r);
-                    }
-                    // Relaxed: a statistic.
-                    self.counters(&guard)
-                        .dropped
-                        .fetch_add(1, Ordering::Relaxed);
-                    return Decision::Drop;
-                }
-            }
-        }
-        // Relaxed: a statistic.
-        self.counters(&guard)
-            .admitted
-            .fetch_add(1, Ordering::Relaxed);
-        Decision::Admit
+        self.decide(members, now_ns)
     }
 
     /// Penalizes `origin` for each distinct non-zero app id: the key is created if missing,
-    /// rolled to `now_ns`, and `cur += max(1, L / 4)` (saturating at 65,535).
+    /// rolled to `now_ns`, and `cur += max(1, L / 4)` (saturating at 65,535), on all keys at one
+    /// instant.
     pub fn penalize(&self, app_ids: &[u64], origin: &Origin, now_ns: u64) {
-        let keys = self.group_keys(app_ids, origin);
+        let keys: SmallBuf<AppKey, INLINE_GROUP> = {
+            let mut keys = SmallBuf::new(AppKey::default());
+            for (i, &app) in app_ids.iter().enumerate() {
+                if app != 0 && !app_ids[..i].contains(&app) {
+                    keys.push(self.app_key(app, origin));
+                }
+            }
+            keys
+        };
         self.penalize_keys(keys.as_slice(), now_ns);
     }
 
-    /// [`penalize`](Self::penalize) with pre-derived keys; repeated keys count once.
+    /// [`penalize`](Self::penalize) with pre-derived keys; equal keys count once.
     pub fn penalize_keys(&self, keys: &[AppKey], now_ns: u64) {
         let at = self.limits.instant(now_ns);
         let guard = self.collector.enter();
+        let mut members: Members = SmallBuf::new(Member::default());
         for (i, key) in keys.iter().enumerate() {
-            if !keys[..i].contains(key) {
-                self.shard(key)
-                    .get_or_insert(key.hash, at, &guard)
-                    .penalize(at, &self.limits);
+            members.push(Member {
+                shard: key.shard,
+                hash: key.hash,
+                index: i,
+            });
+        }
+        let members = self.canonical(&mut members);
+        match members {
+            [] => {}
+            [m] => self.penalize_one(*m, at, &guard),
+            _ => {
+                let _ = self.run_group(Kind::Penalize, members, at, &guard);
             }
         }
     }
 
-    /// Statistics. `entries` scans every slot (O(max_size)); the counters are relaxed, so under
-    /// concurrent use the sum is a recent value, not a snapshot.
+    /// Statistics: O(shards + threads); the counters are relaxed, so under concurrent use the
+    /// sum is a recent value, not a snapshot.
     pub fn stats(&self) -> Stats {
-        let guard = self.collector.enter();
         let mut stats = Stats::default();
         for c in self.counters.iter() {
             // Relaxed: statistics.
             stats.admitted += c.admitted.load(Ordering::Relaxed);
             // Relaxed: statistics.
             stats.dropped += c.dropped.load(Ordering::Relaxed);
-        }
-        for shard in self.shards.iter() {
             // Relaxed: statistics.
-            stats.evicted += shard.evicted.load(Ordering::Relaxed);
-            stats.entries += shard.entries(&guard);
+            stats.evicted += c.evicted.load(Ordering::Relaxed);
         }
+        stats.entries = self.shards.iter().map(|s| s.entries()).sum();
         stats
     }
 
-    /// Keys evicted so far, summed over the shards (O(shards), unlike [`stats`](Self::stats)).
+    /// Keys evicted so far (as in [`stats`](Self::stats)).
     #[doc(hidden)]
     pub fn evicted(&self) -> u64 {
-        self.shards
-            .iter()
-            // Relaxed: statistics.
-            .map(|shard| shard.evicted.load(Ordering::Relaxed))
-            .sum()
+        self.stats().evicted
     }
 
-    /// The tracked keys (for differential tests against the reference model): every Live key as
+    /// Bytes the tables take (not the nodes), for memory reports.
+    #[doc(hidden)]
+    pub fn table_bytes(&self) -> usize {
+        self.shards.iter().map(|s| s.table_bytes()).sum::<usize>()
+            + std::mem::size_of_val(&*self.shards)
+            + std::mem::size_of_val(&*self.counters)
+    }
+
+    /// The tracked keys (for differential tests against the reference model): every key as
     /// `(shard, hash)`, sorted. O(max_size).
     #[doc(hidden)]
     pub fn tracked_keys(&self) -> Vec<(u32, u64)> {
@@ -338,199 +453,310 @@ impl AppRateLimiter {
             .shards
             .iter()
             .enumerate()
-            .flat_map(|(i, shard)| shard.live_keys(&guard).map(move |k| (i as u32, k)))
+            .flat_map(|(i, shard)| shard.keys(&guard).map(move |k| (i as u32, k)))
             .collect();
         keys.sort_unstable();
         keys
     }
 
-    /// Number of nodes reclaimed by the collector in this process (debug builds; tests).
+    /// The `(prev, cur)` of a tracked key as stored (not rolled), for differential tests.
+    #[doc(hidden)]
+    pub fn counts(&self, key: AppKey) -> Option<(u16, u16)> {
+        let guard = self.collector.enter();
+        let shard = &self.shards[self.shard_index(key.shard) as usize];
+        let node = shard.get(key.hash, &guard)?;
+        let (c, _) = node.counts(&guard);
+        Some((c.prev, c.cur))
+    }
+
+    /// Checks every shard's invariants (no key twice, occupancy, room accounting, no group
+    /// operation left over); call only when no operation is in flight. Panics on a violation.
+    #[cfg(any(test, fuzzing, loom))]
+    #[doc(hidden)]
+    pub fn validate(&self) {
+        let guard = self.collector.enter();
+        for shard in self.shards.iter() {
+            shard.validate(&guard);
+        }
+        let entries: usize = self.shards.iter().map(|s| s.entries()).sum();
+        assert!(entries <= self.config.max_size);
+    }
+
+    /// Number of objects reclaimed by collectors in this process (debug builds; tests).
     #[doc(hidden)]
     #[cfg(all(debug_assertions, not(loom)))]
     pub fn reclaimed_nodes() -> u64 {
-        crate::reclaim::reclaimed_nodes()
-    }
-
-    /// This thread's stripe of the decision counters.
-    #[inline]
-    fn counters(&self, guard: &crate::reclaim::Guard<'_>) -> &Counters {
-        &self.counters[guard.thread_id() & (STRIPES - 1)]
+        txgate_sync::reclaim::reclaimed()
     }
 
     #[inline]
-    fn shard(&self, key: &AppKey) -> &Shard {
-        &self.shards[key.shard as usize & (self.shards.len() - 1)]
+    fn shard_index(&self, shard: u32) -> u32 {
+        shard & (self.shards.len() as u32 - 1)
     }
 
-    /// The keys of a group's distinct non-zero app ids, in first-occurrence order.
-    fn group_keys(&self, app_ids: &[u64], origin: &Origin) -> SmallBuf<AppKey, INLINE_GROUP> {
-        let mut keys = SmallBuf::new(AppKey::default());
-        for (i, &app) in app_ids.iter().enumerate() {
-            if app != 0 && !app_ids[..i].contains(&app) {
-                keys.push(self.app_key(app, origin));
+    #[inline]
+    fn shard(&self, m: &Member) -> &Shard {
+        &self.shards[m.shard as usize]
+    }
+
+    /// Adds `n` to a counter of this thread's stripe.
+    #[inline]
+    fn count(&self, guard: &Guard<'_>, counter: Counter, n: u64) {
+        if n == 0 {
+            return;
+        }
+        let id = guard.thread_id();
+        // Under loom every thread id is 0: all threads share the last stripe.
+        let owned = id < STRIPES && !cfg!(loom);
+        let stripe = &self.counters[if owned { id } else { STRIPES }];
+        let c = match counter {
+            Counter::Admitted => &stripe.admitted,
+            Counter::Dropped => &stripe.dropped,
+            Counter::Evicted => &stripe.evicted,
+        };
+        if owned {
+            // Relaxed (load and store): this thread is the stripe's only writer (seize ids are
+            // unique among live threads), so a plain increment is exact and skips a locked
+            // instruction on the hit path.
+            c.store(c.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+        } else {
+            // Relaxed: a statistic; the threads without a stripe of their own share this one.
+            c.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// Reduces shards, removes repeated keys (keeping first indices) and sorts the rest into
+    /// the canonical order `(shard, hash)`.
+    fn canonical<'a>(&self, members: &'a mut Members) -> &'a [Member] {
+        let shards = self.shards.len() as u32;
+        let all = members.as_mut_slice();
+        for m in all.iter_mut() {
+            m.shard &= shards - 1;
+        }
+        // Insertion sort by (shard, hash, index): groups are small.
+        for i in 1..all.len() {
+            let mut j = i;
+            while j > 0
+                && (all[j - 1].shard, all[j - 1].hash, all[j - 1].index)
+                    > (all[j].shard, all[j].hash, all[j].index)
+            {
+                all.swap(j - 1, j);
+                j -= 1;
             }
         }
-        keys
+        let mut len = 0;
+        for i in 0..all.len() {
+            if len == 0 || (all[len - 1].shard, all[len - 1].hash) != (all[i].shard, all[i].hash) {
+                all[len] = all[i];
+                len += 1;
+            }
+        }
+        &all[..len]
     }
 
-    /// Runs `f` with a guard (tests of the table).
-    #[cfg(all(test, not(loom)))]
-    pub(crate) fn with_node<R>(&self, key: AppKey, f: impl FnOnce(Option<&Node>) -> R) -> R {
+    fn decide(&self, mut members: Members, now_ns: u64) -> Decision {
+        let at = self.limits.instant(now_ns);
         let guard = self.collector.enter();
-        f(self.shard(&key).get(key.hash, &guard))
-    }
-}
-
-#[cfg(all(test, not(loom)))]
-mod tests {
-    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-    use std::time::Duration;
-
-    use super::*;
-
-    const T0: u64 = 1_700_000_010 * 1_000_000_000;
-
-    fn limiter(rate: u64, max_size: usize, shards: usize) -> AppRateLimiter {
-        AppRateLimiter::new(Config {
-            rate_per_second: rate,
-            window: Duration::from_secs(10),
-            max_size,
-            shards,
-            salt: Some([1; 16]),
-        })
-        .unwrap()
-    }
-
-    /// Threads racing on one key, new to the table at the start, admit exactly L.
-    #[test]
-    fn racing_admits_on_a_new_key_admit_exactly_l() {
-        let (threads, keys, per) = if cfg!(miri) { (3, 2, 6) } else { (4, 200, 40) };
-        let l = limiter(2, 8192, 1); // L = 20; 200 keys never fill a window of 8,192 slots
-        for k in 0..keys {
-            let key = l.app_key(7, &Origin::from_peer_id(&[k as u8, (k >> 8) as u8]));
-            let admitted = AtomicUsize::new(0);
-            std::thread::scope(|s| {
-                for _ in 0..threads {
-                    s.spawn(|| {
-                        for _ in 0..per {
-                            if l.admit_key(key, T0).is_admit() {
-                                admitted.fetch_add(1, Relaxed);
-                            }
-                        }
-                    });
-                }
-            });
-            let want = (threads * per).min(20);
-            assert_eq!(admitted.load(Relaxed), want);
-            l.with_node(key, |n| assert_eq!(n.unwrap().counts().cur as usize, want));
-        }
-        assert_eq!(l.stats().entries, keys);
-    }
-
-    /// Penalties racing admissions keep the arithmetic exact: every admission and penalty lands.
-    #[test]
-    fn penalize_racing_admit_is_exact() {
-        let rounds = if cfg!(miri) { 3 } else { 100 };
-        let l = limiter(100, 1024, 8); // L = 1000, penalty 250
-        for r in 0..rounds {
-            let key = l.app_key(3, &Origin::from_peer_id(&[r as u8, 1]));
-            let admitted = AtomicUsize::new(0);
-            std::thread::scope(|s| {
-                s.spawn(|| {
-                    for _ in 0..2 {
-                        l.penalize_keys(&[key], T0);
-                    }
-                });
-                s.spawn(|| {
-                    for _ in 0..300 {
-                        if l.admit_key(key, T0).is_admit() {
-                            admitted.fetch_add(1, Relaxed);
-                        }
-                    }
-                });
-            });
-            let a = admitted.load(Relaxed);
-            // 500 penalty leaves room for 500 admissions, so all 300 land, in any order.
-            assert_eq!(a, 300);
-            l.with_node(key, |n| {
-                assert_eq!(n.unwrap().counts().cur as usize, 500 + a)
-            });
-        }
-    }
-
-    /// Many threads inserting distinct keys into tiny shards: eviction and reclamation under
-    /// contention; the bound holds and every decision is an admission (L = 1 per fresh key).
-    #[test]
-    fn concurrent_eviction_keeps_the_bound() {
-        let (threads, per): (usize, usize) = if cfg!(miri) { (2, 40) } else { (4, 20_000) };
-        let l = limiter(1, 16, 4); // capacity 4 per shard, L = 10
-        std::thread::scope(|s| {
-            for t in 0..threads {
-                let l = &l;
-                s.spawn(move || {
-                    for i in 0..per {
-                        let origin =
-                            Origin::from_peer_id(&((t * 1_000_000 + i) as u64).to_le_bytes());
-                        assert!(l.admit(&[1, 2, 3], &origin, T0).is_admit());
-                    }
-                });
+        let members = self.canonical(&mut members);
+        match members {
+            [] => {
+                self.count(&guard, Counter::Admitted, 1);
+                Decision::admit(None)
             }
-        });
-        let s = l.stats();
-        assert!(s.entries <= 16, "{s:?}");
-        assert_eq!(s.admitted, (threads * per) as u64);
-        // Each group inserts 3 keys; all but at most 16 were evicted (dead nodes are not counted).
-        assert!(
-            s.evicted >= (3 * threads * per - 16 - threads * 3) as u64,
-            "{s:?}"
-        );
+            [m] => self.admit_one(*m, at, &guard),
+            _ => {
+                let d = self.run_group(Kind::Admit, members, at, &guard);
+                let counter = if d.is_admit() {
+                    Counter::Admitted
+                } else {
+                    Counter::Dropped
+                };
+                self.count(&guard, counter, 1);
+                d
+            }
+        }
     }
 
-    /// A large shard (4,096 keys, 8,192 slots, 16-slot windows) fills before it evicts: the
-    /// first 4,096 distinct keys evict at most 0.1% (a whole window taken while the shard has
-    /// room; 0.03% measured by the `bytes_per_key` example), and once full every new key evicts
-    /// exactly one, so the shard ends at exactly its capacity.
-    #[test]
-    fn large_shards_evict_only_when_full() {
-        let cap = if cfg!(miri) { 64 } else { 4096 };
-        let l = limiter(1, cap, 1);
-        let origin = |i: usize| Origin::from_peer_id(&(i as u64).to_le_bytes());
-        for i in 0..cap {
-            assert!(l.admit(&[5], &origin(i), T0).is_admit());
+    #[inline]
+    fn fresh(at: Instant) -> Counts {
+        Counts {
+            interval: at.interval,
+            prev: 0,
+            cur: 0,
         }
-        let early = l.stats().evicted;
-        assert!(
-            early as usize * 1000 <= cap,
-            "{early} evictions before full"
-        );
-        assert_eq!(l.stats().entries as u64, cap as u64 - early);
-        for i in cap..3 * cap {
-            assert!(l.admit(&[5], &origin(i), T0).is_admit());
-        }
-        // Every new key added one or evicted one; the shard ends exactly full.
-        let s = l.stats();
-        assert_eq!((s.entries, s.evicted), (cap, 2 * cap as u64));
     }
 
-    /// Enough evictions to make seize reclaim (its batch is shrunk to 2 under Miri).
-    #[test]
-    #[cfg(debug_assertions)]
-    fn evicted_nodes_are_reclaimed() {
-        let before = crate::reclaim::reclaimed_nodes();
-        let l = limiter(1, 4, 2); // capacity 2 per shard
-        let n = if cfg!(miri) { 40 } else { 1000 };
-        for i in 0..n {
-            let _ = l.admit(&[1], &Origin::from_peer_id(&(i as u32).to_le_bytes()), T0);
+    /// One key's admission: a lookup and one compare-and-swap on its counts (a new key is born
+    /// holding its admission).
+    #[inline]
+    fn admit_one(&self, m: Member, at: Instant, guard: &Guard<'_>) -> Decision {
+        let shard = self.shard(&m);
+        let limits = &self.limits;
+        let mut node = shard.get(m.hash, guard);
+        loop {
+            let existing = match node.take() {
+                Some(node) => node,
+                None => {
+                    let born = state::admit(Self::fresh(at), at, limits).expect("L >= 1");
+                    let got = shard.get_or_insert(m.hash, born, at, guard);
+                    self.count(guard, Counter::Evicted, u64::from(got.evicted));
+                    if got.inserted {
+                        self.count(guard, Counter::Admitted, 1);
+                        return Decision::admit(Some(state::remaining(born, at, limits)));
+                    }
+                    got.node
+                }
+            };
+            let update = existing.update(guard, |c| match state::admit(c, at, limits) {
+                Some(next) => (Some(next), Ok(next)),
+                None => (None, Err(c)),
+            });
+            match update {
+                Update::Done(Ok(next)) => {
+                    self.count(guard, Counter::Admitted, 1);
+                    return Decision::admit(Some(state::remaining(next, at, limits)));
+                }
+                Update::Done(Err(c)) => {
+                    self.count(guard, Counter::Dropped, 1);
+                    return Decision::drop(m.index, state::retry_after(c, at, limits));
+                }
+                Update::Evicted(_) => {
+                    // Evicted by an insertion in flight: finish it, then look again.
+                    let evicted = shard.settle(m.hash, guard);
+                    self.count(guard, Counter::Evicted, u64::from(evicted));
+                }
+            }
         }
-        assert_eq!(l.stats().evicted, n - 2);
-        // Retirements were batched and freed while the limiter was alive: well over half of them
-        // (the last partial batch waits for the collector's drop).
-        let freed = crate::reclaim::reclaimed_nodes() - before;
-        assert!(
-            freed >= (n - 2) / 2,
-            "freed {freed} of {} retired nodes",
-            n - 2
-        );
-        drop(l);
+    }
+
+    /// One key's penalty.
+    fn penalize_one(&self, m: Member, at: Instant, guard: &Guard<'_>) {
+        let shard = self.shard(&m);
+        let limits = &self.limits;
+        loop {
+            let born = state::penalize(Self::fresh(at), at, limits);
+            let got = shard.get_or_insert(m.hash, born, at, guard);
+            self.count(guard, Counter::Evicted, u64::from(got.evicted));
+            if got.inserted {
+                return;
+            }
+            match got
+                .node
+                .update(guard, |c| (Some(state::penalize(c, at, limits)), ()))
+            {
+                Update::Done(()) => return,
+                Update::Evicted(_) => {
+                    let evicted = shard.settle(m.hash, guard);
+                    self.count(guard, Counter::Evicted, u64::from(evicted));
+                }
+            }
+        }
+    }
+
+    /// A group of two or more distinct keys (canonical order): every key is looked up (created
+    /// if missing, recency refreshed), then the admission or penalty is applied to all of them at
+    /// one instant by a [`GroupOp`], retried if another operation aborts it.
+    fn run_group(
+        &self,
+        kind: Kind,
+        members: &[Member],
+        at: Instant,
+        guard: &Guard<'_>,
+    ) -> Decision {
+        let limits = &self.limits;
+        let mut attempt = 0;
+        loop {
+            let mut nodes: SmallBuf<*const Node, INLINE_GROUP> = SmallBuf::new(std::ptr::null());
+            let mut victims: SmallBuf<*const Node, INLINE_GROUP> = SmallBuf::new(std::ptr::null());
+            for m in members {
+                let got = self
+                    .shard(m)
+                    .get_or_insert(m.hash, Self::fresh(at), at, guard);
+                self.count(guard, Counter::Evicted, u64::from(got.evicted));
+                nodes.push(got.node);
+                if let Some(v) = got.victim {
+                    victims.push(v);
+                }
+            }
+            let nodes = nodes.as_slice();
+            let op = GroupOp::new(kind, at, *limits, nodes);
+            // The counts each entry was settled on, for the decision's details.
+            let mut seen: SmallBuf<Counts, INLINE_GROUP> = SmallBuf::new(Counts::default());
+            let mut dropped = None;
+            let mut aborted = false;
+            let mut installed = 0;
+            let mut shared = false;
+            'entries: for (i, &ptr) in nodes.iter().enumerate() {
+                // SAFETY: returned by `get_or_insert` under `guard`, which keeps it allocated.
+                let node = unsafe { &*ptr };
+                loop {
+                    // Acquire: as in `Node::update`.
+                    let word = node.state.load(Ordering::Acquire);
+                    if word & MARKER != 0 {
+                        group::resolve(node, word, guard);
+                        continue;
+                    }
+                    let c = state::counts(word);
+                    let evicted = word & EVICTED != 0;
+                    // Evicted by this group's own lookups (more of its keys in one shard than
+                    // the shard holds): its final counts decide and its admission is not
+                    // stored, as for a key a sequential run evicts itself. Evicted by another
+                    // thread since the lookup: start over.
+                    let own = evicted && victims.as_slice().contains(&ptr);
+                    if evicted && !own {
+                        aborted = true;
+                        break 'entries;
+                    }
+                    if kind == Kind::Admit && state::admit(c, at, limits).is_none() {
+                        dropped = Some((i, c));
+                        break 'entries;
+                    }
+                    if own {
+                        GroupOp::freeze(op, i);
+                        seen.push(c);
+                        installed = i + 1;
+                        break;
+                    }
+                    if GroupOp::install(op, i, node, word) {
+                        seen.push(c);
+                        installed = i + 1;
+                        shared = true;
+                        break;
+                    }
+                }
+                if !GroupOp::undecided(op) {
+                    break;
+                }
+            }
+            let fail = dropped.is_some() || aborted;
+            let succeeded = GroupOp::finish(op, fail, installed);
+            if shared {
+                // SAFETY: (1) `op` came from `Box::into_raw` in `GroupOp::new` and is retired
+                // once; (2) `finish` replaced every marker of it, so no thread entering now can
+                // load it.
+                unsafe { guard.retire(op) };
+            } else {
+                // SAFETY: no marker of `op` was installed: no other thread saw it.
+                unsafe { GroupOp::recycle(op) };
+            }
+            if succeeded {
+                let remaining = seen
+                    .as_slice()
+                    .iter()
+                    .map(|&c| match kind {
+                        Kind::Admit => {
+                            state::remaining(state::admit(c, at, limits).unwrap_or(c), at, limits)
+                        }
+                        Kind::Penalize => state::remaining(c, at, limits),
+                    })
+                    .min();
+                return Decision::admit(remaining);
+            }
+            if let Some((i, c)) = dropped {
+                return Decision::drop(members[i].index, state::retry_after(c, at, limits));
+            }
+            group::backoff(attempt);
+            attempt += 1;
+        }
     }
 }

@@ -1,12 +1,14 @@
 //! A plain single-threaded reference model of the limiter, for differential tests and fuzzing.
 //!
 //! One `HashMap` per shard plus an exact LRU order (a global access counter): no atomics, no
-//! probing, no reclamation. It uses the same window arithmetic as the real table
-//! (`crate::state`), the same shards and keys (it takes [`AppKey`]s derived by a real
-//! [`AppRateLimiter`](crate::AppRateLimiter)), and it evicts as DESIGN.md says: on a new key in a
-//! full shard, a stale key first, else the least recently used, each chosen by exact recency. The
-//! real limiter must take the same decisions whenever its evictions match the model's, which is
-//! always the case when every shard fits in one probe window (at most 8 keys) or never fills.
+//! sets, no reclamation. It uses the same window arithmetic as the real table (`crate::state`),
+//! the same shards and keys (it takes [`AppKey`]s derived by a real
+//! [`AppRateLimiter`](crate::AppRateLimiter)), the same canonical order for the keys of a group
+//! (sorted by shard, then hash), and it evicts by the rule: on a new key in a full shard, a stale
+//! key first, else the least recently used, each chosen by exact recency. The real limiter takes
+//! the same decisions whenever its evictions match the model's, which is always the case
+//! single-threaded when every shard holds at most 64 keys (one set, searched whole) or never
+//! fills.
 
 use std::collections::HashMap;
 
@@ -48,46 +50,69 @@ impl Model {
         })
     }
 
+    /// The distinct keys of a group (shards reduced) in canonical order, each with the index of
+    /// its first occurrence.
+    fn canonical(&self, keys: &[AppKey]) -> Vec<(AppKey, usize)> {
+        let mut distinct: Vec<(AppKey, usize)> = Vec::new();
+        for (i, key) in keys.iter().enumerate() {
+            let key = AppKey {
+                shard: self.shard_index(key) as u32,
+                hash: key.hash,
+            };
+            if !distinct.iter().any(|(k, _)| *k == key) {
+                distinct.push((key, i));
+            }
+        }
+        distinct.sort_unstable_by_key(|(k, _)| (k.shard, k.hash));
+        distinct
+    }
+
     /// The model of [`AppRateLimiter::admit_keys`](crate::AppRateLimiter::admit_keys).
     pub fn admit_keys(&mut self, keys: &[AppKey], now_ns: u64) -> Decision {
         let at = self.limits.instant(now_ns);
-        // Touch every distinct key first (create, evict, refresh), keeping each key's counts as
-        // seen then: a later key of the group may evict an earlier one, whose counts still decide.
-        let mut seen: Vec<(AppKey, Counts)> = Vec::new();
-        for (i, key) in keys.iter().enumerate() {
-            if !keys[..i].contains(key) {
-                seen.push((*key, self.touch(key, at)));
-            }
-        }
+        // Touch every distinct key first (create, evict, refresh), in canonical order, keeping
+        // each key's counts as seen then: a later key of the group may evict an earlier one,
+        // whose counts still decide.
+        let seen: Vec<(AppKey, usize, Counts)> = self
+            .canonical(keys)
+            .into_iter()
+            .map(|(key, index)| (key, index, self.touch(&key, at)))
+            .collect();
         let mut next = Vec::with_capacity(seen.len());
-        for (key, counts) in &seen {
-            match state::admit(*counts, at, &self.limits) {
-                Some(c) => next.push((*key, c)),
+        for &(key, index, counts) in &seen {
+            match state::admit(counts, at, &self.limits) {
+                Some(c) => next.push((key, c)),
                 None => {
                     self.stats.dropped += 1;
-                    return Decision::Drop;
+                    return Decision::drop(index, state::retry_after(counts, at, &self.limits));
                 }
             }
         }
+        let remaining = next
+            .iter()
+            .map(|(_, c)| state::remaining(*c, at, &self.limits))
+            .min();
         for (key, counts) in next {
             if let Some(e) = self.shard_mut(&key).get_mut(&key.hash) {
                 e.counts = counts;
             }
         }
         self.stats.admitted += 1;
-        Decision::Admit
+        Decision::admit(remaining)
     }
 
     /// The model of [`AppRateLimiter::penalize_keys`](crate::AppRateLimiter::penalize_keys).
     pub fn penalize_keys(&mut self, keys: &[AppKey], now_ns: u64) {
         let at = self.limits.instant(now_ns);
-        for (i, key) in keys.iter().enumerate() {
-            if !keys[..i].contains(key) {
-                let counts = self.touch(key, at);
-                let limits = self.limits;
-                if let Some(e) = self.shard_mut(key).get_mut(&key.hash) {
-                    e.counts = state::penalize(counts, at, &limits);
-                }
+        let seen: Vec<(AppKey, Counts)> = self
+            .canonical(keys)
+            .into_iter()
+            .map(|(key, _)| (key, self.touch(&key, at)))
+            .collect();
+        let limits = self.limits;
+        for (key, counts) in seen {
+            if let Some(e) = self.shard_mut(&key).get_mut(&key.hash) {
+                e.counts = state::penalize(counts, at, &limits);
             }
         }
     }

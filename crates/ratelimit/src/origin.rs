@@ -6,7 +6,7 @@ use blake2::{Blake2b, Digest, digest::consts::U32};
 
 /// Where a transaction group came from, reduced to the bytes that identify a sender.
 ///
-/// The reduction follows DESIGN.md: an IPv4 address is its 4 bytes; an IPv6 address its /64
+/// The reduction: an IPv4 address is its 4 bytes; an IPv6 address its /64
 /// prefix (8 bytes), since one host commonly owns a whole /64; an IPv4-mapped IPv6 address
 /// (`::ffff:a.b.c.d`) the 4 IPv4 bytes; any other peer id its first 16 bytes.
 ///
@@ -106,7 +106,8 @@ pub struct AppKey {
 
 impl AppKey {
     /// Builds a key from raw parts (tests and benches that bypass derivation). `shard` is taken
-    /// modulo the limiter's shard count.
+    /// modulo the limiter's shard count: `from_parts(s, h)` and `from_parts(s + shards, h)` are
+    /// the same key.
     pub fn from_parts(shard: u32, hash: u64) -> Self {
         Self { shard, hash }
     }

@@ -1,17 +1,24 @@
-//! The packed per-key state word and the sliding-window arithmetic (DESIGN.md, "txgate-ratelimit").
+//! The packed per-key state word and the sliding-window arithmetic.
 //!
-//! A key's state is `(interval, prev, cur)` plus a two-bit life-cycle tag, packed into one `u64`
-//! so that check-and-increment is a single compare-and-swap (FIX 2):
+//! A key's state is `(interval, prev, cur)`, packed with two flags into one `u64` so that
+//! check-and-increment is a single compare-and-swap:
 //!
 //! ```text
-//! bits 63..62  life      Live / Tentative / Dead (see `table.rs` for the protocol)
-//! bits 61..32  interval  now / window, truncated to 30 bits (compared modulo 2^30)
-//! bits 31..16  prev      admissions counted in the previous interval (saturating at 65,535)
-//! bits 15..0   cur       admissions counted in the current interval (saturating at 65,535)
+//! bit  63      MARKER   the word is a group operation in flight (bits 0..63 its address; see
+//!                       `group.rs`); resolved before anyone reads the counts
+//! bit  62      EVICTED  the node left the table: terminal, no count changes after it
+//! bits 61..32  interval now / window, truncated to 30 bits (compared modulo 2^30)
+//! bits 31..16  prev     admissions counted in the previous interval (saturating at 65,535)
+//! bits 15..0   cur      admissions counted in the current interval (saturating at 65,535)
 //! ```
 //!
 //! Everything here is plain integer arithmetic shared by the lock-free table and the reference
 //! model, so both compute exactly the same decisions.
+//!
+//! Counts only move forward: the interval never goes back (a caller whose clock lags the key's is
+//! counted in the key's interval), and within an interval `cur` only grows. A word therefore
+//! never returns to an earlier value (until its interval wraps after 2^30 windows), which the
+//! group protocol relies on.
 
 use strength_reduce::StrengthReducedU64;
 
@@ -20,22 +27,14 @@ pub(crate) const COUNTER_MAX: u16 = u16::MAX;
 
 const INTERVAL_BITS: u32 = 30;
 const INTERVAL_MASK: u32 = (1 << INTERVAL_BITS) - 1;
-const LIFE_SHIFT: u32 = 62;
 const INTERVAL_SHIFT: u32 = 32;
 const PREV_SHIFT: u32 = 16;
+/// The word holds a group operation's address instead of counts.
+pub(crate) const MARKER: u64 = 1 << 63;
+/// The node was evicted: its counts are final.
+pub(crate) const EVICTED: u64 = 1 << 62;
 
-/// Where a node is in its life (see the insertion protocol in `table.rs`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Life {
-    /// Published and the only reachable node of its key: admissions count here. Terminal.
-    Live = 0,
-    /// Just published; not yet known to be the only node of its key. Never counts admissions.
-    Tentative = 1,
-    /// Lost a race to another node of the same key: a free slot to the next insertion. Terminal.
-    Dead = 2,
-}
-
-/// The counters of one key, unpacked.
+/// The counts of one key, unpacked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub(crate) struct Counts {
     /// `now / window`, truncated to 30 bits.
@@ -46,40 +45,22 @@ pub(crate) struct Counts {
     pub(crate) cur: u16,
 }
 
-/// Packs a life tag and counts into a state word.
+/// Packs counts into a state word (no flags).
 #[inline]
-pub(crate) fn pack(life: Life, c: Counts) -> u64 {
+pub(crate) fn pack(c: Counts) -> u64 {
     debug_assert!(c.interval <= INTERVAL_MASK);
-    ((life as u64) << LIFE_SHIFT)
-        | (u64::from(c.interval) << INTERVAL_SHIFT)
-        | (u64::from(c.prev) << PREV_SHIFT)
-        | u64::from(c.cur)
+    (u64::from(c.interval) << INTERVAL_SHIFT) | (u64::from(c.prev) << PREV_SHIFT) | u64::from(c.cur)
 }
 
-/// The life tag of a state word.
-#[inline]
-pub(crate) fn life(word: u64) -> Life {
-    match word >> LIFE_SHIFT {
-        0 => Life::Live,
-        1 => Life::Tentative,
-        _ => Life::Dead,
-    }
-}
-
-/// The counts of a state word.
+/// The counts of a state word that is not a marker (the evicted flag is ignored).
 #[inline]
 pub(crate) fn counts(word: u64) -> Counts {
+    debug_assert_eq!(word & MARKER, 0);
     Counts {
         interval: ((word >> INTERVAL_SHIFT) as u32) & INTERVAL_MASK,
         prev: (word >> PREV_SHIFT) as u16,
         cur: word as u16,
     }
-}
-
-/// The same word with another life tag.
-#[inline]
-pub(crate) fn with_life(word: u64, life: Life) -> u64 {
-    (word & !(0b11 << LIFE_SHIFT)) | ((life as u64) << LIFE_SHIFT)
 }
 
 /// A point in time as the window arithmetic sees it.
@@ -119,13 +100,27 @@ impl Limits {
         }
     }
 
-    /// `interval = now / window`, `offset = now % window` (DESIGN.md).
+    /// `interval = now / window`, `offset = now % window`.
     #[inline]
     pub(crate) fn instant(&self, now_ns: u64) -> Instant {
         let (interval, offset) = StrengthReducedU64::div_rem(now_ns, self.window);
         Instant {
             interval: (interval as u32) & INTERVAL_MASK,
             offset,
+        }
+    }
+
+    /// `prev * (window - offset) / window`, floor division: the previous interval's weight at
+    /// `offset` (go-algorand's sliding-window estimate, in integers).
+    #[inline]
+    fn weighted(&self, prev: u16, offset: u64) -> u64 {
+        let remaining = self.window_ns - offset;
+        match u64::from(prev).checked_mul(remaining) {
+            // Nothing carried over (a key seen only in this interval): no division at all.
+            Some(0) => 0,
+            // The common case (windows up to 3.2 days): division by multiplication, exact.
+            Some(product) => product / self.window,
+            None => (u128::from(prev) * u128::from(remaining) / u128::from(self.window_ns)) as u64,
         }
     }
 }
@@ -143,10 +138,10 @@ fn distance(from: u32, to: u32) -> i32 {
 
 /// Rolls `c` forward to `at` and returns the rolled counts with the offset the estimate uses.
 ///
-/// Same interval: keep. Next interval: `prev = cur, cur = 0`. Older: both 0 (DESIGN.md). A caller
-/// one interval *behind* the key (its clock lags another caller's) is counted in the key's
-/// interval at offset 0, the most conservative estimate; a caller further behind or ahead resets
-/// the key like an older interval does.
+/// Same interval: keep. Next interval: `prev = cur, cur = 0`. Older: both 0 (go-algorand's
+/// sliding window). A caller *behind* the key (its clock lags another caller's) is counted in the
+/// key's interval at offset 0, the most conservative estimate, so that a key's interval never
+/// moves back.
 #[inline]
 pub(crate) fn roll(c: Counts, at: Instant) -> (Counts, u64) {
     match distance(c.interval, at.interval) {
@@ -159,7 +154,7 @@ pub(crate) fn roll(c: Counts, at: Instant) -> (Counts, u64) {
             },
             at.offset,
         ),
-        -1 => (c, 0),
+        d if d < 0 => (c, 0),
         _ => (
             Counts {
                 interval: at.interval,
@@ -175,23 +170,15 @@ pub(crate) fn roll(c: Counts, at: Instant) -> (Counts, u64) {
 /// (the first choice for eviction).
 #[inline]
 pub(crate) fn is_stale(c: Counts, at: Instant) -> bool {
-    !(-1..=1).contains(&distance(c.interval, at.interval))
+    distance(c.interval, at.interval) >= 2
 }
 
 /// The sliding-window check on rolled counts: `prev * (window - offset) / window + cur + 1 <= L`,
-/// floor division in integers (DESIGN.md; upstream computes the same in floating point).
+/// floor division in integers (go-algorand computes the same in floating point).
 #[inline]
 pub(crate) fn admits(c: Counts, offset: u64, limits: &Limits) -> bool {
-    let remaining = limits.window_ns - offset;
-    let weighted = match u64::from(c.prev).checked_mul(remaining) {
-        // Nothing carried over (a key seen only in this interval): no division at all.
-        Some(0) => 0,
-        // The common case (windows up to 3.2 days): division by multiplication, exact.
-        Some(product) => product / limits.window,
-        None => (u128::from(c.prev) * u128::from(remaining) / u128::from(limits.window_ns)) as u64,
-    };
     // `weighted <= prev <= 65,535`, so the sum cannot overflow.
-    weighted + u64::from(c.cur) < u64::from(limits.limit)
+    limits.weighted(c.prev, offset) + u64::from(c.cur) < u64::from(limits.limit)
 }
 
 /// Counts after one admission at `at` if the window allows it, else `None`.
@@ -215,24 +202,62 @@ pub(crate) fn penalize(c: Counts, at: Instant, limits: &Limits) -> Counts {
     }
 }
 
-/// Counts with one admission recorded in `interval` taken back (rollback of a group reservation).
-/// If the key has moved on one interval the admission now sits in `prev`; further, it is gone.
+/// Admissions the key has left at `at`: `L - (prev * (window - offset) / window + cur)`, at
+/// least 0.
 #[inline]
-pub(crate) fn unadmit(c: Counts, interval: u32) -> Counts {
-    match distance(interval, c.interval) {
-        0 => Counts {
-            cur: c.cur.saturating_sub(1),
-            ..c
-        },
-        1 => Counts {
-            prev: c.prev.saturating_sub(1),
-            ..c
-        },
-        _ => c,
-    }
+pub(crate) fn remaining(c: Counts, at: Instant, limits: &Limits) -> u16 {
+    let (rolled, offset) = roll(c, at);
+    let used = limits.weighted(rolled.prev, offset) + u64::from(rolled.cur);
+    u64::from(limits.limit).saturating_sub(used) as u16
 }
 
-#[cfg(test)]
+/// Nanoseconds from `at` until the key would admit again if nothing else changed it (0 if it
+/// admits now), from the window rule: within the key's interval the previous interval's weight
+/// `floor(prev * (window - offset) / window)` falls as the offset grows; in the next interval the
+/// current count becomes `prev`; two intervals on, nothing is carried.
+pub(crate) fn retry_after(c: Counts, at: Instant, limits: &Limits) -> u64 {
+    let w = limits.window_ns;
+    let (rolled, offset) = roll(c, at);
+    if admits(rolled, offset, limits) {
+        return 0;
+    }
+    // A caller behind the key is decided at offset 0 of the key's interval: wait until then too.
+    let lag = match distance(c.interval, at.interval) {
+        d if d < 0 => u128::from((-d) as u32) * u128::from(w) - u128::from(at.offset),
+        _ => 0,
+    };
+    let wait = |offset: u64| -> u128 {
+        let w = u128::from(w);
+        let limit = u128::from(limits.limit);
+        // The first offset `o >= offset` in this interval with floor(prev * (W - o) / W) <= r,
+        // where r = L - cur - 1: prev * (W - o) < (r + 1) * W, i.e. o >= W + 1 - ceil((r + 1) W
+        // / prev).
+        let first = |prev: u16, cur: u16, offset: u128| -> Option<u128> {
+            let cur = u128::from(cur);
+            if cur + 1 > limit {
+                return None;
+            }
+            let prev = u128::from(prev);
+            if prev == 0 {
+                return Some(offset);
+            }
+            let bound = ((limit - cur) * w).div_ceil(prev);
+            let o = (w + 1).saturating_sub(bound).max(offset);
+            (o < w).then_some(o)
+        };
+        let offset = u128::from(offset);
+        if let Some(o) = first(rolled.prev, rolled.cur, offset) {
+            return o - offset;
+        }
+        if let Some(o) = first(rolled.cur, 0, 0) {
+            return w - offset + o;
+        }
+        2 * w - offset
+    };
+    u64::try_from(lag + wait(offset)).unwrap_or(u64::MAX)
+}
+
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 
@@ -243,20 +268,16 @@ mod tests {
     }
 
     #[test]
-    fn pack_round_trips() {
+    fn pack_round_trips_and_flags_stay_clear() {
         let c = Counts {
             interval: INTERVAL_MASK,
             prev: 65_535,
             cur: 1,
         };
-        for life_tag in [Life::Live, Life::Tentative, Life::Dead] {
-            let w = pack(life_tag, c);
-            assert_eq!(life(w), life_tag);
-            assert_eq!(counts(w), c);
-        }
-        let w = pack(Life::Tentative, c);
-        assert_eq!(life(with_life(w, Life::Live)), Life::Live);
-        assert_eq!(counts(with_life(w, Life::Dead)), c);
+        let w = pack(c);
+        assert_eq!(w & (MARKER | EVICTED), 0);
+        assert_eq!(counts(w), c);
+        assert_eq!(counts(w | EVICTED), c);
     }
 
     #[test]
@@ -273,7 +294,7 @@ mod tests {
     }
 
     #[test]
-    fn roll_follows_the_three_cases() {
+    fn roll_follows_the_window_rules_and_never_moves_back() {
         let c = Counts {
             interval: 7,
             prev: 3,
@@ -284,41 +305,23 @@ mod tests {
             offset: 42,
         };
         assert_eq!(roll(c, at(7)), (c, 42));
-        assert_eq!(
-            roll(c, at(8)),
-            (
-                Counts {
-                    interval: 8,
-                    prev: 5,
-                    cur: 0
-                },
-                42
-            )
-        );
-        assert_eq!(
-            roll(c, at(9)),
-            (
-                Counts {
-                    interval: 9,
-                    prev: 0,
-                    cur: 0
-                },
-                42
-            )
-        );
+        let next = Counts {
+            interval: 8,
+            prev: 5,
+            cur: 0,
+        };
+        assert_eq!(roll(c, at(8)), (next, 42));
+        let reset = Counts {
+            interval: 9,
+            prev: 0,
+            cur: 0,
+        };
+        assert_eq!(roll(c, at(9)), (reset, 42));
+        // Callers behind the key, one interval or more: the key's interval at offset 0.
         assert_eq!(roll(c, at(6)), (c, 0));
-        assert_eq!(
-            roll(c, at(5)),
-            (
-                Counts {
-                    interval: 5,
-                    prev: 0,
-                    cur: 0
-                },
-                42
-            )
-        );
-        assert!(!is_stale(c, at(8)) && !is_stale(c, at(6)) && is_stale(c, at(9)));
+        assert_eq!(roll(c, at(2)), (c, 0));
+        assert!(!is_stale(c, at(8)) && !is_stale(c, at(6)) && !is_stale(c, at(2)));
+        assert!(is_stale(c, at(9)));
     }
 
     #[test]
@@ -335,6 +338,12 @@ mod tests {
         // At offset 0 prev weighs fully; at the last nanosecond floor(8 * 1 / 10^10) = 0.
         assert!(!admits(Counts { cur: 2, ..c }, 0, &l));
         assert!(admits(Counts { cur: 9, ..c }, 10 * SEC - 1, &l));
+        let at = Instant {
+            interval: 1,
+            offset: SEC,
+        };
+        assert_eq!(remaining(c, at, &l), 1);
+        assert_eq!(remaining(Counts { cur: 9, ..c }, at, &l), 0);
     }
 
     /// The multiply-based division agrees with `div` for any window and time, and the estimate
@@ -349,7 +358,7 @@ mod tests {
             prop_assert_eq!(at.offset, now % window);
             prop_assert_eq!(at.interval, ((now / window) as u32) & INTERVAL_MASK);
             let c = Counts { interval: at.interval, prev, cur };
-            // The rule as DESIGN.md writes it: weighted + cur + 1 <= L.
+            // The rule: weighted + cur + 1 <= L.
             let weighted = u128::from(prev) * u128::from(window - at.offset) / u128::from(window);
             let exact = weighted + u128::from(cur) < 1000;
             prop_assert_eq!(admits(c, at.offset, &l), exact);
@@ -381,7 +390,7 @@ mod tests {
     }
 
     #[test]
-    fn penalty_saturates_and_unadmit_follows_the_roll() {
+    fn penalty_saturates() {
         let l = limits(200);
         assert_eq!(l.penalty, 50);
         let at = Instant {
@@ -398,13 +407,44 @@ mod tests {
             &l,
         );
         assert_eq!(c.cur, COUNTER_MAX);
-        let c = Counts {
-            interval: 4,
-            prev: 6,
-            cur: 2,
-        };
-        assert_eq!(unadmit(c, 4), Counts { cur: 1, ..c });
-        assert_eq!(unadmit(c, 3), Counts { prev: 5, ..c });
-        assert_eq!(unadmit(c, 2), c);
+    }
+
+    /// `retry_after` is the first nanosecond at which `admit` succeeds again, found by brute
+    /// force over a small window (every nanosecond of three windows).
+    #[test]
+    fn retry_after_is_the_first_admitting_instant() {
+        let window = 50;
+        let mut cases = 0;
+        for limit in [1u16, 2, 3, 7] {
+            let l = Limits::new(window, limit, 1);
+            for prev in [0u16, 1, 2, 3, 5, 9, 200] {
+                for cur in [0u16, 1, 2, 3, 6, 7, 8, 300] {
+                    for now in [0u64, 1, 17, 25, 49] {
+                        // The key's state lives in interval 10; the caller is at `10 * window +
+                        // now`, or one or three intervals behind it.
+                        for behind in [0u64, 1, 3] {
+                            let c = Counts {
+                                interval: 10,
+                                prev,
+                                cur,
+                            };
+                            let t0 = (10 - behind) * window + now;
+                            let got = retry_after(c, l.instant(t0), &l);
+                            let want = (0..6 * window)
+                                .find(|&dt| {
+                                    let t = t0 + dt;
+                                    // Decided as a caller at `t` would see the key (a later
+                                    // caller never lags the key's interval).
+                                    admit(c, l.instant(t), &l).is_some()
+                                })
+                                .expect("admits within two windows of the key's interval");
+                            assert_eq!(got, want, "L {limit} prev {prev} cur {cur} t0 {t0}");
+                            cases += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(cases, 4 * 7 * 8 * 5 * 3);
     }
 }

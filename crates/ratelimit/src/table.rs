@@ -1,684 +1,601 @@
-//! The unsafe core: one shard's lock-free, fixed-capacity table of key nodes.
+//! The unsafe core: one shard's lock-free, set-associative table of key nodes.
 //!
 //! # Shape
 //!
-//! A shard holds at most `capacity` keys in `SLOTS_PER_KEY x capacity` slots, each an atomic
-//! pointer to a heap [`Node`] that holds one key (immutable), its packed [state
-//! word](crate::state) and its recency stamp. A key's *window* is the `min(PROBE_WINDOW, slots)`
-//! slots starting at its home slot (wrapping); a key lives only in its window, and lookups scan
-//! the whole window (null slots do not end a scan, so taking a node out never hides another).
-//! A count of the nodes in the table (`occupied`), reserved before a null slot is filled, keeps
-//! the shard at `capacity` nodes at most. A new key:
+//! A shard of capacity `C` is `S` sets of `W` ways; a key lives only in its set (the high bits of
+//! its hash pick it), in one of the set's ways. Each way is a slot: an atomic pointer to a heap
+//! [`Node`] (key, packed counts), with the key's low 16 bits kept in the pointer's unused top 16
+//! bits as a tag, so a scan dereferences only nodes whose tag matches. Ways fill in order and are
+//! never emptied again (an eviction replaces a node in place), so a set's nodes are a prefix of
+//! its ways and a scan stops at the first empty way.
 //!
-//! - takes a null slot of its window if it can reserve room, so eviction waits until the shard
-//!   is full (except when all 16 window slots are taken while half the shard's slots are free:
-//!   rare, and measured by the `bytes_per_key` example);
-//! - else replaces the best eviction candidate of its window in place (dead first, then stale,
-//!   then least recently used) with one compare-and-swap; the replaced node is retired through
-//!   [`crate::reclaim`];
-//! - if the shard is full and its window holds no node, first takes the best candidate of the
-//!   following nodes out of the table, then retries; if the table holds no node at all (all
-//!   its room is reserved by insertions in flight), the key is decided on a node that is never
-//!   published (as a new key, forgotten at once) rather than waiting for those threads. That
-//!   needs more threads inserting into one shard at once than the shard has keys of capacity
-//!   (default capacity: 8,192); then a key raced this way can be admitted once more than `L`.
+//! - Shards of up to [`SMALL_SHARD`] keys are one set of `W = C` ways, searched whole: a new key
+//!   evicts only when the shard holds `C` keys, and the victim is exactly the model's (a stale
+//!   key first, then the least recently used, by a per-way recency stamp).
+//! - Larger shards have `W = 32` and two ways per key of capacity (`S = ceil(2 C / 32)`). Each set
+//!   may always hold one key; beyond that a new key takes a unit of the shard's spare room (`C -
+//!   S` units). A new key evicts when no unit is left, or when its set's 32 ways are all taken
+//!   while units remain (an early eviction: a set with twice the mean load; measured by the
+//!   `bytes_per_key` example). The victim is chosen by CLOCK (second chance) over the set's ways:
+//!   a reference bit per way is set on access (only when clear, so hits rarely write) and cleared
+//!   as the hand passes.
+//!
+//! # Insertion: one claim per set
+//!
+//! Every change of a set's membership goes through the set's *claim word*. While no insertion is
+//! in flight it holds `free(X)`, the address of the last insertion's node `X` with its low bit
+//! set (or `free(null)`); an insertion publishes itself by replacing that word with its new node
+//! `N` (compare-and-swap), then places `N` in its way, then frees the word (`free(N)`).
+//!
+//! A thread that misses a key reads the claim word, and if it is free it scans the set and plans:
+//! the way (the first empty one, or a victim) and the node. Its compare-and-swap of the claim
+//! word succeeds only if the word still holds the `free(X)` it read, i.e. no insertion into the
+//! set completed or began since: the scan it planned on is still the set's state, so the key is
+//! still missing and the plan still valid. Two insertions of one key cannot both succeed (the
+//! second's claim fails, and its rescan finds the first's node): duplicates cannot arise.
+//! `free(X)` cannot recur while the planner's guard is alive: `X` is in the table while it is
+//! the last insertion, so it is retired only after the planner entered, and its address is not
+//! reused before the planner's guard drops.
+//!
+//! The plan is carried out by whoever meets the claim: the owner, or any thread that needs the
+//! set (it completes the insertion before planning its own), so no thread waits for another.
+//! Completing reads the way's slot `v` and then checks that the claim word still holds `N`; if
+//! so, `v` is the victim (or empty) of `N`'s plan, or `N` itself. The victim is marked evicted
+//! (terminal: a stale reader's later compare-and-swap on it fails, and it looks the key up
+//! again), the slot is switched from `v` to `N` (one thread succeeds, and it retires `v`), and
+//! the claim word is freed. Every step is a compare-and-swap that succeeds at most once, so a
+//! late helper changes nothing.
+//!
+//! A new node is born holding its key's first admission (or penalty), so a single-key admission
+//! of a new key costs the claim, the slot switch and the release of the claim.
 //!
 //! Nothing on the hit path allocates.
-//!
-//! # Insertion protocol (no duplicate keys without a lock)
-//!
-//! Two threads that miss the same key at once may publish two nodes for it in different slots.
-//! Counting admissions on both would admit up to `2 L`, so a node is published *Tentative* and
-//! counts nothing until it is promoted *Live*:
-//!
-//! 1. After publishing, and whenever a lookup meets a Tentative node of its key, a thread runs
-//!    [`Shard::resolve`]: a `SeqCst` fence, then a scan of the key's window.
-//! 2. If the scan sees a Live node of the key, every Tentative node of the key it saw is killed
-//!    (compare-and-swap Tentative -> Dead) and taken out of its slot.
-//! 3. Otherwise the first Tentative node in probe order is the survivor. A thread may promote
-//!    only a node it loaded (or published) *before its latest fence*; if the survivor is not
-//!    such a node, the thread fences again and rescans (the survivor is then known). It kills
-//!    the others, and if all kills succeed it promotes the survivor (Tentative -> Live); if a
-//!    kill fails because that node became Live meanwhile, it kills the survivor instead.
-//!
-//! Live and Dead are terminal, and every transition is a CAS on the node's state word, so at most
-//! one Live node of a key is reachable. Suppose threads `x` and `y` promote nodes `X` and `Y`;
-//! `X`'s publication happens before `x`'s last fence `Fx` (step 3), likewise for `Y` and `Fy`;
-//! say `Fx` precedes `Fy` in the total order of `SeqCst` operations. By the fence rule of the
-//! C++20 model (\[atomics.order\] p4.4, which Rust adopts), `y`'s scan after `Fy` reads `X`'s
-//! slot at or after `X`'s publication: it sees `X` (Tentative: `y` kills `X` or, failing, `Y`;
-//! Live: `y` kills `Y`; Dead: `X` is never promoted) or sees `X` already taken out of the table.
-//! So `X` and `Y` are never both Live in the table. (The first version let a thread promote a
-//! survivor published *after* its fence, for which this argument fails with three threads; the
-//! `three_threads_insert_one_key` loom model races three insertions of one key in one window.)
-//! Every step is a bounded scan plus CAS. A rescan happens only after another thread published a
-//! node of the key; the Tentative node first in probe order is promoted by whichever thread
-//! resolves it with the node known, unless it is evicted (another key's insertion, which
-//! completed), so some thread always completes: the table is lock-free.
 
-use crate::reclaim::Guard;
-use crate::state::{self, Counts, Instant, Life, Limits};
-use crate::sync::{AtomicPtr, AtomicU64, AtomicUsize, Ordering, fence};
+use txgate_sync::reclaim::Guard;
+use txgate_sync::sync::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-/// Slots a key may live in, starting at its home slot: the eviction candidate set of large
-/// shards (sampled LRU over the nodes of 16 slots, about 8 when the shard is full). Shards of at
-/// most this many slots (capacity 8) are searched whole, which makes their eviction exact LRU.
-pub(crate) const PROBE_WINDOW: usize = 16;
+use crate::node::Node;
+use crate::state::{self, Counts, Instant};
 
-/// Slots per key of capacity. At most half the slots hold nodes, so a new key's window almost
-/// always has a null slot while its shard has room: eviction happens when the shard is full
-/// (measured by the `bytes_per_key` example: see the crate docs). Costs 8 bytes per key.
-pub(crate) const SLOTS_PER_KEY: usize = 2;
+/// Shards of at most this many keys are one set searched whole (exact LRU, never an early
+/// eviction).
+pub(crate) const SMALL_SHARD: usize = 64;
+/// Ways per set of a larger shard.
+const WAYS: usize = 32;
+/// Ways per key of capacity in a larger shard.
+const WAYS_PER_KEY: usize = 2;
 
-/// One tracked key.
-pub(crate) struct Node {
-    /// The key's 64-bit salted hash. Invariant: immutable after publication.
-    key: u64,
-    /// Packed life tag and counts (see [`crate::state`]). Invariant: only changed by CAS; once
-    /// Live or Dead, the life tag never changes again.
-    state: AtomicU64,
-    /// Shard tick of the last access (bigger = more recent).
-    last: AtomicU64,
-    /// Loom test oracle: set by the reclamation stand-in when real reclamation could have freed
-    /// the node. Not shared state of the algorithm, so a plain std atomic.
-    #[cfg(loom)]
-    poisoned: std::sync::atomic::AtomicBool,
-}
+/// Bit position of the key tag in a slot pointer (64-bit targets: user-space addresses are below
+/// 2^48 on x86-64, AArch64 and the other 64-bit targets Rust supports without pointer tagging).
+#[cfg(target_pointer_width = "64")]
+const TAG_SHIFT: u32 = 48;
 
-impl Node {
-    fn new(key: u64, at: Instant, tick: u64) -> Self {
-        let counts = Counts {
-            interval: at.interval,
-            prev: 0,
-            cur: 0,
-        };
-        Self {
-            key,
-            state: AtomicU64::new(state::pack(Life::Tentative, counts)),
-            last: AtomicU64::new(tick),
-            #[cfg(loom)]
-            poisoned: std::sync::atomic::AtomicBool::new(false),
-        }
-    }
-
-    /// Marks the node as reclaimed (loom stand-in only).
-    #[cfg(loom)]
-    pub(crate) fn poison(&self) {
-        // SeqCst: a test oracle; loom runs one thread at a time, any ordering is exact here.
-        self.poisoned
-            .store(true, std::sync::atomic::Ordering::SeqCst);
-    }
-
-    /// Applies `f` to a Live node's counts with a CAS loop; `None` from `f` leaves it unchanged.
-    /// Returns the words before and after the successful CAS.
-    #[inline]
-    fn update(&self, mut f: impl FnMut(Counts) -> Option<Counts>) -> Option<Reservation> {
-        // Relaxed: the word is self-contained (no other memory is published through it); the
-        // exactness of the counts needs only the atomicity of the CAS on this one location.
-        let mut word = self.state.load(Ordering::Relaxed);
-        loop {
-            debug_assert_eq!(
-                state::life(word),
-                Life::Live,
-                "counts change only on Live nodes"
-            );
-            let next = state::pack(Life::Live, f(state::counts(word))?);
-            // Relaxed (success and failure): as above; a failed CAS returns the newer word.
-            match self
-                .state
-                .compare_exchange_weak(word, next, Ordering::Relaxed, Ordering::Relaxed)
-            {
-                Ok(_) => {
-                    return Some(Reservation {
-                        before: word,
-                        after: next,
-                    });
-                }
-                Err(now) => word = now,
-            }
-        }
-    }
-
-    /// Counts one admission at `at` if the window allows it (FIX 2: check and increment are one
-    /// CAS); returns the reservation, for [`Node::unadmit`].
-    #[inline]
-    pub(crate) fn try_admit(&self, at: Instant, limits: &Limits) -> Option<Reservation> {
-        self.update(|c| state::admit(c, at, limits))
-    }
-
-    /// Takes back one admission (rollback of a dropped group, FIX 1). If nothing changed the word
-    /// since, it gets back exactly its old value (the roll is undone too, so staleness is kept);
-    /// else the admission is subtracted from wherever it now sits.
-    pub(crate) fn unadmit(&self, r: Reservation) {
-        // Relaxed (success and failure): as in `update`.
-        if self
-            .state
-            .compare_exchange(r.after, r.before, Ordering::Relaxed, Ordering::Relaxed)
-            .is_err()
-        {
-            let interval = state::counts(r.after).interval;
-            self.update(|c| Some(state::unadmit(c, interval)));
-        }
-    }
-
-    /// Adds one penalty at `at`.
-    pub(crate) fn penalize(&self, at: Instant, limits: &Limits) {
-        self.update(|c| Some(state::penalize(c, at, limits)));
-    }
-
-    /// The current counts (tests and the model comparison).
-    #[cfg(all(test, not(loom)))]
-    pub(crate) fn counts(&self) -> Counts {
-        // Relaxed: a snapshot of one self-contained word.
-        state::counts(self.state.load(Ordering::Relaxed))
-    }
-
-    /// Kills a Tentative node. Returns `false` if the node is (or became) Live.
-    fn kill(&self) -> bool {
-        // Relaxed: the life tag is changed only by CAS, whose atomicity decides races; the
-        // ordering with slot contents comes from the fence in `resolve`.
-        let mut word = self.state.load(Ordering::Relaxed);
-        loop {
-            match state::life(word) {
-                Life::Live => return false,
-                Life::Dead => return true,
-                Life::Tentative => {}
-            }
-            // Relaxed (success and failure): as above.
-            match self.state.compare_exchange(
-                word,
-                state::with_life(word, Life::Dead),
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return true,
-                Err(now) => word = now,
-            }
-        }
-    }
-
-    /// Promotes a Tentative node to Live; fails harmlessly if another thread killed it.
-    fn promote(&self) {
-        // Relaxed: as in `kill`.
-        let mut word = self.state.load(Ordering::Relaxed);
-        while state::life(word) == Life::Tentative {
-            // Relaxed (success and failure): as in `kill`.
-            match self.state.compare_exchange(
-                word,
-                state::with_life(word, Life::Live),
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return,
-                Err(now) => word = now,
-            }
-        }
-    }
-}
-
-/// One admission counted on a node: the state words before and after its CAS.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Reservation {
-    before: u64,
-    after: u64,
-}
-
-/// What a window scan found for a key.
-enum Found<'g> {
-    /// The key's Live node.
-    Live(&'g Node),
-    /// The first Tentative node of the key in probe order: run the protocol, then look again.
-    Tentative(*mut Node),
-    /// No node of the key: the first null slot of the window (if any) and the best eviction
-    /// candidate of the window (if any node is there).
-    Missing {
-        free: Option<usize>,
-        victim: Option<(usize, *mut Node)>,
-    },
-}
-
-/// Eviction rank of a node (smaller = evicted first): dead nodes are free; then stale keys
-/// (interval older than the previous one: their state is worth nothing); then the least recently
-/// used.
+/// The slot value of `node` (key `key`): the pointer with the key's tag in its top bits.
 #[inline]
-fn eviction_rank(node: &Node, word: u64, at: Instant) -> (u8, u64) {
-    match state::life(word) {
-        Life::Dead => (0, 0),
-        // Relaxed: recency is a heuristic stamp; no memory is published through it.
-        _ if state::is_stale(state::counts(word), at) => (1, node.last.load(Ordering::Relaxed)),
-        // Relaxed: as above.
-        _ => (2, node.last.load(Ordering::Relaxed)),
+fn tagged(node: *mut Node, key: u64) -> *mut Node {
+    #[cfg(target_pointer_width = "64")]
+    {
+        node.map_addr(|a| a | ((key as u16 as usize) << TAG_SHIFT))
+    }
+    #[cfg(not(target_pointer_width = "64"))]
+    {
+        let _ = key;
+        node
     }
 }
 
-/// One shard: a fixed table of `SLOTS_PER_KEY x capacity` slots, the count of nodes in it, its
-/// recency clock and statistics.
+/// The node pointer of a slot value.
+#[inline]
+fn untag(slot: *mut Node) -> *mut Node {
+    #[cfg(target_pointer_width = "64")]
+    {
+        slot.map_addr(|a| a & ((1 << TAG_SHIFT) - 1))
+    }
+    #[cfg(not(target_pointer_width = "64"))]
+    {
+        slot
+    }
+}
+
+/// Whether a slot value may hold `key` (its tag matches; always, without tags).
+#[inline]
+fn may_hold(slot: *mut Node, key: u64) -> bool {
+    #[cfg(target_pointer_width = "64")]
+    {
+        slot.addr() >> TAG_SHIFT == key as u16 as usize
+    }
+    #[cfg(not(target_pointer_width = "64"))]
+    {
+        let _ = (slot, key);
+        true
+    }
+}
+
+/// `free(x)`: the claim word of a set whose last insertion was `x`.
+#[inline]
+fn free(x: *mut Node) -> *mut Node {
+    x.map_addr(|a| a | 1)
+}
+
+/// Whether a claim word is an insertion in flight (an untagged node pointer) rather than free.
+#[inline]
+fn is_claim(word: *mut Node) -> bool {
+    word.addr() & 1 == 0
+}
+
+/// One set's claim word and replacement state.
+struct Set {
+    /// `N` while node `N`'s insertion is in flight, else `free(X)` (module docs). Invariant:
+    /// every change of the set's slots happens while it holds the claim of that change.
+    claim: AtomicPtr<Node>,
+    /// CLOCK reference bits of larger shards, bit `w` for way `w` (a heuristic: races only
+    /// perturb the victim choice).
+    referenced: AtomicU64,
+    /// CLOCK hand of larger shards: the way the next victim search starts at.
+    hand: AtomicU32,
+}
+
+/// What [`Shard::get_or_insert`] found.
+pub(crate) struct Got<'g> {
+    /// The key's node.
+    pub(crate) node: &'g Node,
+    /// Whether this call inserted it (born with the `born` counts).
+    pub(crate) inserted: bool,
+    /// The node this call's own insertion replaced, if any (it is evicted).
+    pub(crate) victim: Option<*const Node>,
+    /// Nodes this call marked evicted (its own insertion's victim, or one of an insertion it
+    /// completed for another thread).
+    pub(crate) evicted: u32,
+}
+
+/// One shard: `sets x ways` slots, the claim words, room accounting and recency.
 pub(crate) struct Shard {
-    /// Invariants: `slots.len() == SLOTS_PER_KEY * capacity`; a node is published in one slot,
-    /// once, and retired exactly once, by the thread whose CAS took it out of its slot.
+    /// Invariants: a node is published in one slot, once, and retired exactly once, by the
+    /// thread whose compare-and-swap took it out of that slot; each set's non-null slots are a
+    /// prefix of its ways.
     slots: Box<[AtomicPtr<Node>]>,
-    /// Most nodes the shard holds (`max_size / shards`, at least 2).
+    sets: Box<[Set]>,
+    /// Ways per set.
+    ways: usize,
+    /// Most keys the shard holds (`max_size / shards`, at least 2).
     capacity: usize,
-    /// `min(PROBE_WINDOW, slots.len())`.
-    window: usize,
-    /// Nodes in slots, of any life, plus insertions that reserved room and have not published
-    /// yet. Reserved (`reserve`) before a node fills a null slot, released after one is taken
-    /// out of its slot or when the insertion's CAS fails. Invariant: `capacity >= occupied >=`
-    /// the number of non-null slots, so the table never holds more than `capacity` nodes (and
-    /// so never more than `capacity` Live keys).
-    occupied: AtomicUsize,
-    /// Recency clock: every access takes the next tick (exact LRU order within the shard when
-    /// single-threaded).
+    /// Larger shards: units of room beyond each set's first key. Taken before an insertion that
+    /// adds a key to a set that has one; given back if that insertion's claim fails; never given
+    /// back otherwise (keys are only ever replaced). Invariant (quiescent): `spare == capacity -
+    /// sets - sum over sets of max(0, keys - 1)`.
+    spare: AtomicUsize,
+    /// Keys tracked (exact when no insertion is in flight).
+    entries: AtomicUsize,
+    /// Small shards: the recency stamp of each way (the shard clock at its last access).
+    stamps: Box<[AtomicU64]>,
+    /// Small shards: the recency clock.
     tick: AtomicU64,
-    /// Nodes evicted from this shard.
-    pub(crate) evicted: AtomicU64,
 }
 
 impl Shard {
     /// An empty shard holding at most `capacity` keys.
     pub(crate) fn new(capacity: usize) -> Self {
         debug_assert!(capacity >= 2);
-        let len = capacity.saturating_mul(SLOTS_PER_KEY);
+        let (sets, ways) = if capacity <= SMALL_SHARD {
+            (1, capacity)
+        } else {
+            ((capacity * WAYS_PER_KEY).div_ceil(WAYS), WAYS)
+        };
+        let small = sets == 1;
         Self {
-            slots: (0..len)
+            slots: (0..sets * ways)
                 .map(|_| AtomicPtr::new(std::ptr::null_mut()))
                 .collect(),
+            sets: (0..sets)
+                .map(|_| Set {
+                    claim: AtomicPtr::new(free(std::ptr::null_mut())),
+                    referenced: AtomicU64::new(0),
+                    hand: AtomicU32::new(0),
+                })
+                .collect(),
+            ways,
             capacity,
-            window: len.min(PROBE_WINDOW),
-            occupied: AtomicUsize::new(0),
+            spare: AtomicUsize::new(if small { 0 } else { capacity - sets }),
+            entries: AtomicUsize::new(0),
+            stamps: (0..if small { ways } else { 0 })
+                .map(|_| AtomicU64::new(0))
+                .collect(),
             tick: AtomicU64::new(0),
-            evicted: AtomicU64::new(0),
         }
     }
 
-    /// The key's home slot: the high bits of `key * slots` (keys are uniform blake2b output).
+    /// Keys tracked now (exact when no insertion is in flight).
+    pub(crate) fn entries(&self) -> usize {
+        // Relaxed: a statistic.
+        self.entries.load(Ordering::Relaxed)
+    }
+
+    /// Bytes of the table (slots, sets, stamps), for the memory report.
+    pub(crate) fn table_bytes(&self) -> usize {
+        std::mem::size_of_val(&*self.slots)
+            + std::mem::size_of_val(&*self.sets)
+            + std::mem::size_of_val(&*self.stamps)
+    }
+
     #[inline]
-    fn home(&self, key: u64) -> usize {
-        ((u128::from(key) * self.slots.len() as u128) >> 64) as usize
+    fn small(&self) -> bool {
+        self.sets.len() == 1
     }
 
-    /// The slot after `slot`, wrapping.
+    /// The set of a key: the high bits of `key * sets` (keys are uniform BLAKE2b output; the tag
+    /// uses the low bits).
     #[inline]
-    fn next(&self, slot: usize) -> usize {
-        if slot + 1 == self.slots.len() {
-            0
-        } else {
-            slot + 1
-        }
+    fn set_of(&self, key: u64) -> usize {
+        ((u128::from(key) * self.sets.len() as u128) >> 64) as usize
     }
 
-    /// The next recency tick.
-    ///
-    /// A load and a store, not a read-modify-write: single-threaded the ticks are distinct and
-    /// increasing (exact LRU); racing threads may draw the same tick, and a stalled thread's
-    /// store may even move the clock back, which only perturbs the LRU heuristic (LRU under
-    /// concurrency is approximate anyway); in exchange no locked instruction hits a line every
-    /// thread of the shard writes on the hit path.
     #[inline]
-    fn next_tick(&self) -> u64 {
-        // Relaxed (load and store): no memory is published through the tick; only its own
-        // per-location order matters.
-        let tick = self.tick.load(Ordering::Relaxed) + 1;
-        self.tick.store(tick, Ordering::Relaxed);
-        tick
+    fn slot(&self, set: usize, way: usize) -> &AtomicPtr<Node> {
+        &self.slots[set * self.ways + way]
     }
 
-    /// Reserves room for one more node; `false` when the shard is full.
-    #[inline]
-    fn reserve(&self) -> bool {
-        // Relaxed: the count publishes no memory; the atomicity of the read-modify-write alone
-        // keeps `occupied <= capacity`.
-        self.occupied
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
-                (n < self.capacity).then_some(n + 1)
-            })
-            .is_ok()
-    }
-
-    /// Gives back a reservation, or the room of a node taken out of its slot.
-    #[inline]
-    fn release(&self) {
-        // Relaxed: as in `reserve`.
-        self.occupied.fetch_sub(1, Ordering::Relaxed);
-    }
-
-    /// A Live node for `key` that is not in the table (retired at once, so it lives exactly as
-    /// long as `guard`): the answer when the shard is full of insertions still in flight. The
-    /// key is decided as a new key and forgotten, as if evicted at once.
-    #[cold]
-    fn untracked<'g>(&self, key: u64, at: Instant, guard: &'g Guard<'_>) -> &'g Node {
-        let node = Node::new(key, at, self.next_tick());
-        // Relaxed: the node is ours alone until this function returns it.
-        node.state.store(
-            state::with_life(node.state.load(Ordering::Relaxed), Life::Live),
-            Ordering::Relaxed,
-        );
-        let ptr = Box::into_raw(Box::new(node));
-        // SAFETY: (1) `ptr` comes from `Box::into_raw` and is retired once, here; (2) it was
-        // never published, so no thread can load it. The collector frees it only after `guard`
-        // is dropped, so the reference below lives long enough.
-        unsafe { guard.defer_retire(ptr) };
-        // SAFETY: `ptr` is live until `guard` drops (above); nodes are only shared immutably.
-        unsafe { &*ptr }
-    }
-
-    /// Turns a pointer loaded through `guard` into a reference that lives as long as the guard.
+    /// Dereferences a node loaded under `guard` from this table.
     ///
     /// # Safety
     ///
-    /// `ptr` is non-null and was loaded through `guard` from a slot of this table.
+    /// `ptr` is an untagged node pointer loaded under `guard` from a slot or a claim word of this
+    /// table.
     #[inline]
-    unsafe fn deref<'g>(&self, ptr: *mut Node, _guard: &'g Guard<'_>) -> &'g Node {
-        // SAFETY: (1) published nodes come from `Box::into_raw` and are only freed by the
-        // collector after being retired; (2) the caller loaded `ptr` through `guard`, so the
-        // collector frees it only after `guard` (and so `'g`) ends; (3) nodes are only accessed
-        // through shared references and atomics after publication.
-        let node = unsafe { &*ptr };
-        #[cfg(loom)]
-        assert!(
-            !node.poisoned.load(std::sync::atomic::Ordering::SeqCst),
-            "touched a node after reclamation could have freed it"
-        );
-        node
+    unsafe fn deref<'g>(&self, ptr: *mut Node, guard: &'g Guard<'_>) -> &'g Node {
+        guard.check(ptr);
+        // SAFETY: (1) nodes come from `Box::into_raw` and are freed only by the collector after
+        // being retired; (2) the caller loaded `ptr` through `guard` while the node was in the
+        // table (or its insertion in flight), so it is retired after `guard` entered and freed
+        // after `guard` (and so `'g`) ends; (3) after publication nodes are only accessed
+        // through shared references and atomics.
+        unsafe { &*ptr }
     }
 
-    /// Takes `ptr` out of `slot` (if it is still there), frees its room and retires it. Returns
-    /// whether this call took it out.
-    fn unlink(&self, slot: usize, ptr: *mut Node, guard: &Guard<'_>) -> bool {
-        // AcqRel on success: Acquire orders our retirement after the node's publication; Release
-        // is not needed by readers (null publishes nothing) but keeps the slot's history simple.
-        // Relaxed on failure: someone else took the node out, and retires it.
-        if self.slots[slot]
-            .compare_exchange(
-                ptr,
-                std::ptr::null_mut(),
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            )
-            .is_err()
-        {
-            return false;
-        }
-        self.release();
-        // SAFETY: (1) `ptr` was published from `Box::into_raw` and our CAS is the one that took
-        // it out of its only slot, so it is retired once; (2) a node is published in one slot,
-        // once, so no thread entering after the CAS can load it.
-        unsafe { guard.defer_retire(ptr) };
-        true
-    }
-
-    /// Scans `key`'s whole window once.
-    fn find<'g>(&self, key: u64, home: usize, at: Instant, guard: &'g Guard<'_>) -> Found<'g> {
-        let mut free = None;
-        let mut best: Option<(usize, *mut Node, (u8, u64))> = None;
-        let mut slot = home;
-        for _ in 0..self.window {
-            // Acquire: pairs with the Release of the CAS that published the node, so its key and
-            // initial state are visible before we read them.
-            let ptr = guard.protect(&self.slots[slot], Ordering::Acquire);
+    /// Scans a set for `key`: its way and node if present, and the number of nodes in the set.
+    #[inline]
+    fn scan<'g>(
+        &self,
+        set: usize,
+        key: u64,
+        guard: &'g Guard<'_>,
+    ) -> (Option<(usize, &'g Node)>, usize) {
+        for way in 0..self.ways {
+            // Acquire: pairs with the Release of the compare-and-swap that placed the node, so
+            // its key and counts are visible.
+            let ptr = guard.protect(self.slot(set, way), Ordering::Acquire);
             if ptr.is_null() {
-                free = free.or(Some(slot));
-            } else {
-                // SAFETY: non-null, loaded through `guard` from our slot.
-                let node = unsafe { self.deref(ptr, guard) };
-                // Relaxed: the life tag and counts are a self-contained word.
-                let word = node.state.load(Ordering::Relaxed);
+                return (None, way);
+            }
+            if may_hold(ptr, key) {
+                // SAFETY: loaded under `guard` from our slot.
+                let node = unsafe { self.deref(untag(ptr), guard) };
                 if node.key == key {
-                    match state::life(word) {
-                        Life::Live => return Found::Live(node),
-                        Life::Tentative => return Found::Tentative(ptr),
-                        Life::Dead => {}
-                    }
-                }
-                let rank = eviction_rank(node, word, at);
-                if best.is_none_or(|(_, _, r)| rank < r) {
-                    best = Some((slot, ptr, rank));
+                    return (Some((way, node)), way);
                 }
             }
-            slot = self.next(slot);
         }
-        Found::Missing {
-            free,
-            victim: best.map(|(slot, ptr, _)| (slot, ptr)),
+        (None, self.ways)
+    }
+
+    /// Marks a way as just used.
+    #[inline]
+    fn touch(&self, set: usize, way: usize) {
+        if self.small() {
+            // Relaxed (load and store): the clock publishes no memory. A load and a store, not a
+            // read-modify-write: single-threaded the ticks are distinct and increasing (exact
+            // LRU); racing threads may draw the same tick, which only perturbs the order.
+            let tick = self.tick.load(Ordering::Relaxed) + 1;
+            self.tick.store(tick, Ordering::Relaxed);
+            // Relaxed: a recency stamp publishes no memory.
+            self.stamps[way].store(tick, Ordering::Relaxed);
+        } else {
+            let bit = 1 << way;
+            let referenced = &self.sets[set].referenced;
+            // Relaxed: a heuristic bit; write only when clear so that hits rarely write.
+            if referenced.load(Ordering::Relaxed) & bit == 0 {
+                // Relaxed: as above.
+                referenced.fetch_or(bit, Ordering::Relaxed);
+            }
         }
     }
 
-    /// Takes one node out of a full shard whose new key found no node in its window: the best
-    /// eviction candidate among the first `window` nodes from `home` on. Returns `false` if the
-    /// table holds no node at all (its room is all reserved by insertions in flight).
-    fn make_room(&self, home: usize, at: Instant, guard: &Guard<'_>) -> bool {
-        loop {
-            let mut best: Option<(usize, *mut Node, (u8, u64))> = None;
-            let mut seen = 0;
-            let mut slot = home;
-            for _ in 0..self.slots.len() {
-                // Acquire: as in `find`.
-                let ptr = guard.protect(&self.slots[slot], Ordering::Acquire);
-                if !ptr.is_null() {
-                    // SAFETY: non-null, loaded through `guard` from our slot.
-                    let node = unsafe { self.deref(ptr, guard) };
-                    // Relaxed: as in `find`.
-                    let word = node.state.load(Ordering::Relaxed);
-                    let rank = eviction_rank(node, word, at);
-                    if best.is_none_or(|(_, _, r)| rank < r) {
-                        best = Some((slot, ptr, rank));
-                    }
-                    seen += 1;
-                    if seen == self.window {
-                        break;
-                    }
-                }
-                slot = self.next(slot);
-            }
-            let Some((slot, ptr, rank)) = best else {
-                return false;
-            };
-            if self.unlink(slot, ptr, guard) {
-                if rank.0 != 0 {
-                    // Relaxed: a statistic.
-                    self.evicted.fetch_add(1, Ordering::Relaxed);
-                }
-                return true;
-            }
-            // Another thread changed that slot: it made progress; look again.
-        }
+    /// The node of `key` if tracked, refreshing its recency.
+    #[inline]
+    pub(crate) fn get<'g>(&self, key: u64, guard: &'g Guard<'_>) -> Option<&'g Node> {
+        let set = self.set_of(key);
+        let (found, _) = self.scan(set, key, guard);
+        let (way, node) = found?;
+        self.touch(set, way);
+        Some(node)
     }
 
-    /// Returns `key`'s Live node, inserting it if missing (evicting only if the shard is full,
-    /// or, rarely, if the key's whole window is taken), and refreshes its recency.
+    /// Returns `key`'s node, inserting it with counts `born` if missing (evicting if the shard
+    /// or the set is full), and refreshes its recency.
     pub(crate) fn get_or_insert<'g>(
         &self,
         key: u64,
+        born: Counts,
         at: Instant,
         guard: &'g Guard<'_>,
-    ) -> &'g Node {
-        let home = self.home(key);
-        // A node allocated for an insertion whose CAS failed, reused by the retry.
+    ) -> Got<'g> {
+        let set = self.set_of(key);
+        let mut evicted = 0;
+        let claim = &self.sets[set].claim;
+        // A node allocated for an insertion whose claim failed, reused by the retry.
         let mut spare: Option<Box<Node>> = None;
         loop {
-            let (slot, expected, reserved) = match self.find(key, home, at, guard) {
-                Found::Live(node) => {
-                    // Relaxed: recency is a heuristic stamp; no memory is published through it.
-                    node.last.store(self.next_tick(), Ordering::Relaxed);
-                    return node;
-                }
-                Found::Tentative(seen) => {
-                    self.resolve(key, home, seen, guard);
-                    continue;
-                }
-                Found::Missing { free, victim } => match (free, victim) {
-                    (Some(slot), _) if self.reserve() => (slot, std::ptr::null_mut(), true),
-                    (_, Some((slot, ptr))) => (slot, ptr, false),
-                    // Full, and no node in the window: evict elsewhere, then look again.
-                    _ if self.make_room(home, at, guard) => continue,
-                    // Every counted place is an insertion still in flight (their nodes are not
-                    // in the table yet): do not wait for them.
-                    _ => return self.untracked(key, at, guard),
-                },
-            };
-            let fresh = Node::new(key, at, self.next_tick());
-            let boxed = match spare.take() {
-                Some(mut b) => {
-                    *b = fresh;
-                    b
-                }
-                None => Box::new(fresh),
-            };
-            let new = Box::into_raw(boxed);
-            // AcqRel on success: Release publishes the node's key and initial state to the
-            // Acquire loads in `find`; Acquire orders our later reads of `expected` after its
-            // own publication. Relaxed on failure: we only retry.
-            match self.slots[slot].compare_exchange(
-                expected,
-                new,
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => {
-                    if !expected.is_null() {
-                        // SAFETY: non-null, loaded through `guard` in `find`.
-                        let old = unsafe { self.deref(expected, guard) };
-                        // Relaxed: a statistic (was the victim a real key?).
-                        if state::life(old.state.load(Ordering::Relaxed)) != Life::Dead {
-                            // Relaxed: a statistic.
-                            self.evicted.fetch_add(1, Ordering::Relaxed);
-                        }
-                        // SAFETY: (1) `expected` was published from `Box::into_raw` and our
-                        // CAS is the one that took it out of its only slot, so it is retired
-                        // once; (2) a node is published in one slot, once, so no thread
-                        // entering after the CAS can load it.
-                        unsafe { guard.defer_retire(expected) };
-                    }
-                    self.resolve(key, home, new, guard);
-                }
-                Err(_) => {
-                    if reserved {
-                        self.release();
-                    }
-                    // SAFETY: the CAS failed, so `new` was never published: the box is still
-                    // ours alone.
-                    spare = Some(unsafe { Box::from_raw(new) });
-                }
-            }
-        }
-    }
+            // Acquire: pairs with the Release that freed the claim word, so the scan below sees
+            // every slot change of the insertions that completed before.
+            let c = guard.protect(claim, Ordering::Acquire);
 
-    /// Steps 1 to 3 of the insertion protocol (module docs) for `key`; `seen` is a Tentative
-    /// node of the key that this thread published or loaded before calling.
-    fn resolve(&self, key: u64, home: usize, seen: *mut Node, guard: &Guard<'_>) {
-        // Nodes this thread loaded before its latest fence: the only ones it may promote.
-        let mut known: [*mut Node; PROBE_WINDOW] = [std::ptr::null_mut(); PROBE_WINDOW];
-        known[0] = seen;
-        let mut known_len = 1;
-        loop {
-            // SeqCst fence: puts this scan after the publication of every node in `known` in
-            // the single total order of SeqCst operations, so that of two threads promoting
-            // different nodes of one key, the later one's scan sees the other node (module
-            // docs).
-            fence(Ordering::SeqCst);
-            let mut tentative: [(usize, *mut Node); PROBE_WINDOW] =
-                [(0, std::ptr::null_mut()); PROBE_WINDOW];
-            let mut n = 0;
-            let mut any_live = false;
-            let mut slot = home;
-            for _ in 0..self.window {
-                // Acquire: as in `find`.
-                let ptr = guard.protect(&self.slots[slot], Ordering::Acquire);
-                if !ptr.is_null() {
-                    // SAFETY: non-null, loaded through `guard` from our slot.
-                    let node = unsafe { self.deref(ptr, guard) };
-                    if node.key == key {
-                        // Relaxed: the life tag is decided by CAS; see `kill`.
-                        match state::life(node.state.load(Ordering::Relaxed)) {
-                            Life::Live => any_live = true,
-                            Life::Tentative => {
-                                tentative[n] = (slot, ptr);
-                                n += 1;
-                            }
-                            Life::Dead => {}
-                        }
-                    }
-                }
-                slot = self.next(slot);
-            }
-            let tentative = &tentative[..n];
-            let kill = |&(slot, ptr): &(usize, *mut Node)| {
-                // SAFETY: non-null, loaded through `guard` from our slot in the scan above.
-                let killed = unsafe { self.deref(ptr, guard) }.kill();
-                if killed {
-                    self.unlink(slot, ptr, guard);
-                }
-                killed
-            };
-            if any_live {
-                for t in tentative {
-                    // A failed kill is not a duplicate: the scan is not atomic, so the Live node
-                    // we saw may have been evicted since and this one promoted by a thread that
-                    // fenced after that.
-                    kill(t);
-                }
-                return;
-            }
-            let Some((survivor, others)) = tentative.split_first() else {
-                return;
-            };
-            if !known[..known_len].contains(&survivor.1) {
-                // The first Tentative node may have been published after our fence: promoting
-                // it could race a promoter whose scan missed ours. Fence again: everything we
-                // just loaded is then known.
-                for (k, &(_, ptr)) in known.iter_mut().zip(tentative) {
-                    *k = ptr;
-                }
-                known_len = n;
+            if is_claim(c) {
+                evicted += self.complete(set, c, guard);
                 continue;
             }
-            let mut live_other = false;
-            for other in others {
-                // A failed kill: that node went Live after our scan, so ours must not; the
-                // remaining ones are still killed, so that none is left Tentative behind a Live
-                // node (where no lookup would reach it).
-                live_other |= !kill(other);
+            let (found, len) = self.scan(set, key, guard);
+            if let Some((way, node)) = found {
+                self.touch(set, way);
+                return Got {
+                    node,
+                    inserted: false,
+                    victim: None,
+                    evicted,
+                };
             }
-            if live_other {
-                kill(survivor);
-                return;
+            let (way, unit) = match self.room(len) {
+                Some(unit) => (len, unit),
+                None => (self.victim(set, len, at, guard), false),
+            };
+            let adds = way == len;
+            // Relaxed: read only to name the victim to the caller; the claim below validates
+            // the plan.
+            let victim = (!adds).then(|| untag(self.slot(set, way).load(Ordering::Relaxed)));
+            let mut node = match spare.take() {
+                Some(mut b) => {
+                    *b = Node::new(key, born);
+                    b
+                }
+                None => Box::new(Node::new(key, born)),
+            };
+            node.way = way as u8;
+            node.adds = adds;
+            let ptr = Box::into_raw(node);
+            #[cfg(target_pointer_width = "64")]
+            assert!(
+                ptr.addr() >> TAG_SHIFT == 0,
+                "txgate-ratelimit needs heap addresses below 2^48 (key tags use the top 16 bits)"
+            );
+            // AcqRel on success: Release publishes the node (key, counts, plan) to whoever loads
+            // the claim and completes it; Acquire keeps our completion after the claim. Relaxed
+            // on failure: we only retry.
+            match claim.compare_exchange(c, ptr, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => {
+                    evicted += self.complete(set, ptr, guard);
+                    return Got {
+                        // SAFETY: our node, published in our set and not retired before our
+                        // guard drops (it can only be evicted by a later insertion).
+                        node: unsafe { self.deref(ptr, guard) },
+                        inserted: true,
+                        victim: victim.map(|v| v.cast_const()),
+                        evicted,
+                    };
+                }
+                Err(_) => {
+                    if unit {
+                        // Relaxed: a count of room; the claims order the slots themselves.
+                        self.spare.fetch_add(1, Ordering::Relaxed);
+                    }
+                    // SAFETY: the claim failed, so the node was never published: still ours.
+                    spare = Some(unsafe { Box::from_raw(ptr) });
+                }
             }
-            // SAFETY: non-null, loaded through `guard` from our slot in the scan above.
-            unsafe { self.deref(survivor.1, guard) }.promote();
-            return;
         }
     }
 
-    /// Live keys in this shard (a full scan: O(capacity)).
-    pub(crate) fn entries(&self, guard: &Guard<'_>) -> usize {
-        self.live_keys(guard).count()
+    /// Completes whatever insertion holds `key`'s set now, so that a node found evicted (which
+    /// only an insertion in flight does) is out of its slot before the caller looks again.
+    /// Returns the nodes this call marked evicted.
+    pub(crate) fn settle(&self, key: u64, guard: &Guard<'_>) -> u32 {
+        let set = self.set_of(key);
+        // Acquire: as in `get_or_insert`.
+        let c = guard.protect(&self.sets[set].claim, Ordering::Acquire);
+        if is_claim(c) {
+            self.complete(set, c, guard)
+        } else {
+            0
+        }
     }
 
-    /// The hashes of the Live keys in this shard, in slot order.
-    pub(crate) fn live_keys<'g>(&'g self, guard: &'g Guard<'_>) -> impl Iterator<Item = u64> + 'g {
-        self.slots.iter().filter_map(move |slot| {
-            // Acquire: as in `find`.
-            let ptr = guard.protect(slot, Ordering::Acquire);
-            if ptr.is_null() {
-                return None;
+    /// Room for a key joining a set of `len` nodes without eviction: `Some(took a spare unit)`,
+    /// or `None` (evict).
+    #[inline]
+    fn room(&self, len: usize) -> Option<bool> {
+        if len == self.ways {
+            return None;
+        }
+        if self.small() {
+            return (len < self.capacity).then_some(false);
+        }
+        if len == 0 {
+            // Every set may hold one key without a unit.
+            return Some(false);
+        }
+        // Relaxed: a count of room; the claim that uses the unit orders the slots.
+        self.spare
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| s.checked_sub(1))
+            .ok()
+            .map(|_| true)
+    }
+
+    /// The way to evict in a full set of `len` nodes.
+    fn victim(&self, set: usize, len: usize, at: Instant, guard: &Guard<'_>) -> usize {
+        debug_assert!(len > 0);
+        if self.small() {
+            // Exact: a stale key first, then the least recently used (the reference model's
+            // rule), over the whole shard.
+            let mut best = (true, u64::MAX, 0);
+            for way in 0..len {
+                // Acquire: as in `scan`.
+                let ptr = guard.protect(self.slot(set, way), Ordering::Acquire);
+                // SAFETY: loaded under `guard` from our slot; the prefix is non-null.
+                let node = unsafe { self.deref(untag(ptr), guard) };
+                let (counts, _) = node.counts(guard);
+                // Relaxed: a recency stamp.
+                let stamp = self.stamps[way].load(Ordering::Relaxed);
+                let rank = (!state::is_stale(counts, at), stamp, way);
+                if rank < best {
+                    best = rank;
+                }
             }
-            // SAFETY: non-null, loaded through `guard` from our slot.
-            let node = unsafe { self.deref(ptr, guard) };
-            // Relaxed: a snapshot of a self-contained word.
-            (state::life(node.state.load(Ordering::Relaxed)) == Life::Live).then_some(node.key)
+            return best.2;
+        }
+        // CLOCK over the set's ways: the first way from the hand whose reference bit is clear;
+        // the bits passed are cleared (second chance).
+        let s = &self.sets[set];
+        // Relaxed: a heuristic position and heuristic bits.
+        let start = s.hand.load(Ordering::Relaxed) as usize % len;
+        // Relaxed: as above.
+        let bits = s.referenced.load(Ordering::Relaxed);
+        let mut passed = 0u64;
+        let mut way = start;
+        for _ in 0..len {
+            if bits & (1 << way) == 0 {
+                break;
+            }
+            passed |= 1 << way;
+            way = if way + 1 == len { 0 } else { way + 1 };
+        }
+        // All referenced: the loop came back to the hand, whose bit is cleared with the rest.
+        if passed != 0 {
+            // Relaxed: as above.
+            s.referenced.fetch_and(!passed, Ordering::Relaxed);
+        }
+        // Relaxed: as above.
+        s.hand.store((way + 1) as u32, Ordering::Relaxed);
+        way
+    }
+
+    /// Carries out the insertion of `n`, the claim of `set` when the caller loaded it (steps in
+    /// the module docs; every step is idempotent). Returns the nodes this call marked evicted.
+    fn complete(&self, set: usize, n: *mut Node, guard: &Guard<'_>) -> u32 {
+        // SAFETY: `n` was loaded under `guard` from the set's claim word.
+        let node = unsafe { self.deref(n, guard) };
+        let way = usize::from(node.way);
+        let slot = self.slot(set, way);
+        let claim = &self.sets[set].claim;
+        let mut evicted = 0;
+        loop {
+            // Acquire: as in `scan`.
+            let v = guard.protect(slot, Ordering::Acquire);
+            // Acquire: if the claim still holds `n` (installed once, freed once), it held it
+            // when `v` was loaded, so `v` is `n`'s victim, empty, or `n` itself. A later
+            // insertion's slot change would have made this load see a later claim word.
+            if claim.load(Ordering::Acquire) != n {
+                return evicted;
+            }
+            if untag(v) == n {
+                break;
+            }
+            if !v.is_null() {
+                // SAFETY: loaded under `guard` from our slot.
+                let victim = unsafe { self.deref(untag(v), guard) };
+                evicted += u32::from(victim.mark_evicted(guard));
+            }
+            // AcqRel on success: Release publishes `n` to the Acquire loads of `scan`; Acquire
+            // orders our retirement of `v` after its publication. Relaxed on failure: we look
+            // again.
+            if slot
+                .compare_exchange(v, tagged(n, node.key), Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                if !v.is_null() {
+                    // SAFETY: (1) `v` came from `Box::into_raw` and our compare-and-swap is the
+                    // one that took it out of its only slot, so it is retired once; (2) a node
+                    // is published once, so no thread entering after this can load it.
+                    unsafe { guard.retire_box(untag(v)) };
+                }
+                break;
+            }
+        }
+        self.touch(set, way);
+        // Release on success: every change of this insertion happens before the next planner's
+        // Acquire load of the freed word. Relaxed on failure: another thread freed it.
+        if claim
+            .compare_exchange(n, free(n), Ordering::Release, Ordering::Relaxed)
+            .is_ok()
+            && node.adds
+        {
+            // Relaxed: a statistic, counted once by the thread that freed the claim.
+            self.entries.fetch_add(1, Ordering::Relaxed);
+        }
+        evicted
+    }
+
+    /// The hashes of the keys in this shard, in slot order.
+    pub(crate) fn keys<'g>(&'g self, guard: &'g Guard<'_>) -> impl Iterator<Item = u64> + 'g {
+        self.slots.iter().filter_map(move |slot| {
+            // Acquire: as in `scan`.
+            let ptr = guard.protect(slot, Ordering::Acquire);
+            // SAFETY: loaded under `guard` from our slot.
+            (!ptr.is_null()).then(|| unsafe { self.deref(untag(ptr), guard) }.key)
         })
     }
 
-    /// The Live node of `key`, if tracked (no insertion, no recency refresh).
-    #[cfg(all(test, not(loom)))]
-    pub(crate) fn get<'g>(&self, key: u64, guard: &'g Guard<'_>) -> Option<&'g Node> {
-        let at = Instant {
-            interval: 0,
-            offset: 0,
-        };
-        match self.find(key, self.home(key), at, guard) {
-            Found::Live(node) => Some(node),
-            _ => None,
+    /// Checks the shard's invariants; call only when no operation is in flight (after a stress
+    /// trial, a fuzz step). Panics with the broken invariant.
+    #[cfg(any(test, fuzzing, loom))]
+    pub(crate) fn validate(&self, guard: &Guard<'_>) {
+        let mut keys = std::collections::HashSet::new();
+        let mut total = 0;
+        let mut extra = 0;
+        for (set, s) in self.sets.iter().enumerate() {
+            // Relaxed: quiescent.
+            let c = s.claim.load(Ordering::Relaxed);
+            assert!(!is_claim(c), "set {set}: an insertion is still in flight");
+            let mut len = 0;
+            for way in 0..self.ways {
+                // Relaxed: quiescent.
+                let ptr = self.slot(set, way).load(Ordering::Relaxed);
+                if ptr.is_null() {
+                    break;
+                }
+                len += 1;
+                // SAFETY: loaded under `guard` from our slot.
+                let node = unsafe { self.deref(untag(ptr), guard) };
+                assert!(may_hold(ptr, node.key), "set {set} way {way}: wrong tag");
+                assert_eq!(
+                    self.set_of(node.key),
+                    set,
+                    "way {way}: key in a foreign set"
+                );
+                // Relaxed: quiescent.
+                let word = node.state.load(Ordering::Relaxed);
+                assert_eq!(word & state::MARKER, 0, "a group operation left a marker");
+                assert_eq!(
+                    word & state::EVICTED,
+                    0,
+                    "an evicted node is still in a slot"
+                );
+                assert!(keys.insert(node.key), "key {:#x} tracked twice", node.key);
+            }
+            for way in len..self.ways {
+                // Relaxed: quiescent.
+                let ptr = self.slot(set, way).load(Ordering::Relaxed);
+                assert!(ptr.is_null(), "set {set}: way {way} after an empty way");
+            }
+            total += len;
+            extra += len.saturating_sub(1);
+        }
+        assert!(
+            total <= self.capacity,
+            "{total} keys over capacity {}",
+            self.capacity
+        );
+        assert_eq!(self.entries(), total, "entries counter");
+        if !self.small() {
+            // Relaxed: quiescent.
+            let spare = self.spare.load(Ordering::Relaxed);
+            assert_eq!(spare, self.capacity - self.sets.len() - extra, "spare room");
         }
     }
 }
@@ -691,7 +608,7 @@ impl Drop for Shard {
             if !ptr.is_null() {
                 // SAFETY: `&mut self` means no guard of this limiter is alive; a node in a slot
                 // was never retired (slot invariant), so this is its only owner.
-                drop(unsafe { Box::from_raw(ptr) });
+                drop(unsafe { Box::from_raw(untag(ptr)) });
             }
         }
     }

@@ -1,14 +1,14 @@
 //! Differential test: the lock-free limiter against the plain reference model
 //! (`txgate_ratelimit::model`), same operations and clock, same decisions and tracked keys after
-//! every step. Shards of at most 8 keys are searched whole (exact LRU), and large shards never
-//! fill here, so the two must agree exactly.
+//! every step. Shards of at most 64 keys are one set searched whole (exact LRU), and large
+//! shards never fill here, so the two must agree exactly, decisions' details included.
 #![cfg(not(loom))]
 
 use std::time::Duration;
 
 use proptest::prelude::*;
 use txgate_ratelimit::model::Model;
-use txgate_ratelimit::{AppKey, AppRateLimiter, Config, Origin};
+use txgate_ratelimit::{AppKey, AppRateLimiter, Config, Decision, Origin};
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -24,11 +24,11 @@ enum Op {
     Advance(u64),
 }
 
-fn op() -> impl Strategy<Value = Op> {
+fn op(origins: u8) -> impl Strategy<Value = Op> {
     let apps = prop::collection::vec(0u64..7, 0..5);
     prop_oneof![
-        6 => (apps.clone(), 0u8..6).prop_map(|(apps, origin)| Op::Admit { apps, origin }),
-        1 => (apps, 0u8..6).prop_map(|(apps, origin)| Op::Penalize { apps, origin }),
+        6 => (apps.clone(), 0..origins).prop_map(|(apps, origin)| Op::Admit { apps, origin }),
+        1 => (apps, 0..origins).prop_map(|(apps, origin)| Op::Penalize { apps, origin }),
         2 => (0u64..7_000).prop_map(Op::Advance),
     ]
 }
@@ -41,6 +41,33 @@ fn keys(l: &AppRateLimiter, apps: &[u64], origin: u8) -> Vec<AppKey> {
         .collect()
 }
 
+/// The model's decision over the non-zero apps, with a drop's index mapped back to its place in
+/// `apps` (what `admit` reports).
+fn in_apps(model: Decision, apps: &[u64]) -> (bool, Option<u16>, Option<(usize, u64)>) {
+    let positions: Vec<usize> = (0..apps.len()).filter(|&i| apps[i] != 0).collect();
+    match model {
+        Decision::Admit { remaining, .. } => (true, remaining, None),
+        Decision::Drop {
+            index,
+            retry_after_ns,
+            ..
+        } => (false, None, Some((positions[index], retry_after_ns))),
+        _ => unreachable!(),
+    }
+}
+
+fn parts(d: Decision) -> (bool, Option<u16>, Option<(usize, u64)>) {
+    match d {
+        Decision::Admit { remaining, .. } => (true, remaining, None),
+        Decision::Drop {
+            index,
+            retry_after_ns,
+            ..
+        } => (false, None, Some((index, retry_after_ns))),
+        _ => unreachable!(),
+    }
+}
+
 fn run(config: Config, ops: &[Op], start_ns: u64) -> Result<(), TestCaseError> {
     let limiter = AppRateLimiter::new(config.clone()).unwrap();
     let mut model = Model::new(&config).unwrap();
@@ -49,13 +76,16 @@ fn run(config: Config, ops: &[Op], start_ns: u64) -> Result<(), TestCaseError> {
         match op {
             Op::Admit { apps, origin } => {
                 let k = keys(&limiter, apps, *origin);
-                // Half the time through the deriving API, to cover it too.
-                let got = if step % 2 == 0 {
-                    limiter.admit(apps, &Origin::from_peer_id(&[*origin]), now)
+                let want = model.admit_keys(&k, now);
+                // Half the time through the deriving API (drop indices into `apps`), to cover it
+                // too.
+                if step % 2 == 0 {
+                    let got = limiter.admit(apps, &Origin::from_peer_id(&[*origin]), now);
+                    prop_assert_eq!(parts(got), in_apps(want, apps), "step {}: {:?}", step, op);
                 } else {
-                    limiter.admit_keys(&k, now)
-                };
-                prop_assert_eq!(got, model.admit_keys(&k, now), "step {}: {:?}", step, op);
+                    let got = limiter.admit_keys(&k, now);
+                    prop_assert_eq!(got, want, "step {}: {:?}", step, op);
+                }
             }
             Op::Penalize { apps, origin } => {
                 let k = keys(&limiter, apps, *origin);
@@ -91,7 +121,7 @@ proptest! {
         rate in 1u64..4,
         window_s in 1u64..4,
         start in 0u64..1_000_000_000_000,
-        ops in prop::collection::vec(op(), 1..if cfg!(miri) { 12 } else { 200 }),
+        ops in prop::collection::vec(op(6), 1..if cfg!(miri) { 12 } else { 200 }),
     ) {
         let shards = 1usize << shards_log;
         let config = Config {
@@ -104,16 +134,35 @@ proptest! {
         run(config, &ops, start)?;
     }
 
+    /// Shards of 9 to 64 keys (still one set) over up to 84 keys: evictions match too.
+    #[test]
+    fn medium_shards_match_the_model_exactly(
+        capacity in 9usize..=64,
+        rate in 1u64..4,
+        window_s in 1u64..4,
+        start in 0u64..1_000_000_000_000,
+        ops in prop::collection::vec(op(12), 1..if cfg!(miri) { 12 } else { 300 }),
+    ) {
+        let config = Config {
+            max_size: capacity,
+            rate_per_second: rate,
+            window: Duration::from_secs(window_s),
+            shards: 1,
+            salt: Some([7; 16]),
+        };
+        run(config, &ops, start)?;
+    }
+
     /// Large shards that never fill: no eviction, same decisions.
     #[test]
     fn large_shards_match_the_model_exactly(
         rate in 1u64..4,
         window_s in 1u64..4,
         start in 0u64..1_000_000_000_000,
-        ops in prop::collection::vec(op(), 1..if cfg!(miri) { 12 } else { 200 }),
+        ops in prop::collection::vec(op(6), 1..if cfg!(miri) { 12 } else { 200 }),
     ) {
         let config = Config {
-            // 4 shards of 4,096 slots (256 under Miri, where every step scans them all).
+            // 4 shards of 4,096 keys (256 under Miri, where every step scans them all).
             max_size: if cfg!(miri) { 1 << 10 } else { 1 << 14 },
             rate_per_second: rate,
             window: Duration::from_secs(window_s),

@@ -1,4 +1,4 @@
-//! One test per rule of the limiter (issue 3, "Proof"), with the numbers the rules give.
+//! One test per rule of the limiter, with the numbers the rules give.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -35,7 +35,7 @@ fn limit_then_drop() {
     let l = limiter(1, 10);
     assert_eq!(l.limit(), 10);
     assert_eq!(admitted(&l, &[77], &peer(1), T0, 10), 10);
-    assert_eq!(l.admit(&[77], &peer(1), T0), Decision::Drop);
+    assert!(l.admit(&[77], &peer(1), T0).is_drop());
     let s = l.stats();
     assert_eq!((s.admitted, s.dropped, s.entries, s.evicted), (10, 1, 1, 0));
 }
@@ -44,20 +44,20 @@ fn limit_then_drop() {
 fn a_group_naming_one_app_many_times_counts_once() {
     let l = limiter(1, 3); // L = 3
     for _ in 0..3 {
-        assert_eq!(l.admit(&[5, 0, 5, 5, 5], &peer(1), T0), Decision::Admit);
+        assert!(l.admit(&[5, 0, 5, 5, 5], &peer(1), T0).is_admit());
     }
-    assert_eq!(l.admit(&[5], &peer(1), T0), Decision::Drop);
+    assert!(l.admit(&[5], &peer(1), T0).is_drop());
     assert_eq!(l.stats().entries, 1);
     let k = l.app_key(5, &peer(1));
-    assert_eq!(l.admit_keys(&[k, k, k], T0), Decision::Drop);
+    assert!(l.admit_keys(&[k, k, k], T0).is_drop());
 }
 
 #[test]
 fn a_group_without_app_ids_is_always_admitted() {
     let l = limiter(1, 3);
     for _ in 0..10 {
-        assert_eq!(l.admit(&[], &peer(1), T0), Decision::Admit);
-        assert_eq!(l.admit(&[0, 0], &peer(1), T0), Decision::Admit);
+        assert!(l.admit(&[], &peer(1), T0).is_admit());
+        assert!(l.admit(&[0, 0], &peer(1), T0).is_admit());
     }
     let s = l.stats();
     assert_eq!((s.admitted, s.entries), (20, 0));
@@ -70,17 +70,17 @@ fn interval_roll_weights_the_previous_interval() {
     let l = limiter(1, 10);
     assert_eq!(admitted(&l, &[1], &peer(1), T0 + SEC, 8), 8);
     assert_eq!(admitted(&l, &[1], &peer(1), T0 + 11 * SEC, 3), 3);
-    assert_eq!(l.admit(&[1], &peer(1), T0 + 11 * SEC), Decision::Drop);
+    assert!(l.admit(&[1], &peer(1), T0 + 11 * SEC).is_drop());
 }
 
 #[test]
 fn two_windows_later_the_count_is_forgotten() {
     let l = limiter(1, 10);
     assert_eq!(admitted(&l, &[1], &peer(1), T0 + SEC, 10), 10);
-    assert_eq!(l.admit(&[1], &peer(1), T0 + 9 * SEC), Decision::Drop);
+    assert!(l.admit(&[1], &peer(1), T0 + 9 * SEC).is_drop());
     // Two intervals later both prev and cur are zero: the full L again, even at offset 0.
     assert_eq!(admitted(&l, &[1], &peer(1), T0 + 20 * SEC, 10), 10);
-    assert_eq!(l.admit(&[1], &peer(1), T0 + 20 * SEC), Decision::Drop);
+    assert!(l.admit(&[1], &peer(1), T0 + 20 * SEC).is_drop());
 }
 
 #[test]
@@ -104,7 +104,7 @@ fn drops_do_not_count() {
 
 #[test]
 fn a_dropped_group_changes_no_counter() {
-    // FIX 1: app 1 has room, app 2 is full: the group is dropped and app 1 keeps its budget.
+    // App 1 has room, app 2 is full: the group is dropped and app 1 keeps its budget.
     let l = limiter(1, 3); // L = 3
     assert_eq!(admitted(&l, &[2], &peer(1), T0, 3), 3);
     assert_eq!(admitted(&l, &[1, 2], &peer(1), T0, 5), 0);
@@ -119,7 +119,7 @@ fn penalty_arithmetic() {
     l.penalize(&[4, 4], &peer(1), T0);
     l.penalize(&[4], &peer(1), T0);
     assert_eq!(admitted(&l, &[4], &peer(1), T0, 100), 100);
-    assert_eq!(l.admit(&[4], &peer(1), T0), Decision::Drop);
+    assert!(l.admit(&[4], &peer(1), T0).is_drop());
     // L = 3: the penalty is max(1, 0) = 1.
     let l = limiter(1, 3);
     assert_eq!(l.penalty(), 1);
@@ -131,7 +131,7 @@ fn penalty_arithmetic() {
 fn two_origins_are_independent() {
     let l = limiter(1, 3);
     assert_eq!(admitted(&l, &[1], &peer(1), T0, 3), 3);
-    assert_eq!(l.admit(&[1], &peer(1), T0), Decision::Drop);
+    assert!(l.admit(&[1], &peer(1), T0).is_drop());
     assert_eq!(admitted(&l, &[1], &peer(2), T0, 4), 3);
     assert_eq!(admitted(&l, &[2], &peer(1), T0, 4), 3);
 }
@@ -157,7 +157,7 @@ fn capacity_holds_under_513_origins_for_one_app() {
     let l = small(10);
     assert_eq!(l.capacity_per_shard(), 4);
     for i in 0..513 {
-        assert_eq!(l.admit(&[1], &peer(i), T0), Decision::Admit);
+        assert!(l.admit(&[1], &peer(i), T0).is_admit());
     }
     // One app's senders share a shard: 4 tracked, 509 evicted.
     let s = l.stats();
@@ -221,7 +221,7 @@ fn eviction_prefers_stale_keys_over_recent_ones() {
         10
     );
     // a[0] becomes the most recently used key, but the dropped group stores nothing: still stale.
-    assert_eq!(l.admit_keys(&[a[0], b], t2), Decision::Drop);
+    assert!(l.admit_keys(&[a[0], b], t2).is_drop());
     assert!(l.admit_key(a[4], t2).is_admit());
     assert_eq!(tracked(&l, &a), [false, true, true, true, true]);
 }
@@ -232,7 +232,7 @@ fn late_callers_count_in_the_keys_interval() {
     assert_eq!(admitted(&l, &[1], &peer(1), T0 + 10 * SEC, 4), 4);
     // A caller whose clock is one interval behind: prev weighs fully (offset 0), cur = 4.
     assert_eq!(admitted(&l, &[1], &peer(1), T0 + 9 * SEC, 10), 6);
-    assert_eq!(l.admit(&[1], &peer(1), T0 + 10 * SEC), Decision::Drop);
+    assert!(l.admit(&[1], &peer(1), T0 + 10 * SEC).is_drop());
 }
 
 #[test]
@@ -392,4 +392,69 @@ fn keys_depend_on_app_origin_and_salt() {
     })
     .unwrap();
     assert_ne!(r.salt(), s.salt());
+}
+
+#[test]
+fn drops_name_the_app_and_the_time_until_it_admits_again() {
+    // L = 10, window 10 s: 10 admissions of app 77 one second into a window.
+    let l = limiter(1, 10);
+    let t = T0 + SEC;
+    for left in (0..10u16).rev() {
+        assert!(matches!(
+            l.admit(&[77], &peer(1), t),
+            Decision::Admit { remaining: Some(r), .. } if r == left
+        ));
+    }
+    // A group [3, 77, 3]: app 77 (index 1) is over. This interval is full (cur + 1 > L); in the
+    // next one prev = 10 weighs floor(10 * (10 s - o) / 10 s), which is 9 from o = 1 ns on:
+    // 9 + 0 + 1 <= 10. So it admits again 9 s + 1 ns from now.
+    match l.admit(&[3, 77, 3], &peer(1), t) {
+        Decision::Drop {
+            index,
+            retry_after_ns,
+            ..
+        } => assert_eq!((index, retry_after_ns), (1, 9 * SEC + 1)),
+        d => panic!("{d:?}"),
+    }
+    let d = l.admit(&[77], &peer(1), t);
+    assert_eq!(d.retry_after(), Some(Duration::from_nanos(9 * SEC + 1)));
+    assert!(l.admit(&[77], &peer(1), t + 9 * SEC).is_drop());
+    assert!(l.admit(&[77], &peer(1), t + 9 * SEC + 1).is_admit());
+    // The tightest key of an admitted group: app 3 has 10 left before, app 5 is fresh.
+    assert!(matches!(
+        l.admit(&[3, 5], &peer(1), t + 9 * SEC + 1),
+        Decision::Admit {
+            remaining: Some(9),
+            ..
+        }
+    ));
+    assert!(matches!(
+        l.admit(&[], &peer(1), t),
+        Decision::Admit {
+            remaining: None,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn keys_equal_after_shard_reduction_are_one_key() {
+    // 8 shards: shard 9 is shard 1. A group naming both counts the key once.
+    let l = limiter(1, 3); // L = 3
+    let (a, b) = (AppKey::from_parts(1, 0xABCD), AppKey::from_parts(9, 0xABCD));
+    for _ in 0..3 {
+        assert!(l.admit_keys(&[a, b], T0).is_admit());
+    }
+    assert!(l.admit_key(b, T0).is_drop());
+    assert_eq!(l.stats().entries, 1);
+    assert_eq!(l.tracked_keys(), vec![(1, 0xABCD)]);
+}
+
+#[test]
+fn callers_far_behind_count_in_the_keys_interval() {
+    let l = limiter(1, 10); // L = 10
+    assert_eq!(admitted(&l, &[1], &peer(1), T0 + 30 * SEC, 4), 4);
+    // Three intervals behind: decided at offset 0 of the key's interval (no reset), counted there.
+    assert_eq!(admitted(&l, &[1], &peer(1), T0 + 5 * SEC, 10), 6);
+    assert!(l.admit(&[1], &peer(1), T0 + 30 * SEC).is_drop());
 }

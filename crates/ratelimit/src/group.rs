@@ -1,0 +1,339 @@
+//! Group operations: an admission (or penalty) of several keys that takes effect on all of them
+//! at one instant, or on none of them.
+//!
+//! A group's counts live in several nodes, so "all within their limits, then all + 1" cannot be
+//! one compare-and-swap. Reserving the keys one by one and taking the reservations back on a
+//! failure is not linearizable: a concurrent caller may be dropped because of a reservation that
+//! is then taken back, an outcome no sequential order gives. Instead a group runs a multi-word
+//! compare-and-swap in the style of Harris, Fraser and Pratt ("A Practical Multi-Word
+//! Compare-and-Swap Operation", DISC 2002):
+//!
+//! 1. The owner builds a [`GroupOp`] (the instant, the kind, one entry per node) and, in the
+//!    limiter's canonical key order, replaces each node's counts word `w` with a *marker* (the
+//!    operation's address with the `MARKER` bit) by compare-and-swap, storing `w` in the entry
+//!    first. For an admission it installs only words that admit; a word that does not decides
+//!    the group: `FAILED`, dropped.
+//! 2. Once every entry is settled the owner decides with one compare-and-swap of the status,
+//!    `UNDECIDED -> SUCCEEDED`. That is the group's linearization point: every node then holds
+//!    the operation's marker, so no other operation has changed any of their counts since they
+//!    were checked.
+//! 3. Every marker is then resolved to the entry's new counts (`SUCCEEDED`) or its old ones
+//!    (`FAILED`).
+//!
+//! Any other operation that finds a marker on a node it needs resolves it before reading the
+//! counts ([`resolve`]): if the group is undecided it decides it, `SUCCEEDED` when every entry
+//! is settled (all markers are in place, so the decision is valid at that instant) and `FAILED`
+//! otherwise (an abort: the owner takes its markers back and retries with a new operation), then
+//! it replaces the marker on *its* node with the decided value. So nobody ever reads a count that
+//! could still be taken back, and nobody waits: a marker is resolved by whoever meets it.
+//! Touching only its own node keeps the resolver safe from memory reclamation: it dereferences
+//! the operation (retired only after all its markers are gone, so protected by the resolver's
+//! guard) and the node it already holds, never the group's other nodes.
+//!
+//! Counts words never return to an earlier value (see [`crate::state`]), and a marker is unique
+//! to one operation while any guard that saw it is alive, so a late compare-and-swap expecting
+//! an old word or marker fails instead of undoing a newer change.
+//!
+//! Progress: single-key operations are lock-free (they resolve a marker in a bounded number of
+//! steps). Groups are obstruction-free: a group that keeps meeting other operations on its nodes
+//! while it installs can be aborted again and again; it backs off exponentially before retrying.
+
+#[cfg(not(loom))]
+use std::cell::RefCell;
+
+use txgate_sync::reclaim::{Guard, Reclaim};
+use txgate_sync::sync::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
+
+use crate::node::Node;
+use crate::state::{self, Instant, Limits, MARKER};
+
+const UNDECIDED: u8 = 0;
+const SUCCEEDED: u8 = 1;
+const FAILED: u8 = 2;
+
+/// An entry's `old` for a node evicted by the group's own lookups: its counts are final, so it
+/// needs no marker, and its admission is not stored (as for a key the group evicted itself in a
+/// sequential run). Never a counts word (the `MARKER` bit is set).
+const FROZEN: u64 = u64::MAX;
+
+/// What a group operation does to each of its keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// One admission each, if every key admits.
+    Admit,
+    /// One penalty each (never fails).
+    Penalize,
+}
+
+struct Entry {
+    node: *const Node,
+    /// The node's counts word when the marker replaced it; `FROZEN` for a self-evicted node.
+    /// Invariant: written before the entry's marker is installed, never after.
+    old: AtomicU64,
+}
+
+/// One group operation in flight (the multi-word compare-and-swap's descriptor).
+pub(crate) struct GroupOp {
+    /// `UNDECIDED` until decided once, by one compare-and-swap, then final.
+    status: AtomicU8,
+    /// Entries settled so far, in order (installed, or frozen). Invariant: only the owner
+    /// advances it, after the entry's marker is in place.
+    settled: AtomicUsize,
+    kind: Kind,
+    at: Instant,
+    limits: Limits,
+    /// One per node. Invariant: filled before the operation is shared, then only `old` changes.
+    entries: Vec<Entry>,
+}
+
+// SAFETY: the raw node pointers are only dereferenced under a guard that protects them (see the
+// module docs), and every shared field is atomic or immutable while the operation is shared.
+unsafe impl Send for GroupOp {}
+// SAFETY: as above.
+unsafe impl Sync for GroupOp {}
+
+#[cfg(not(loom))]
+thread_local! {
+    /// Operations reclaimed on this thread, for reuse: after warm-up a group allocates nothing.
+    /// (Not under loom, whose atomics belong to one model execution.) Boxed: records are handed
+    /// out and back as `Box` allocations (`Box::into_raw` for sharing).
+    #[allow(clippy::vec_box)]
+    static POOL: RefCell<Vec<Box<GroupOp>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Reclaimed operations kept per thread: at least the collector's batch, which returns them
+/// all at once.
+#[cfg(not(loom))]
+const POOL_MAX: usize = 1024;
+
+/// A record from this thread's pool, if any.
+fn pooled() -> Option<Box<GroupOp>> {
+    #[cfg(not(loom))]
+    {
+        POOL.try_with(|pool| pool.try_borrow_mut().ok().and_then(|mut p| p.pop()))
+            .ok()
+            .flatten()
+    }
+    #[cfg(loom)]
+    {
+        None
+    }
+}
+
+impl Reclaim for GroupOp {
+    unsafe fn reclaim(ptr: *mut Self) {
+        // SAFETY: the trait's contract: the operation came from `Box::into_raw` (`GroupOp::new`)
+        // and no thread can reach it any more.
+        let mut op = unsafe { Box::from_raw(ptr) };
+        op.entries.clear();
+        // `try_with`: reclamation may run while this thread's locals are being destroyed.
+        #[cfg(not(loom))]
+        let _ = POOL.try_with(|pool| {
+            if let Ok(mut pool) = pool.try_borrow_mut()
+                && pool.len() < POOL_MAX
+            {
+                pool.push(op);
+            }
+        });
+    }
+}
+
+impl GroupOp {
+    /// Recycles an operation that was never shared (no marker of it was ever installed), without
+    /// waiting for the collector.
+    ///
+    /// # Safety
+    ///
+    /// `op` came from [`GroupOp::new`] and no marker of it was installed: no other thread can
+    /// have seen it.
+    pub(crate) unsafe fn recycle(op: *mut Self) {
+        // SAFETY: the caller's contract is `reclaim`'s: no thread can reach it.
+        unsafe { Self::reclaim(op) };
+    }
+
+    /// A new undecided operation over `nodes` (in canonical key order), unshared: the caller
+    /// publishes it by installing its markers.
+    pub(crate) fn new(kind: Kind, at: Instant, limits: Limits, nodes: &[*const Node]) -> *mut Self {
+        let mut op = pooled().unwrap_or_else(|| {
+            Box::new(GroupOp {
+                status: AtomicU8::new(UNDECIDED),
+                settled: AtomicUsize::new(0),
+                kind,
+                at,
+                limits,
+                entries: Vec::new(),
+            })
+        });
+        op.status = AtomicU8::new(UNDECIDED);
+        op.settled = AtomicUsize::new(0);
+        op.kind = kind;
+        op.at = at;
+        op.limits = limits;
+        op.entries.clear();
+        op.entries.extend(nodes.iter().map(|&node| Entry {
+            node,
+            old: AtomicU64::new(FROZEN),
+        }));
+        Box::into_raw(op)
+    }
+
+    /// The marker word of the operation at `op`.
+    fn marker(op: *const Self) -> u64 {
+        // Exposed provenance: a marker is a counts-word-sized integer; `resolve` turns it back
+        // into a pointer with `with_exposed_provenance`.
+        let addr = op.expose_provenance() as u64;
+        debug_assert_eq!(addr & MARKER, 0, "user-space addresses are below 2^63");
+        addr | MARKER
+    }
+
+    /// The new counts word of an entry whose old word is `old` (the operation succeeded).
+    fn apply(&self, old: u64) -> u64 {
+        let c = state::counts(old);
+        let next = match self.kind {
+            Kind::Admit => state::admit(c, self.at, &self.limits).unwrap_or_else(|| {
+                debug_assert!(false, "only admitting words are installed");
+                c
+            }),
+            Kind::Penalize => state::penalize(c, self.at, &self.limits),
+        };
+        state::pack(next)
+    }
+
+    /// Owner: settles entry `i` on the node's counts word `word` (neither marker nor evicted):
+    /// stores it and installs the marker. `false` if the word changed meanwhile (read it again).
+    pub(crate) fn install(op: *const Self, i: usize, node: &Node, word: u64) -> bool {
+        // SAFETY: the owner's operation stays allocated until the owner retires it.
+        let this = unsafe { &*op };
+        debug_assert!(std::ptr::eq(this.entries[i].node, node));
+        // Relaxed: published by the Release of the install below.
+        this.entries[i].old.store(word, Ordering::Relaxed);
+        // Release on success: publishes the operation's fields and this entry's `old` to the
+        // Acquire loads of whoever meets the marker. Relaxed on failure: we read the word again.
+        if node
+            .state
+            .compare_exchange(word, Self::marker(op), Ordering::Release, Ordering::Relaxed)
+            .is_err()
+        {
+            return false;
+        }
+        // Release: a resolver that reads `settled == len` (Acquire) knows every marker is in
+        // place.
+        this.settled.store(i + 1, Ordering::Release);
+        true
+    }
+
+    /// Owner: settles entry `i`, a node the group's own lookups evicted, on its final word.
+    pub(crate) fn freeze(op: *const Self, i: usize) {
+        // SAFETY: as in `install`.
+        let this = unsafe { &*op };
+        // Release: as in `install`.
+        this.settled.store(i + 1, Ordering::Release);
+    }
+
+    /// Owner: whether the operation is still undecided (another operation may abort it).
+    pub(crate) fn undecided(op: *const Self) -> bool {
+        // SAFETY: as in `install`.
+        // Acquire: pairs with the decision's AcqRel.
+        unsafe { &*op }.status.load(Ordering::Acquire) == UNDECIDED
+    }
+
+    /// Owner: decides the operation (`SUCCEEDED` if still undecided, or `FAILED` with `fail`),
+    /// resolves every marker it installed (the first `installed` entries) and returns whether it
+    /// succeeded (`false` with `fail`, or when another operation aborted it: retry). The caller
+    /// then retires the operation.
+    pub(crate) fn finish(op: *const Self, fail: bool, installed: usize) -> bool {
+        // SAFETY: as in `install`.
+        let this = unsafe { &*op };
+        let target = if fail { FAILED } else { SUCCEEDED };
+        // AcqRel: the single decision; Release publishes it with everything before it, Acquire
+        // (also on failure) sees a resolver's decision.
+        let status = match this.status.compare_exchange(
+            UNDECIDED,
+            target,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => target,
+            Err(now) => now,
+        };
+        for entry in &this.entries[..installed] {
+            // Relaxed: written by this thread.
+            let old = entry.old.load(Ordering::Relaxed);
+            if old == FROZEN {
+                continue;
+            }
+            let value = if status == SUCCEEDED {
+                this.apply(old)
+            } else {
+                old
+            };
+            // SAFETY: the owner's nodes are protected by the owner's guard.
+            let node = unsafe { &*entry.node };
+            // Relaxed (success and failure): the counts word is self-contained; a failure means
+            // a resolver already replaced the marker with the same value.
+            let _ = node.state.compare_exchange(
+                Self::marker(op),
+                value,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+        }
+        status == SUCCEEDED
+    }
+}
+
+/// Resolves the marker `word`, which another operation installed on `node`: decides that
+/// operation if it is undecided (`SUCCEEDED` if all its entries are settled, else `FAILED`),
+/// then replaces the marker with the node's decided counts. Dereferences only the operation and
+/// `node`.
+pub(crate) fn resolve(node: &Node, word: u64, guard: &Guard<'_>) {
+    debug_assert_ne!(word & MARKER, 0);
+    let ptr: *const GroupOp = std::ptr::with_exposed_provenance((word & !MARKER) as usize);
+    guard.check(ptr);
+    // SAFETY: the marker was loaded from `node` under `guard`; an operation is retired only
+    // after every marker of it has been replaced, so it was not retired before `guard` entered
+    // and the collector keeps it allocated until `guard` drops.
+    let op = unsafe { &*ptr };
+    // Acquire: pairs with the decision's Release.
+    let mut status = op.status.load(Ordering::Acquire);
+    if status == UNDECIDED {
+        // Acquire: pairs with the owner's Release after each install.
+        let target = if op.settled.load(Ordering::Acquire) == op.entries.len() {
+            SUCCEEDED
+        } else {
+            FAILED
+        };
+        // AcqRel (success and failure Acquire): as in `finish`.
+        status =
+            match op
+                .status
+                .compare_exchange(UNDECIDED, target, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => target,
+                Err(now) => now,
+            };
+    }
+    let Some(entry) = op.entries.iter().find(|e| std::ptr::eq(e.node, node)) else {
+        debug_assert!(false, "a marker's node is one of its entries");
+        return;
+    };
+    // Relaxed: published by the marker's Release install, which our Acquire load of `word`
+    // synchronized with.
+    let old = entry.old.load(Ordering::Relaxed);
+    let value = if status == SUCCEEDED {
+        op.apply(old)
+    } else {
+        old
+    };
+    // Relaxed (success and failure): as in `finish`.
+    let _ = node
+        .state
+        .compare_exchange(word, value, Ordering::Relaxed, Ordering::Relaxed);
+}
+
+/// Backs off before the `attempt`-th retry of an aborted group (exponential, capped).
+pub(crate) fn backoff(attempt: u32) {
+    for _ in 0..1u32 << attempt.min(10) {
+        txgate_sync::sync::spin_loop();
+    }
+}

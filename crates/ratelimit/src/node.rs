@@ -1,0 +1,126 @@
+//! A tracked key: its node and the compare-and-swap loops on its state word.
+
+use txgate_sync::reclaim::Guard;
+use txgate_sync::sync::{AtomicU64, Ordering};
+
+use crate::group;
+use crate::state::{self, Counts, EVICTED, MARKER};
+
+/// One tracked key. Nodes live on the heap, are published in one slot of their set's table and
+/// retired through the collector once an eviction replaced them.
+pub(crate) struct Node {
+    /// The key's 64-bit salted hash. Invariant: immutable after publication.
+    pub(crate) key: u64,
+    /// Packed counts and flags ([`crate::state`]). Invariant: changed only by compare-and-swap;
+    /// once `EVICTED` it never changes again; a `MARKER` word is replaced only by its group
+    /// operation's resolution.
+    pub(crate) state: AtomicU64,
+    /// The way of its set that this node's insertion claims. Invariant: written before the
+    /// insertion is published, never after.
+    pub(crate) way: u8,
+    /// Whether the insertion fills an empty way (a new key in the shard) rather than replacing
+    /// an evicted one. Invariant: as `way`.
+    pub(crate) adds: bool,
+}
+
+/// The result of an update of a node's counts.
+pub(crate) enum Update<T> {
+    /// The update ran on the node's current counts and returned this.
+    Done(T),
+    /// The node was evicted (its final counts): look the key up again.
+    Evicted(Counts),
+}
+
+impl Node {
+    /// A node of `key` whose state starts at `counts`.
+    pub(crate) fn new(key: u64, counts: Counts) -> Self {
+        Self {
+            key,
+            state: AtomicU64::new(state::pack(counts)),
+            way: 0,
+            adds: false,
+        }
+    }
+
+    /// Applies `f` to the node's counts with a compare-and-swap loop: `f` returns the new counts
+    /// (`None`: leave them) and a result. A group operation in flight on the node is resolved
+    /// first (decided or aborted, see [`crate::group`]), so `f` always sees counts that no
+    /// in-flight operation can take back.
+    #[inline]
+    pub(crate) fn update<T>(
+        &self,
+        guard: &Guard<'_>,
+        mut f: impl FnMut(Counts) -> (Option<Counts>, T),
+    ) -> Update<T> {
+        // Acquire: a marker's group operation was published by the Release of its install, and
+        // its fields are read below.
+        let mut word = self.state.load(Ordering::Acquire);
+        loop {
+            if word & MARKER != 0 {
+                group::resolve(self, word, guard);
+                // Acquire: as above.
+                word = self.state.load(Ordering::Acquire);
+                continue;
+            }
+            if word & EVICTED != 0 {
+                return Update::Evicted(state::counts(word));
+            }
+            let (next, out) = f(state::counts(word));
+            let Some(next) = next else {
+                return Update::Done(out);
+            };
+            // Relaxed on success: the word is self-contained, no other memory is published
+            // through it; the exactness of the counts needs only the atomicity of the CAS.
+            // Acquire on failure: the newer word may be a marker whose operation we then read.
+            match self.state.compare_exchange_weak(
+                word,
+                state::pack(next),
+                Ordering::Relaxed,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Update::Done(out),
+                Err(now) => word = now,
+            }
+        }
+    }
+
+    /// Marks the node evicted (terminal), resolving any group operation on it first. Returns
+    /// whether this call set the flag (exactly one caller does).
+    pub(crate) fn mark_evicted(&self, guard: &Guard<'_>) -> bool {
+        // Acquire: as in `update`.
+        let mut word = self.state.load(Ordering::Acquire);
+        loop {
+            if word & MARKER != 0 {
+                group::resolve(self, word, guard);
+                // Acquire: as in `update`.
+                word = self.state.load(Ordering::Acquire);
+                continue;
+            }
+            if word & EVICTED != 0 {
+                return false;
+            }
+            // Release on success: the flag is set while the evicting insertion holds its set's
+            // claim; a reader that sees the flag (Acquire) then sees that claim (or a later
+            // claim word) and completes it instead of finding this node in its slot again.
+            // Acquire on failure: as in `update`.
+            match self.state.compare_exchange_weak(
+                word,
+                word | EVICTED,
+                Ordering::Release,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return true,
+                Err(now) => word = now,
+            }
+        }
+    }
+
+    /// The node's counts, resolving a group operation in flight (tests, the validator and
+    /// eviction ranking). Also returns whether it is evicted.
+    pub(crate) fn counts(&self, guard: &Guard<'_>) -> (Counts, bool) {
+        match self.update(guard, |c| (None, c)) {
+            Update::Done(c) => (c, false),
+            Update::Evicted(c) => (c, true),
+        }
+    }
+}

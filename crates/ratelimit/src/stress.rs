@@ -1,0 +1,382 @@
+//! Threaded tests on real threads: many short trials over tiny shards, each checked against the
+//! rules a linearizable limiter must keep and followed by the structural validator.
+
+use std::collections::HashMap;
+use std::sync::Barrier;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::time::Duration;
+
+use crate::{AppKey, AppRateLimiter, Config, Decision, Origin};
+
+const T0: u64 = 1_700_000_010 * 1_000_000_000;
+
+fn limiter(rate: u64, max_size: usize, shards: usize) -> AppRateLimiter {
+    AppRateLimiter::new(Config {
+        rate_per_second: rate,
+        window: Duration::from_secs(1),
+        max_size,
+        shards,
+        salt: Some([1; 16]),
+    })
+    .unwrap()
+}
+
+fn origin(i: u64) -> Origin {
+    Origin::from_peer_id(&i.to_le_bytes())
+}
+
+/// A small deterministic generator (splitmix64), so trials are reproducible.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Runs `f(thread)` on `threads` threads started together.
+fn race<R: Send>(threads: usize, f: impl Fn(usize) -> R + Sync) -> Vec<R> {
+    let barrier = Barrier::new(threads);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let (f, barrier) = (&f, &barrier);
+                s.spawn(move || {
+                    barrier.wait();
+                    f(t)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+/// Trials of random groups over a few keys in shards with room for all of them (no eviction is
+/// ever due), all at one instant, so every key's count only grows. Linearizability then
+/// requires: each key's final count is exactly the number of admitted groups naming it and at
+/// most L; no eviction; and every dropped group names a key that ends at L, the one its decision
+/// points to (it was at its limit when the group took effect). A reservation taken back after a
+/// concurrent caller was dropped because of it breaks the last rule.
+#[test]
+fn groups_without_eviction_are_linearizable() {
+    let trials = if cfg!(miri) { 4 } else { 2000 };
+    let mut rng = Rng(7);
+    for trial in 0..trials {
+        let limit = 1 + rng.below(3);
+        let threads = 2 + rng.below(2) as usize;
+        let l = limiter(limit, 16, 2); // 2 shards of 8 keys (one set each)
+        // 6 keys: apps 1..=3 from origins 0 and 1 (at most 6 in one shard: room for all).
+        let keys: Vec<AppKey> = (1..=3)
+            .flat_map(|app| (0..2).map(move |o| (app, o)))
+            .map(|(app, o)| l.app_key(app, &origin(o)))
+            .collect();
+        let plans: Vec<Vec<Vec<usize>>> = (0..threads)
+            .map(|_| {
+                (0..6)
+                    .map(|_| {
+                        let n = 1 + rng.below(3) as usize;
+                        (0..n).map(|_| rng.below(6) as usize).collect()
+                    })
+                    .collect()
+            })
+            .collect();
+        let results = race(threads, |t| {
+            plans[t]
+                .iter()
+                .map(|group| {
+                    let ks: Vec<AppKey> = group.iter().map(|&i| keys[i]).collect();
+                    l.admit_keys(&ks, T0)
+                })
+                .collect::<Vec<Decision>>()
+        });
+        l.validate();
+        let mut admitted: HashMap<usize, u64> = HashMap::new();
+        let mut ops = 0;
+        for (t, decisions) in results.iter().enumerate() {
+            for (group, d) in plans[t].iter().zip(decisions) {
+                ops += 1;
+                if d.is_admit() {
+                    let mut distinct = group.clone();
+                    distinct.sort_unstable();
+                    distinct.dedup();
+                    for k in distinct {
+                        *admitted.entry(k).or_default() += 1;
+                    }
+                }
+            }
+        }
+        for (k, key) in keys.iter().enumerate() {
+            let want = admitted.get(&k).copied().unwrap_or(0);
+            let cur = l.counts(*key).map_or(0, |(_, cur)| u64::from(cur));
+            assert!(
+                want <= limit,
+                "trial {trial}: key {k} admitted {want} > L {limit}"
+            );
+            assert_eq!(cur, want, "trial {trial}: key {k} count");
+        }
+        for (t, decisions) in results.iter().enumerate() {
+            for (group, d) in plans[t].iter().zip(decisions) {
+                if let Decision::Drop { index, .. } = *d {
+                    let k = group[index];
+                    let cur = l.counts(keys[k]).map_or(0, |(_, cur)| u64::from(cur));
+                    assert_eq!(
+                        cur, limit,
+                        "trial {trial}: group {group:?} dropped for key {k}, which ends at {cur} < L {limit}"
+                    );
+                }
+            }
+        }
+        let s = l.stats();
+        assert_eq!(s.evicted, 0, "trial {trial}: eviction with room");
+        assert_eq!(s.admitted + s.dropped, ops);
+    }
+}
+
+/// Two groups naming the same two apps in opposite orders, L = 1: exactly one is admitted.
+#[test]
+fn crossed_groups_admit_exactly_one() {
+    let trials = if cfg!(miri) { 4 } else { 3000 };
+    for trial in 0..trials {
+        let l = limiter(1, 256, 128);
+        let o = origin(trial);
+        let (a, b) = (l.app_key(11, &o), l.app_key(12, &o));
+        let results = race(2, |t| {
+            if t == 0 {
+                l.admit_keys(&[a, b], T0)
+            } else {
+                l.admit_keys(&[b, a], T0)
+            }
+        });
+        let admitted = results.iter().filter(|d| d.is_admit()).count();
+        assert_eq!(admitted, 1, "trial {trial}: {results:?}");
+        l.validate();
+    }
+}
+
+/// Three threads admit one new key into a shard of capacity 2 (L = 1): exactly one admission,
+/// one node, whatever the interleaving of their insertions.
+#[test]
+fn three_inserters_of_one_key_admit_once() {
+    let trials = if cfg!(miri) { 4 } else { 3000 };
+    for trial in 0..trials {
+        let l = limiter(1, 2, 1);
+        let key = l.app_key(1, &origin(trial));
+        let results = race(3, |_| l.admit_key(key, T0));
+        assert_eq!(results.iter().filter(|d| d.is_admit()).count(), 1);
+        l.validate();
+        assert_eq!(l.tracked_keys(), vec![(0, key.hash())]);
+    }
+}
+
+/// A shard of capacity 3 holding exactly 3 keys never evicts, and each key admits exactly L
+/// (L = 2), however two threads interleave.
+#[test]
+fn a_full_small_shard_without_new_keys_never_evicts() {
+    let trials = if cfg!(miri) { 3 } else { 1000 };
+    for trial in 0..trials {
+        let l = limiter(2, 3, 1);
+        let keys: Vec<AppKey> = (0..3)
+            .map(|i| l.app_key(1, &origin(trial * 3 + i)))
+            .collect();
+        let results = race(2, |_| {
+            let mut admitted = [0usize; 3];
+            for _ in 0..4 {
+                for (k, key) in keys.iter().enumerate() {
+                    admitted[k] += usize::from(l.admit_key(*key, T0).is_admit());
+                }
+            }
+            admitted
+        });
+        for (k, (a, b)) in results[0].iter().zip(&results[1]).enumerate() {
+            assert_eq!(a + b, 2, "trial {trial} key {k}");
+        }
+        assert_eq!(l.stats().evicted, 0);
+        l.validate();
+    }
+}
+
+/// Threads racing on one key, new to the table at the start, admit exactly L.
+#[test]
+fn racing_admits_on_a_new_key_admit_exactly_l() {
+    let (threads, keys, per) = if cfg!(miri) { (3, 2, 6) } else { (4, 200, 40) };
+    let l = limiter(20, 8192, 1); // L = 20
+    for k in 0..keys {
+        let key = l.app_key(7, &origin(k));
+        let admitted = AtomicUsize::new(0);
+        race(threads, |_| {
+            for _ in 0..per {
+                if l.admit_key(key, T0).is_admit() {
+                    admitted.fetch_add(1, Relaxed);
+                }
+            }
+        });
+        let want = (threads * per as usize).min(20);
+        assert_eq!(admitted.load(Relaxed), want);
+        assert_eq!(l.counts(key), Some((0, want as u16)));
+    }
+    assert_eq!(l.stats().entries, keys as usize);
+    l.validate();
+}
+
+/// Penalties racing admissions keep the arithmetic exact: every admission and penalty lands.
+#[test]
+fn penalize_racing_admit_is_exact() {
+    let rounds = if cfg!(miri) { 3 } else { 100 };
+    let l = limiter(1000, 1024, 8); // L = 1000, penalty 250
+    for r in 0..rounds {
+        let key = l.app_key(3, &origin(r));
+        let admitted = AtomicUsize::new(0);
+        race(2, |t| {
+            if t == 0 {
+                for _ in 0..2 {
+                    l.penalize_keys(&[key], T0);
+                }
+            } else {
+                for _ in 0..300 {
+                    if l.admit_key(key, T0).is_admit() {
+                        admitted.fetch_add(1, Relaxed);
+                    }
+                }
+            }
+        });
+        // 500 of penalty leave room for 500 admissions, so all 300 land, in any order.
+        assert_eq!(admitted.load(Relaxed), 300);
+        assert_eq!(l.counts(key), Some((0, 800)));
+    }
+    l.validate();
+}
+
+/// Many threads inserting distinct keys into tiny shards, in groups: eviction and reclamation
+/// under contention; the bound holds, the structure stays valid, and every decision is an
+/// admission (each group's keys are new: L = 1 always admits).
+#[test]
+fn concurrent_eviction_keeps_the_bound() {
+    let (threads, per) = if cfg!(miri) { (2, 30) } else { (4, 5000) };
+    for trial in 0..if cfg!(miri) { 1 } else { 4 } {
+        let l = limiter(1, 16, 4); // capacity 4 per shard, L = 1
+        race(threads, |t| {
+            for i in 0..per {
+                let o = origin((trial * 10 + t as u64) * 1_000_000 + i as u64);
+                assert!(l.admit(&[1, 2, 3], &o, T0).is_admit());
+            }
+        });
+        l.validate();
+        let s = l.stats();
+        assert!(s.entries <= 16, "{s:?}");
+        assert_eq!(s.admitted, (threads * per) as u64);
+        // Each group inserts its 3 keys (again, if a retry finds one evicted meanwhile); all
+        // but the ones still tracked were evicted.
+        assert!(s.evicted >= (3 * threads * per - s.entries) as u64, "{s:?}");
+    }
+}
+
+/// Random single-key and group operations with penalties and a moving clock over a key space
+/// larger than the shards: the validator holds after every trial and the counters add up.
+#[test]
+fn random_operations_with_eviction_keep_the_structure() {
+    let trials = if cfg!(miri) { 2 } else { 400 };
+    let mut rng = Rng(11);
+    for trial in 0..trials {
+        let limit = 1 + rng.below(3);
+        let shards = 1 << rng.below(2);
+        let capacity = 2 + rng.below(4) as usize;
+        let l = limiter(limit, capacity * shards, shards);
+        let seeds: Vec<u64> = (0..3).map(|_| rng.next()).collect();
+        let ops: Vec<u64> = race(3, |t| {
+            let mut rng = Rng(seeds[t]);
+            let mut ops = 0;
+            let mut now = T0;
+            for _ in 0..40 {
+                let o = origin(rng.below(4));
+                let apps: Vec<u64> = (0..1 + rng.below(3)).map(|_| rng.below(5)).collect();
+                match rng.below(8) {
+                    0 => l.penalize(&apps, &o, now),
+                    1 => now += rng.below(1_500_000_000),
+                    _ => {
+                        let _ = l.admit(&apps, &o, now);
+                        ops += 1;
+                    }
+                }
+            }
+            ops
+        });
+        l.validate();
+        let s = l.stats();
+        assert_eq!(
+            s.admitted + s.dropped,
+            ops.iter().sum::<u64>(),
+            "trial {trial}"
+        );
+        assert!(s.entries <= capacity * shards);
+    }
+}
+
+/// A large shard (4,096 keys: 256 sets of 32 ways) evicts early for at most 0.1% of the keys
+/// that fill it, and once full every new key evicts exactly one, so it ends exactly full.
+#[test]
+fn large_shards_evict_only_when_full() {
+    let cap = if cfg!(miri) { 128 } else { 4096 };
+    let l = limiter(1, cap, 1);
+    for i in 0..cap {
+        assert!(l.admit(&[5], &origin(i as u64), T0).is_admit());
+    }
+    let early = l.stats().evicted;
+    assert!(
+        early as usize * 1000 <= cap,
+        "{early} evictions before full"
+    );
+    assert_eq!(l.stats().entries as u64, cap as u64 - early);
+    for i in cap..3 * cap {
+        assert!(l.admit(&[5], &origin(i as u64), T0).is_admit());
+    }
+    let s = l.stats();
+    assert_eq!((s.entries, s.evicted), (cap, 2 * cap as u64));
+    l.validate();
+}
+
+/// Shards of up to 64 keys are one set: they never evict while they have room.
+#[test]
+fn small_shards_never_evict_with_room() {
+    for cap in [2, 3, 17, 64] {
+        let l = limiter(1, cap, 1);
+        for i in 0..cap {
+            assert!(l.admit(&[9], &origin(i as u64), T0).is_admit());
+        }
+        assert_eq!(l.stats().evicted, 0, "capacity {cap}");
+        assert_eq!(l.stats().entries, cap);
+        assert!(l.admit(&[9], &origin(1000), T0).is_admit());
+        assert_eq!((l.stats().evicted, l.stats().entries), (1, cap));
+        l.validate();
+    }
+}
+
+/// Enough evictions to make seize reclaim (its batch is shrunk to 2 under Miri).
+#[test]
+#[cfg(debug_assertions)]
+fn evicted_nodes_are_reclaimed() {
+    let before = AppRateLimiter::reclaimed_nodes();
+    let l = limiter(1, 4, 2); // capacity 2 per shard
+    let n: u64 = if cfg!(miri) { 40 } else { 3000 };
+    for i in 0..n {
+        let _ = l.admit(&[1], &origin(i), T0);
+    }
+    assert_eq!(l.stats().evicted, n - 2);
+    // Retirements were batched and freed while the limiter was alive: all but the last partial
+    // batch (512 nodes; 2 under Miri).
+    let freed = AppRateLimiter::reclaimed_nodes() - before;
+    let batch = if cfg!(miri) { 2 } else { 512 };
+    assert!(
+        freed >= n - 2 - batch,
+        "freed {freed} of {} retired nodes",
+        n - 2
+    );
+    drop(l);
+}
