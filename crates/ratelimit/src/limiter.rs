@@ -588,43 +588,86 @@ impl AppRateLimiter {
 
     /// One key's admission: a lookup and one compare-and-swap on its counts (a new key is born
     /// holding its admission).
-    #[inline]
+    #[inline(always)]
     fn admit_one(&self, m: Member, at: Instant, guard: &Guard<'_>) -> Decision {
         let shard = self.shard(&m);
         let limits = &self.limits;
-        let mut node = shard.get(m.hash, guard);
         loop {
-            let existing = match node.take() {
-                Some(node) => node,
-                None => {
-                    let born = state::admit(Self::fresh(at), at, limits).expect("L >= 1");
-                    let got = shard.get_or_insert(m.hash, born, at, guard);
-                    self.count(guard, Counter::Evicted, u64::from(got.evicted));
-                    if got.inserted {
-                        self.count(guard, Counter::Admitted, 1);
-                        return Decision::admit(Some(state::remaining(born, at, limits)));
-                    }
-                    got.node
-                }
+            let born = Counts {
+                cur: 1,
+                ..Self::fresh(at)
             };
-            let update = existing.update(guard, |c| match state::admit(c, at, limits) {
-                Some(next) => (Some(next), Ok(next)),
-                None => (None, Err(c)),
-            });
-            match update {
-                Update::Done(Ok(next)) => {
-                    self.count(guard, Counter::Admitted, 1);
-                    return Decision::admit(Some(state::remaining(next, at, limits)));
+            let got = shard.get_or_insert(m.hash, born, at, guard);
+            self.count(guard, Counter::Evicted, u64::from(got.evicted));
+            if got.inserted {
+                self.count(guard, Counter::Admitted, 1);
+                return Decision::admit(Some(limits.limit - 1));
+            }
+            // Acquire: as in `Node::update`.
+            let mut word = got.node.state.load(Ordering::Acquire);
+            loop {
+                if word & (MARKER | EVICTED) != 0 {
+                    // A group operation to resolve, or an eviction in flight: the general path.
+                    break;
                 }
-                Update::Done(Err(c)) => {
-                    self.count(guard, Counter::Dropped, 1);
-                    return Decision::drop(m.index, state::retry_after(c, at, limits));
+                match state::check(word, at, limits) {
+                    Ok((next, remaining)) => {
+                        // Relaxed on success: as in `Node::update`. Acquire on failure: the
+                        // newer word may be a marker.
+                        match got.node.state.compare_exchange_weak(
+                            word,
+                            next,
+                            Ordering::Relaxed,
+                            Ordering::Acquire,
+                        ) {
+                            Ok(_) => {
+                                self.count(guard, Counter::Admitted, 1);
+                                return Decision::admit(Some(remaining));
+                            }
+                            Err(now) => word = now,
+                        }
+                    }
+                    Err(c) => {
+                        self.count(guard, Counter::Dropped, 1);
+                        return Decision::drop(m.index, state::retry_after(c, at, limits));
+                    }
                 }
-                Update::Evicted(_) => {
-                    // Evicted by an insertion in flight: finish it, then look again.
-                    let evicted = shard.settle(m.hash, guard);
-                    self.count(guard, Counter::Evicted, u64::from(evicted));
-                }
+            }
+            if let Some(d) = self.admit_contended(m, got.node, at, guard) {
+                return d;
+            }
+        }
+    }
+
+    /// The general path of [`admit_one`](Self::admit_one) on a node whose word holds a group
+    /// operation or the evicted flag: `None` to look the key up again.
+    #[inline(never)]
+    fn admit_contended(
+        &self,
+        m: Member,
+        node: &Node,
+        at: Instant,
+        guard: &Guard<'_>,
+    ) -> Option<Decision> {
+        let limits = &self.limits;
+        let update = node.update(guard, |c| match state::admit(c, at, limits) {
+            Some(next) => (Some(next), Ok(next)),
+            None => (None, Err(c)),
+        });
+        match update {
+            Update::Done(Ok(next)) => {
+                self.count(guard, Counter::Admitted, 1);
+                Some(Decision::admit(Some(state::remaining(next, at, limits))))
+            }
+            Update::Done(Err(c)) => {
+                self.count(guard, Counter::Dropped, 1);
+                Some(Decision::drop(m.index, state::retry_after(c, at, limits)))
+            }
+            Update::Evicted(_) => {
+                // Evicted by an insertion in flight: finish it, then look again.
+                let evicted = self.shard(&m).settle(m.hash, guard);
+                self.count(guard, Counter::Evicted, u64::from(evicted));
+                None
             }
         }
     }

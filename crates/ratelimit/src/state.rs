@@ -192,6 +192,26 @@ pub(crate) fn admit(c: Counts, at: Instant, limits: &Limits) -> Option<Counts> {
     })
 }
 
+/// One admission decided on a counts word: `Ok((the word after it, admissions left after it))`,
+/// or `Err(the counts)` if the window does not allow it. One roll and one estimate, for the hit
+/// path.
+#[inline]
+pub(crate) fn check(word: u64, at: Instant, limits: &Limits) -> Result<(u64, u16), Counts> {
+    let c = counts(word);
+    let (rolled, offset) = roll(c, at);
+    let used = limits.weighted(rolled.prev, offset) + u64::from(rolled.cur);
+    if used < u64::from(limits.limit) {
+        let next = Counts {
+            // `cur + 1 <= L <= 65,535`: no overflow.
+            cur: rolled.cur + 1,
+            ..rolled
+        };
+        Ok((pack(next), (u64::from(limits.limit) - used - 1) as u16))
+    } else {
+        Err(c)
+    }
+}
+
 /// Counts after one penalty at `at`: `cur += max(1, L / 4)`, saturating.
 #[inline]
 pub(crate) fn penalize(c: Counts, at: Instant, limits: &Limits) -> Counts {

@@ -5,20 +5,25 @@
 //! A shard of capacity `C` is `S` sets of `W` ways; a key lives only in its set (the high bits of
 //! its hash pick it), in one of the set's ways. Each way is a slot: an atomic pointer to a heap
 //! [`Node`] (key, packed counts), with the key's low 16 bits kept in the pointer's unused top 16
-//! bits as a tag, so a scan dereferences only nodes whose tag matches. Ways fill in order and are
-//! never emptied again (an eviction replaces a node in place), so a set's nodes are a prefix of
-//! its ways and a scan stops at the first empty way.
+//! bits as a tag, so a scan dereferences only nodes whose tag matches. A set is one run of words
+//! starting on a cache line: its claim word (below), then its slots, so the claim and the first
+//! seven ways share a line. Ways fill in order and are never emptied again (an eviction replaces
+//! a node in place), so a set's nodes are a prefix of its ways and a scan stops at the first
+//! empty way.
 //!
 //! - Shards of up to [`SMALL_SHARD`] keys are one set of `W = C` ways, searched whole: a new key
 //!   evicts only when the shard holds `C` keys, and the victim is exactly the model's (a stale
 //!   key first, then the least recently used, by a per-way recency stamp).
-//! - Larger shards have `W = 32` and two ways per key of capacity (`S = ceil(2 C / 32)`). Each set
-//!   may always hold one key; beyond that a new key takes a unit of the shard's spare room (`C -
-//!   S` units). A new key evicts when no unit is left, or when its set's 32 ways are all taken
-//!   while units remain (an early eviction: a set with twice the mean load; measured by the
-//!   `bytes_per_key` example). The victim is chosen by CLOCK (second chance) over the set's ways:
-//!   a reference bit per way is set on access (only when clear, so hits rarely write) and cleared
-//!   as the hand passes.
+//! - Larger shards have `W = 31` (a set with its claim word is four cache lines) and two ways per
+//!   key of capacity (`S = ceil(2 C / 31)`). Each set may always hold one key; beyond that a new
+//!   key takes a unit of the shard's spare room (`C - S` units). A new key evicts when no unit is
+//!   left, or when its set's 31 ways are all taken while units remain (an early eviction: a set
+//!   with twice the mean load; measured by the `bytes_per_key` example). A set that is still
+//!   empty when the units run out keeps its one key of room unused until a key of its own comes
+//!   (at full load a set is empty with probability e^-15.5, 2e-7). The victim is chosen by
+//!   CLOCK (second chance) over the set's ways: a reference bit per way, the low bit of its slot
+//!   pointer, is set on access (only when clear, so hits rarely write) and cleared as the sweep
+//!   passes; the sweep starts at a position drawn from the new key's hash.
 //!
 //! # Insertion: one claim per set
 //!
@@ -52,7 +57,7 @@
 //! Nothing on the hit path allocates.
 
 use txgate_sync::reclaim::Guard;
-use txgate_sync::sync::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use txgate_sync::sync::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use crate::node::Node;
 use crate::state::{self, Counts, Instant};
@@ -60,8 +65,14 @@ use crate::state::{self, Counts, Instant};
 /// Shards of at most this many keys are one set searched whole (exact LRU, never an early
 /// eviction).
 pub(crate) const SMALL_SHARD: usize = 64;
-/// Ways per set of a larger shard.
-const WAYS: usize = 32;
+/// Ways per set of a larger shard (with the claim word, 32 words: four cache lines). With two
+/// ways per key a full shard holds 15.5 keys per set on average: a set fills up while its shard
+/// has room (an early eviction) for under 0.001% of the keys that fill a shard of 1,024 to
+/// 8,192 keys (a simulation of uniform keys; the `bytes_per_key` example measures it), and a
+/// set is still empty when its shard is full with probability e^-15.5 (2e-7), which would leave
+/// its one key of reserved room unused (23 ways, 11.5 keys per set: e^-11.5, about one empty
+/// set in 128 default shards, and hundreds of early evictions until a key of its own comes).
+const WAYS: usize = 31;
 /// Ways per key of capacity in a larger shard.
 const WAYS_PER_KEY: usize = 2;
 
@@ -84,16 +95,19 @@ fn tagged(node: *mut Node, key: u64) -> *mut Node {
     }
 }
 
-/// The node pointer of a slot value.
+/// The CLOCK reference bit of a slot value (nodes are 8-byte aligned).
+const REFERENCED: usize = 1;
+
+/// The node pointer of a slot value (without tag or reference bit).
 #[inline]
 fn untag(slot: *mut Node) -> *mut Node {
     #[cfg(target_pointer_width = "64")]
     {
-        slot.map_addr(|a| a & ((1 << TAG_SHIFT) - 1))
+        slot.map_addr(|a| a & ((1 << TAG_SHIFT) - 1) & !REFERENCED)
     }
     #[cfg(not(target_pointer_width = "64"))]
     {
-        slot
+        slot.map_addr(|a| a & !REFERENCED)
     }
 }
 
@@ -123,16 +137,16 @@ fn is_claim(word: *mut Node) -> bool {
     word.addr() & 1 == 0
 }
 
-/// One set's claim word and replacement state.
-struct Set {
-    /// `N` while node `N`'s insertion is in flight, else `free(X)` (module docs). Invariant:
-    /// every change of the set's slots happens while it holds the claim of that change.
-    claim: AtomicPtr<Node>,
-    /// CLOCK reference bits of larger shards, bit `w` for way `w` (a heuristic: races only
-    /// perturb the victim choice).
-    referenced: AtomicU64,
-    /// CLOCK hand of larger shards: the way the next victim search starts at.
-    hand: AtomicU32,
+/// Eight words on one cache line: the unit the words of the sets are allocated in.
+#[repr(C, align(64))]
+struct Line([AtomicPtr<Node>; 8]);
+
+/// A key found by a scan.
+struct Hit<'g> {
+    way: usize,
+    /// The slot's value as loaded.
+    slot: *mut Node,
+    node: &'g Node,
 }
 
 /// What [`Shard::get_or_insert`] found.
@@ -148,15 +162,21 @@ pub(crate) struct Got<'g> {
     pub(crate) evicted: u32,
 }
 
-/// One shard: `sets x ways` slots, the claim words, room accounting and recency.
+/// One shard: per set a claim word and `ways` slots, room accounting and recency.
 pub(crate) struct Shard {
-    /// Invariants: a node is published in one slot, once, and retired exactly once, by the
-    /// thread whose compare-and-swap took it out of that slot; each set's non-null slots are a
-    /// prefix of its ways.
-    slots: Box<[AtomicPtr<Node>]>,
-    sets: Box<[Set]>,
+    /// Set `s` is words `s * stride ..`: its claim word, then its slots. A claim word holds `N`
+    /// while node `N`'s insertion is in flight, else `free(X)` (module docs). Invariants: every
+    /// change of a set's slots happens while its claim word holds that change's claim; a node is
+    /// published in one slot, once, and retired exactly once, by the thread whose
+    /// compare-and-swap took it out of that slot; each set's non-null slots are a prefix of its
+    /// ways.
+    words: Box<[Line]>,
+    /// Number of sets.
+    sets: usize,
     /// Ways per set.
     ways: usize,
+    /// Words per set: `1 + ways`, rounded up to whole cache lines.
+    stride: usize,
     /// Most keys the shard holds (`max_size / shards`, at least 2).
     capacity: usize,
     /// Larger shards: units of room beyond each set's first key. Taken before an insertion that
@@ -182,18 +202,19 @@ impl Shard {
             ((capacity * WAYS_PER_KEY).div_ceil(WAYS), WAYS)
         };
         let small = sets == 1;
-        Self {
-            slots: (0..sets * ways)
-                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
-                .collect(),
-            sets: (0..sets)
-                .map(|_| Set {
-                    claim: AtomicPtr::new(free(std::ptr::null_mut())),
-                    referenced: AtomicU64::new(0),
-                    hand: AtomicU32::new(0),
-                })
-                .collect(),
+        let stride = (1 + ways).next_multiple_of(8);
+        let words: Box<[Line]> = (0..sets * stride / 8)
+            .map(|_| {
+                Line(std::array::from_fn(
+                    |_| AtomicPtr::new(std::ptr::null_mut()),
+                ))
+            })
+            .collect();
+        let shard = Self {
+            words,
+            sets,
             ways,
+            stride,
             capacity,
             spare: AtomicUsize::new(if small { 0 } else { capacity - sets }),
             entries: AtomicUsize::new(0),
@@ -201,7 +222,14 @@ impl Shard {
                 .map(|_| AtomicU64::new(0))
                 .collect(),
             tick: AtomicU64::new(0),
+        };
+        for set in 0..sets {
+            // Relaxed: not shared yet.
+            shard
+                .claim(set)
+                .store(free(std::ptr::null_mut()), Ordering::Relaxed);
         }
+        shard
     }
 
     /// Keys tracked now (exact when no insertion is in flight).
@@ -212,26 +240,50 @@ impl Shard {
 
     /// Bytes of the table (slots, sets, stamps), for the memory report.
     pub(crate) fn table_bytes(&self) -> usize {
-        std::mem::size_of_val(&*self.slots)
-            + std::mem::size_of_val(&*self.sets)
-            + std::mem::size_of_val(&*self.stamps)
+        std::mem::size_of_val(&*self.words) + std::mem::size_of_val(&*self.stamps)
     }
 
     #[inline]
     fn small(&self) -> bool {
-        self.sets.len() == 1
+        self.sets == 1
+    }
+
+    /// All words, as one slice.
+    #[inline]
+    fn flat(&self) -> &[AtomicPtr<Node>] {
+        // SAFETY: `Line` is `repr(C)` over `[AtomicPtr<Node>; 8]`, 64 bytes with no padding, so
+        // the lines are `8 * len` contiguous, aligned, initialized words.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.words.as_ptr().cast::<AtomicPtr<Node>>(),
+                self.words.len() * 8,
+            )
+        }
+    }
+
+    /// A set's words: its claim word, then its `ways` slots.
+    #[inline]
+    fn set(&self, set: usize) -> &[AtomicPtr<Node>] {
+        let start = set * self.stride;
+        &self.flat()[start..start + 1 + self.ways]
+    }
+
+    /// A set's claim word.
+    #[inline]
+    fn claim(&self, set: usize) -> &AtomicPtr<Node> {
+        &self.set(set)[0]
     }
 
     /// The set of a key: the high bits of `key * sets` (keys are uniform BLAKE2b output; the tag
     /// uses the low bits).
     #[inline]
     fn set_of(&self, key: u64) -> usize {
-        ((u128::from(key) * self.sets.len() as u128) >> 64) as usize
+        ((u128::from(key) * self.sets as u128) >> 64) as usize
     }
 
     #[inline]
     fn slot(&self, set: usize, way: usize) -> &AtomicPtr<Node> {
-        &self.slots[set * self.ways + way]
+        &self.set(set)[1 + way]
     }
 
     /// Dereferences a node loaded under `guard` from this table.
@@ -251,35 +303,31 @@ impl Shard {
         unsafe { &*ptr }
     }
 
-    /// Scans a set for `key`: its way and node if present, and the number of nodes in the set.
-    #[inline]
-    fn scan<'g>(
-        &self,
-        set: usize,
-        key: u64,
-        guard: &'g Guard<'_>,
-    ) -> (Option<(usize, &'g Node)>, usize) {
-        for way in 0..self.ways {
+    /// Scans a set for `key`: its way, slot value and node if present, and the number of nodes
+    /// in the set.
+    #[inline(always)]
+    fn scan<'g>(&self, set: usize, key: u64, guard: &'g Guard<'_>) -> (Option<Hit<'g>>, usize) {
+        for (way, word) in self.set(set)[1..].iter().enumerate() {
             // Acquire: pairs with the Release of the compare-and-swap that placed the node, so
             // its key and counts are visible.
-            let ptr = guard.protect(self.slot(set, way), Ordering::Acquire);
-            if ptr.is_null() {
+            let slot = guard.protect(word, Ordering::Acquire);
+            if slot.is_null() {
                 return (None, way);
             }
-            if may_hold(ptr, key) {
+            if may_hold(slot, key) {
                 // SAFETY: loaded under `guard` from our slot.
-                let node = unsafe { self.deref(untag(ptr), guard) };
+                let node = unsafe { self.deref(untag(slot), guard) };
                 if node.key == key {
-                    return (Some((way, node)), way);
+                    return (Some(Hit { way, slot, node }), way);
                 }
             }
         }
         (None, self.ways)
     }
 
-    /// Marks a way as just used.
+    /// Marks a way as just used (`slot`: its value as the caller loaded it).
     #[inline]
-    fn touch(&self, set: usize, way: usize) {
+    fn touch(&self, set: usize, way: usize, slot: *mut Node) {
         if self.small() {
             // Relaxed (load and store): the clock publishes no memory. A load and a store, not a
             // read-modify-write: single-threaded the ticks are distinct and increasing (exact
@@ -288,14 +336,16 @@ impl Shard {
             self.tick.store(tick, Ordering::Relaxed);
             // Relaxed: a recency stamp publishes no memory.
             self.stamps[way].store(tick, Ordering::Relaxed);
-        } else {
-            let bit = 1 << way;
-            let referenced = &self.sets[set].referenced;
-            // Relaxed: a heuristic bit; write only when clear so that hits rarely write.
-            if referenced.load(Ordering::Relaxed) & bit == 0 {
-                // Relaxed: as above.
-                referenced.fetch_or(bit, Ordering::Relaxed);
-            }
+        } else if slot.addr() & REFERENCED == 0 {
+            // Set the reference bit, only when clear so that hits rarely write. Relaxed (success
+            // and failure): the bit publishes nothing; a failure means the slot changed (another
+            // reference, or a replacement) and the bit is a heuristic.
+            let _ = self.slot(set, way).compare_exchange(
+                slot,
+                slot.map_addr(|a| a | REFERENCED),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
         }
     }
 
@@ -303,14 +353,16 @@ impl Shard {
     #[inline]
     pub(crate) fn get<'g>(&self, key: u64, guard: &'g Guard<'_>) -> Option<&'g Node> {
         let set = self.set_of(key);
-        let (found, _) = self.scan(set, key, guard);
-        let (way, node) = found?;
-        self.touch(set, way);
-        Some(node)
+        let (hit, _) = self.scan(set, key, guard);
+        let hit = hit?;
+        self.touch(set, hit.way, hit.slot);
+        Some(hit.node)
     }
 
     /// Returns `key`'s node, inserting it with counts `born` if missing (evicting if the shard
-    /// or the set is full), and refreshes its recency.
+    /// or the set is full), and refreshes its recency. The hit path (claim word, scan, recency)
+    /// is inlined; a miss goes to [`Shard::insert`].
+    #[inline(always)]
     pub(crate) fn get_or_insert<'g>(
         &self,
         key: u64,
@@ -319,32 +371,70 @@ impl Shard {
         guard: &'g Guard<'_>,
     ) -> Got<'g> {
         let set = self.set_of(key);
+        // Acquire: pairs with the Release that freed the claim word, so the scan below sees
+        // every slot change of the insertions that completed before.
+        let c = guard.protect(self.claim(set), Ordering::Acquire);
+        if !is_claim(c) {
+            let (hit, len) = self.scan(set, key, guard);
+            if let Some(hit) = hit {
+                self.touch(set, hit.way, hit.slot);
+                return Got {
+                    node: hit.node,
+                    inserted: false,
+                    victim: None,
+                    evicted: 0,
+                };
+            }
+            return self.insert(set, key, born, at, c, Some(len), guard);
+        }
+        self.insert(set, key, born, at, c, None, guard)
+    }
+
+    /// The miss path of [`Shard::get_or_insert`]: `c` is the claim word as loaded, and `len` the
+    /// set's length if the scan that followed it missed the key.
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn insert<'g>(
+        &self,
+        set: usize,
+        key: u64,
+        born: Counts,
+        at: Instant,
+        mut c: *mut Node,
+        mut scanned: Option<usize>,
+        guard: &'g Guard<'_>,
+    ) -> Got<'g> {
         let mut evicted = 0;
-        let claim = &self.sets[set].claim;
+        let claim = self.claim(set);
         // A node allocated for an insertion whose claim failed, reused by the retry.
         let mut spare: Option<Box<Node>> = None;
         loop {
-            // Acquire: pairs with the Release that freed the claim word, so the scan below sees
-            // every slot change of the insertions that completed before.
-            let c = guard.protect(claim, Ordering::Acquire);
-
             if is_claim(c) {
                 evicted += self.complete(set, c, guard);
+                // Acquire: as in `get_or_insert`.
+                c = guard.protect(claim, Ordering::Acquire);
                 continue;
             }
-            let (found, len) = self.scan(set, key, guard);
-            if let Some((way, node)) = found {
-                self.touch(set, way);
-                return Got {
-                    node,
-                    inserted: false,
-                    victim: None,
-                    evicted,
-                };
-            }
+            let len = match scanned.take() {
+                Some(len) => len,
+                None => {
+                    let (hit, len) = self.scan(set, key, guard);
+                    if let Some(hit) = hit {
+                        self.touch(set, hit.way, hit.slot);
+                        return Got {
+                            node: hit.node,
+                            inserted: false,
+                            victim: None,
+                            evicted,
+                        };
+                    }
+                    len
+                }
+            };
+            // The plan: the first empty way, or a victim (module docs).
             let (way, unit) = match self.room(len) {
                 Some(unit) => (len, unit),
-                None => (self.victim(set, len, at, guard), false),
+                None => (self.victim(set, len, key, at, guard), false),
             };
             let adds = way == len;
             // Relaxed: read only to name the victim to the caller; the claim below validates
@@ -355,7 +445,7 @@ impl Shard {
                     *b = Node::new(key, born);
                     b
                 }
-                None => Box::new(Node::new(key, born)),
+                None => Node::boxed(key, born),
             };
             node.way = way as u8;
             node.adds = adds;
@@ -366,9 +456,11 @@ impl Shard {
                 "txgate-ratelimit needs heap addresses below 2^48 (key tags use the top 16 bits)"
             );
             // AcqRel on success: Release publishes the node (key, counts, plan) to whoever loads
-            // the claim and completes it; Acquire keeps our completion after the claim. Relaxed
-            // on failure: we only retry.
-            match claim.compare_exchange(c, ptr, Ordering::AcqRel, Ordering::Relaxed) {
+            // the claim and completes it; Acquire keeps our completion after the claim. Acquire
+            // on failure: the newer claim word is the next one we act on (complete it, or plan
+            // on the scan it orders), as if loaded above; seize's protection of a pointer loaded
+            // under the guard does not depend on how it was loaded.
+            match claim.compare_exchange(c, ptr, Ordering::AcqRel, Ordering::Acquire) {
                 Ok(_) => {
                     evicted += self.complete(set, ptr, guard);
                     return Got {
@@ -380,13 +472,14 @@ impl Shard {
                         evicted,
                     };
                 }
-                Err(_) => {
+                Err(now) => {
                     if unit {
                         // Relaxed: a count of room; the claims order the slots themselves.
                         self.spare.fetch_add(1, Ordering::Relaxed);
                     }
                     // SAFETY: the claim failed, so the node was never published: still ours.
                     spare = Some(unsafe { Box::from_raw(ptr) });
+                    c = now;
                 }
             }
         }
@@ -398,7 +491,7 @@ impl Shard {
     pub(crate) fn settle(&self, key: u64, guard: &Guard<'_>) -> u32 {
         let set = self.set_of(key);
         // Acquire: as in `get_or_insert`.
-        let c = guard.protect(&self.sets[set].claim, Ordering::Acquire);
+        let c = guard.protect(self.claim(set), Ordering::Acquire);
         if is_claim(c) {
             self.complete(set, c, guard)
         } else {
@@ -427,8 +520,8 @@ impl Shard {
             .map(|_| true)
     }
 
-    /// The way to evict in a full set of `len` nodes.
-    fn victim(&self, set: usize, len: usize, at: Instant, guard: &Guard<'_>) -> usize {
+    /// The way to evict in a full set of `len` nodes, for new key `key`.
+    fn victim(&self, set: usize, len: usize, key: u64, at: Instant, guard: &Guard<'_>) -> usize {
         debug_assert!(len > 0);
         if self.small() {
             // Exact: a stale key first, then the least recently used (the reference model's
@@ -436,9 +529,9 @@ impl Shard {
             let mut best = (true, u64::MAX, 0);
             for way in 0..len {
                 // Acquire: as in `scan`.
-                let ptr = guard.protect(self.slot(set, way), Ordering::Acquire);
+                let slot = guard.protect(self.slot(set, way), Ordering::Acquire);
                 // SAFETY: loaded under `guard` from our slot; the prefix is non-null.
-                let node = unsafe { self.deref(untag(ptr), guard) };
+                let node = unsafe { self.deref(untag(slot), guard) };
                 let (counts, _) = node.counts(guard);
                 // Relaxed: a recency stamp.
                 let stamp = self.stamps[way].load(Ordering::Relaxed);
@@ -449,30 +542,28 @@ impl Shard {
             }
             return best.2;
         }
-        // CLOCK over the set's ways: the first way from the hand whose reference bit is clear;
-        // the bits passed are cleared (second chance).
-        let s = &self.sets[set];
-        // Relaxed: a heuristic position and heuristic bits.
-        let start = s.hand.load(Ordering::Relaxed) as usize % len;
-        // Relaxed: as above.
-        let bits = s.referenced.load(Ordering::Relaxed);
-        let mut passed = 0u64;
+        // CLOCK (second chance) from a position drawn from hash bits 16..48 of the new key,
+        // which pick neither its set (the high bits) nor its tag (the low 16): the first way
+        // whose reference bit is clear; the bits passed are cleared. If every bit was set, the
+        // start way (now cleared) goes.
+        let start = ((((key >> 16) & 0xFFFF_FFFF) * len as u64) >> 32) as usize;
         let mut way = start;
         for _ in 0..len {
-            if bits & (1 << way) == 0 {
-                break;
+            // Relaxed: the bit is a heuristic and the claim validates the plan.
+            let slot = self.slot(set, way).load(Ordering::Relaxed);
+            if slot.addr() & REFERENCED == 0 {
+                return way;
             }
-            passed |= 1 << way;
+            // Relaxed (success and failure): as in `touch`.
+            let _ = self.slot(set, way).compare_exchange(
+                slot,
+                slot.map_addr(|a| a & !REFERENCED),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
             way = if way + 1 == len { 0 } else { way + 1 };
         }
-        // All referenced: the loop came back to the hand, whose bit is cleared with the rest.
-        if passed != 0 {
-            // Relaxed: as above.
-            s.referenced.fetch_and(!passed, Ordering::Relaxed);
-        }
-        // Relaxed: as above.
-        s.hand.store((way + 1) as u32, Ordering::Relaxed);
-        way
+        start
     }
 
     /// Carries out the insertion of `n`, the claim of `set` when the caller loaded it (steps in
@@ -482,7 +573,7 @@ impl Shard {
         let node = unsafe { self.deref(n, guard) };
         let way = usize::from(node.way);
         let slot = self.slot(set, way);
-        let claim = &self.sets[set].claim;
+        let claim = self.claim(set);
         let mut evicted = 0;
         loop {
             // Acquire: as in `scan`.
@@ -512,12 +603,16 @@ impl Shard {
                     // SAFETY: (1) `v` came from `Box::into_raw` and our compare-and-swap is the
                     // one that took it out of its only slot, so it is retired once; (2) a node
                     // is published once, so no thread entering after this can load it.
-                    unsafe { guard.retire_box(untag(v)) };
+                    unsafe { guard.retire(untag(v)) };
                 }
                 break;
             }
         }
-        self.touch(set, way);
+        if self.small() {
+            // A new key is the most recently used (larger shards: its reference bit starts
+            // clear, so a key never seen again goes first).
+            self.touch(set, way, std::ptr::null_mut());
+        }
         // Release on success: every change of this insertion happens before the next planner's
         // Acquire load of the freed word. Relaxed on failure: another thread freed it.
         if claim
@@ -533,12 +628,14 @@ impl Shard {
 
     /// The hashes of the keys in this shard, in slot order.
     pub(crate) fn keys<'g>(&'g self, guard: &'g Guard<'_>) -> impl Iterator<Item = u64> + 'g {
-        self.slots.iter().filter_map(move |slot| {
-            // Acquire: as in `scan`.
-            let ptr = guard.protect(slot, Ordering::Acquire);
-            // SAFETY: loaded under `guard` from our slot.
-            (!ptr.is_null()).then(|| unsafe { self.deref(untag(ptr), guard) }.key)
-        })
+        (0..self.sets)
+            .flat_map(move |set| (0..self.ways).map(move |way| self.slot(set, way)))
+            .filter_map(move |slot| {
+                // Acquire: as in `scan`.
+                let slot = guard.protect(slot, Ordering::Acquire);
+                // SAFETY: loaded under `guard` from our slot.
+                (!slot.is_null()).then(|| unsafe { self.deref(untag(slot), guard) }.key)
+            })
     }
 
     /// Checks the shard's invariants; call only when no operation is in flight (after a stress
@@ -548,25 +645,29 @@ impl Shard {
         let mut keys = std::collections::HashSet::new();
         let mut total = 0;
         let mut extra = 0;
-        for (set, s) in self.sets.iter().enumerate() {
+        for set in 0..self.sets {
             // Relaxed: quiescent.
-            let c = s.claim.load(Ordering::Relaxed);
+            let c = self.claim(set).load(Ordering::Relaxed);
             assert!(!is_claim(c), "set {set}: an insertion is still in flight");
             let mut len = 0;
             for way in 0..self.ways {
                 // Relaxed: quiescent.
-                let ptr = self.slot(set, way).load(Ordering::Relaxed);
-                if ptr.is_null() {
+                let slot = self.slot(set, way).load(Ordering::Relaxed);
+                if slot.is_null() {
                     break;
                 }
                 len += 1;
                 // SAFETY: loaded under `guard` from our slot.
-                let node = unsafe { self.deref(untag(ptr), guard) };
-                assert!(may_hold(ptr, node.key), "set {set} way {way}: wrong tag");
+                let node = unsafe { self.deref(untag(slot), guard) };
+                assert!(may_hold(slot, node.key), "set {set} way {way}: wrong tag");
                 assert_eq!(
                     self.set_of(node.key),
                     set,
                     "way {way}: key in a foreign set"
+                );
+                assert!(
+                    !self.small() || slot.addr() & REFERENCED == 0,
+                    "a reference bit in a small shard"
                 );
                 // Relaxed: quiescent.
                 let word = node.state.load(Ordering::Relaxed);
@@ -580,8 +681,8 @@ impl Shard {
             }
             for way in len..self.ways {
                 // Relaxed: quiescent.
-                let ptr = self.slot(set, way).load(Ordering::Relaxed);
-                assert!(ptr.is_null(), "set {set}: way {way} after an empty way");
+                let slot = self.slot(set, way).load(Ordering::Relaxed);
+                assert!(slot.is_null(), "set {set}: way {way} after an empty way");
             }
             total += len;
             extra += len.saturating_sub(1);
@@ -595,17 +696,20 @@ impl Shard {
         if !self.small() {
             // Relaxed: quiescent.
             let spare = self.spare.load(Ordering::Relaxed);
-            assert_eq!(spare, self.capacity - self.sets.len() - extra, "spare room");
+            assert_eq!(spare, self.capacity - self.sets - extra, "spare room");
         }
     }
 }
 
 impl Drop for Shard {
     fn drop(&mut self) {
-        for slot in self.slots.iter() {
-            // Relaxed: `&mut self`, no other thread can touch the table any more.
-            let ptr = slot.load(Ordering::Relaxed);
-            if !ptr.is_null() {
+        for set in 0..self.sets {
+            for word in &self.set(set)[1..] {
+                // Relaxed: `&mut self`, no other thread can touch the table any more.
+                let ptr = word.load(Ordering::Relaxed);
+                if ptr.is_null() {
+                    break;
+                }
                 // SAFETY: `&mut self` means no guard of this limiter is alive; a node in a slot
                 // was never retired (slot invariant), so this is its only owner.
                 drop(unsafe { Box::from_raw(untag(ptr)) });
