@@ -148,13 +148,16 @@ fn crossed_groups_admit_exactly_one() {
 }
 
 /// A group {a, b} where b is already at its limit races a single admission of a (L = 1, a has
-/// room). The group must drop and the single admission must be admitted: the group's tentative
-/// count on a may never make a concurrent caller drop (no sequential order drops both).
+/// room; a comes first in the groups' key order, so the group holds a while it finds b full).
+/// The group must drop and the single admission must be admitted: the group's tentative count
+/// on a may never make a concurrent caller drop (no sequential order drops both).
 #[test]
 fn a_failing_group_never_drops_a_concurrent_caller() {
     loom::model(|| {
         let l = sharded(1, 8, 4);
-        let (a, b) = (l.app_key(11, &peer(0)), l.app_key(12, &peer(0)));
+        let (x, y) = (l.app_key(11, &peer(0)), l.app_key(12, &peer(0)));
+        let order = |k: AppKey| (k.shard(), k.hash());
+        let (a, b) = if order(x) < order(y) { (x, y) } else { (y, x) };
         assert!(l.admit_key(b, T0).is_admit());
         assert!(l.counts(a).is_none());
         let t = {
@@ -222,6 +225,32 @@ fn racing_inserts_of_one_key_into_a_full_shard_admit_once() {
             tracked.contains(&(0, a.hash())) && tracked.len() == 2,
             "{tracked:?}"
         );
+        l.validate();
+    });
+}
+
+/// A helper that loaded an insertion's claim and stalls must not act on the set after that
+/// insertion completed: thread A inserts k (evicting x), refreshes y and inserts k2, which
+/// evicts k in the same way; thread B, inserting k3, may have loaded k's claim before all that
+/// and complete it late. A late helper that replaced "whatever is in the way" would mark k2
+/// evicted and put the retired k back; the structure stays valid and every key is admitted once.
+#[test]
+fn a_stale_helper_never_reinstates_a_replaced_node() {
+    loom::model(|| {
+        let l = limiter(1, 2);
+        let [x, y, k, k2, k3] = [0, 1, 2, 3, 4].map(|i| l.app_key(1, &peer(i)));
+        assert!(l.admit_key(x, T0).is_admit());
+        assert!(l.admit_key(y, T0).is_admit());
+        let t = {
+            let l = l.clone();
+            thread::spawn(move || l.admit_key(k3, T0))
+        };
+        assert!(l.admit_key(k, T0).is_admit());
+        let _ = l.admit_key(y, T0);
+        assert!(l.admit_key(k2, T0).is_admit());
+        assert!(t.join().unwrap().is_admit());
+        let s = l.stats();
+        assert_eq!(s.entries, 2, "{s:?}");
         l.validate();
     });
 }

@@ -150,7 +150,7 @@ impl Collector {
         }
         #[cfg(loom)]
         {
-            let mut state = self.inner.lock().unwrap();
+            let mut state = self.state();
             let id = state.next_id;
             state.next_id += 1;
             state.active.push(id);
@@ -206,9 +206,9 @@ impl Guard<'_> {
     pub fn check<T>(&self, ptr: *const T) {
         #[cfg(loom)]
         {
-            let state = self.collector.inner.lock().unwrap();
+            let poisoned = self.collector.state().poisoned.contains(&ptr.addr());
             assert!(
-                !state.poisoned.contains(&ptr.addr()),
+                !poisoned,
                 "touched an object after reclamation could have freed it"
             );
         }
@@ -259,7 +259,7 @@ impl Guard<'_> {
     fn standin_retire(&self, ptr: *mut (), reclaim: unsafe fn(*mut ())) {
         // SeqCst fence, as seize's retirement barrier: pairs with the fence in `enter`.
         crate::sync::fence(Ordering::SeqCst);
-        let mut state = self.collector.inner.lock().unwrap();
+        let mut state = self.collector.state();
         // Every guard alive now may hold the object; guards entered later cannot load it
         // (precondition 2), so only these are waited for.
         let waiting = state.active.clone();
@@ -318,9 +318,18 @@ mod standin {
 }
 
 #[cfg(loom)]
+impl Collector {
+    /// The stand-in's bookkeeping (a panic elsewhere in a model must not poison it for the
+    /// guards that drop while it unwinds).
+    fn state(&self) -> std::sync::MutexGuard<'_, standin::State> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(loom)]
 impl Drop for Guard<'_> {
     fn drop(&mut self) {
-        let mut state = self.collector.inner.lock().unwrap();
+        let mut state = self.collector.state();
         let id = self.id;
         state.active.retain(|&g| g != id);
         let retired = std::mem::take(&mut state.retired);
@@ -342,7 +351,7 @@ impl Drop for Guard<'_> {
 #[cfg(loom)]
 impl Drop for Collector {
     fn drop(&mut self) {
-        let state = self.inner.get_mut().unwrap();
+        let state = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
         let retired = state.retired.drain(..).map(|(object, _)| object);
         for object in retired.chain(state.reclaimed.drain(..)) {
             // SAFETY: `&mut self`: no guard is alive, and each object was retired once with its
