@@ -13,13 +13,19 @@
 //!   when the round is released, else 404 `{"message":"failed to retrieve information from the
 //!   ledger"}` (go-algorand `errFailedLookingUpLedger`).
 //!
+//! The server is a minimal HTTP/1.1 one on `std::net` (GET, keep-alive, `Content-Length`), one
+//! thread per connection, `TCP_NODELAY` and one write per answer, as Go's `net/http` under algod
+//! does: a server that writes headers and body in two segments without it makes every answer
+//! wait out the client's delayed ACK (about 40 ms on Linux).
+//!
 //! Rounds are released by [`FakeAlgod::release_to`] or one at a time by
 //! [`FakeAlgod::release_every`] (from the first wait-for-block-after request on); [`FakeAlgod::fail_next`] makes the next requests of a path
 //! answer an error status (a 503, say) before it is served normally again. Every request is
 //! logged with its answer's status ([`FakeAlgod::requests`]).
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -27,8 +33,10 @@ use std::time::{Duration, Instant};
 /// The header algod reads its API token from.
 pub const TOKEN_HEADER: &str = "X-Algo-API-Token";
 
-/// Handler threads: enough for a client's parallel block fetches plus a waiting request.
-const HANDLERS: usize = 8;
+/// How often a connection's thread, idle between requests, looks at the stop flag.
+const IDLE: Duration = Duration::from_millis(500);
+/// Largest request head read (request line and headers).
+const MAX_HEAD_BYTES: usize = 16 << 10;
 
 struct State {
     latest: u64,
@@ -57,7 +65,6 @@ impl Shared {
 /// A running stand-in; dropping it stops the server and joins its threads.
 pub struct FakeAlgod {
     addr: SocketAddr,
-    server: Arc<tiny_http::Server>,
     shared: Arc<Shared>,
     threads: Vec<JoinHandle<()>>,
 }
@@ -75,11 +82,10 @@ impl FakeAlgod {
         latest: u64,
         wait_timeout: Duration,
     ) -> FakeAlgod {
-        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").expect("bind 127.0.0.1"));
-        let addr = server
-            .server_addr()
-            .to_ip()
-            .expect("an IP listener has an IP address");
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+        let addr = listener
+            .local_addr()
+            .expect("a bound listener has an address");
         let shared = Arc::new(Shared {
             blocks,
             token: token.to_owned(),
@@ -93,22 +99,25 @@ impl FakeAlgod {
             }),
             released: Condvar::new(),
         });
-        let threads = (0..HANDLERS)
-            .map(|_| {
-                let (server, shared) = (Arc::clone(&server), Arc::clone(&shared));
-                std::thread::spawn(move || {
-                    // `recv` fails once the server is unblocked at drop.
-                    while let Ok(request) = server.recv() {
-                        answer(&shared, request);
+        let accept = {
+            let shared = Arc::clone(&shared);
+            std::thread::spawn(move || {
+                for stream in listener.incoming() {
+                    if shared.lock().stopped {
+                        return;
                     }
-                })
+                    let Ok(stream) = stream else { continue };
+                    let shared = Arc::clone(&shared);
+                    // Connection threads end when the client closes, on an idle timeout, or
+                    // at the stop; they are not joined.
+                    std::thread::spawn(move || serve(&shared, stream));
+                }
             })
-            .collect();
+        };
         FakeAlgod {
             addr,
-            server,
             shared,
-            threads,
+            threads: vec![accept],
         }
     }
 
@@ -175,10 +184,8 @@ impl Drop for FakeAlgod {
     fn drop(&mut self) {
         self.shared.lock().stopped = true;
         self.shared.released.notify_all();
-        self.server.unblock();
-        for _ in 1..HANDLERS {
-            self.server.unblock();
-        }
+        // Wakes the accept loop, which then sees the flag.
+        let _ = TcpStream::connect(self.addr);
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
@@ -193,34 +200,117 @@ fn status_json(latest: u64) -> String {
     )
 }
 
-fn answer(shared: &Shared, request: tiny_http::Request) {
-    let url = request.url().to_owned();
-    let (status, body, msgpack) = route(shared, &request, &url);
-    shared.lock().log.push((url, status));
-    let content_type = if msgpack {
-        "application/msgpack"
-    } else {
-        "application/json"
+/// One request head: the method, the target (path and query), the headers.
+struct Request {
+    method: String,
+    target: String,
+    headers: Vec<(String, String)>,
+    close: bool,
+}
+
+impl Request {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Reads one request head; `None` when the client closed, went idle, or sent no HTTP.
+fn read_request(reader: &mut BufReader<TcpStream>, shared: &Shared) -> Option<Request> {
+    let mut head = Vec::new();
+    loop {
+        let mut line = Vec::new();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) => return None,
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) && head.is_empty()
+                    && line.is_empty()
+                    && !shared.lock().stopped =>
+            {
+                continue;
+            }
+            Err(_) => return None,
+        }
+        if line == b"\r\n" || line == b"\n" {
+            break;
+        }
+        head.extend_from_slice(&line);
+        if head.len() > MAX_HEAD_BYTES {
+            return None;
+        }
+    }
+    let head = String::from_utf8(head).ok()?;
+    let mut lines = head.lines();
+    let mut first = lines.next()?.split_whitespace();
+    let (method, target, version) = (first.next()?, first.next()?, first.next()?);
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .collect();
+    let close = version == "HTTP/1.0"
+        || headers
+            .iter()
+            .any(|(k, v)| k.eq_ignore_ascii_case("connection") && v.eq_ignore_ascii_case("close"));
+    Some(Request {
+        method: method.to_owned(),
+        target: target.to_owned(),
+        headers,
+        close,
+    })
+}
+
+/// Serves one connection's requests in turn (keep-alive).
+fn serve(shared: &Shared, stream: TcpStream) {
+    let _ = stream.set_nodelay(true);
+    let _ = stream.set_read_timeout(Some(IDLE));
+    let Ok(mut writer) = stream.try_clone() else {
+        return;
     };
-    let header = tiny_http::Header::from_bytes(&b"Content-Type"[..], content_type.as_bytes())
-        .expect("a valid header");
-    let response = tiny_http::Response::from_data(body)
-        .with_status_code(status)
-        .with_header(header);
-    // The client may have gone (a killed process): nothing to do then.
-    let _ = request.respond(response);
+    let mut reader = BufReader::new(stream);
+    while let Some(request) = read_request(&mut reader, shared) {
+        let (status, body, msgpack) = route(shared, &request);
+        shared.lock().log.push((request.target.clone(), status));
+        let reason = match status {
+            200 => "OK",
+            400 => "Bad Request",
+            401 => "Unauthorized",
+            404 => "Not Found",
+            405 => "Method Not Allowed",
+            503 => "Service Unavailable",
+            _ => "Error",
+        };
+        let content_type = if msgpack {
+            "application/msgpack"
+        } else {
+            "application/json"
+        };
+        let mut answer = format!(
+            "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n{}\r\n",
+            body.len(),
+            if request.close { "Connection: close\r\n" } else { "" }
+        )
+        .into_bytes();
+        answer.extend_from_slice(&body);
+        // One write: headers and body leave in the same segments.
+        if writer.write_all(&answer).is_err() || request.close {
+            return;
+        }
+    }
 }
 
 fn message(text: &str) -> Vec<u8> {
     format!(r#"{{"message":"{text}"}}"#).into_bytes()
 }
 
-fn route(shared: &Shared, request: &tiny_http::Request, url: &str) -> (u16, Vec<u8>, bool) {
-    let token_ok = request
-        .headers()
-        .iter()
-        .any(|h| h.field.equiv(TOKEN_HEADER) && h.value.as_str() == shared.token);
-    if !token_ok {
+fn route(shared: &Shared, request: &Request) -> (u16, Vec<u8>, bool) {
+    let url = request.target.as_str();
+    if request.header(TOKEN_HEADER) != Some(shared.token.as_str()) {
         return (401, message("Invalid API Token"), false);
     }
     {
@@ -234,7 +324,7 @@ fn route(shared: &Shared, request: &tiny_http::Request, url: &str) -> (u16, Vec<
             return (f.1, message("injected failure"), false);
         }
     }
-    if request.method() != &tiny_http::Method::Get {
+    if request.method != "GET" {
         return (405, message("only GET is served"), false);
     }
     let (path, query) = url.split_once('?').unwrap_or((url, ""));

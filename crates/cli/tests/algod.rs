@@ -200,8 +200,9 @@ fn replay_follow_ingests_every_round_once_while_the_node_makes_them() {
             }
         }
     }
-    let killed = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+    // Ctrl-C: SIGINT through the shell's own `kill`.
+    let killed = std::process::Command::new("sh")
+        .args(["-c", "kill -INT \"$1\"", "sh", &child.id().to_string()])
         .status()
         .unwrap();
     assert!(killed.success());
