@@ -102,11 +102,13 @@ impl SourceArgs {
                 }
                 first = next;
             }
-            let describe = format!(
-                "algod {} rounds {first}..={last}{}",
-                algod.url(),
-                if follow { ", then following" } else { "" }
-            );
+            let rounds = match (first <= last, follow) {
+                (true, false) => format!("rounds {first}..={last}"),
+                (true, true) => format!("rounds {first}..={last}, then following"),
+                (false, true) => format!("following from round {first}"),
+                (false, false) => "no new rounds".to_owned(),
+            };
+            let describe = format!("algod {} {rounds}", algod.url());
             return Ok(Some(Opened {
                 feed: Box::new(AlgodFeed::start(algod, first, last, follow)),
                 describe,

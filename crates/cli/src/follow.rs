@@ -42,7 +42,7 @@ pub(crate) fn stop_requested() -> bool {
 ///
 /// # Errors
 ///
-/// [`CliError::Usage`] when the handler cannot be installed.
+/// [`CliError::Io`] when the handler cannot be installed.
 pub(crate) fn install_stop_handler() -> Result<(), CliError> {
     ctrlc::set_handler(|| {
         // Relaxed: see `stop_requested`.
@@ -51,7 +51,10 @@ pub(crate) fn install_stop_handler() -> Result<(), CliError> {
         }
         eprintln!("txgate: stopping after the current round (again to quit at once)");
     })
-    .map_err(|e| CliError::Usage(format!("cannot handle Ctrl-C: {e}")))
+    .map_err(|e| CliError::Io {
+        path: "<signal handler>".into(),
+        source: std::io::Error::other(e),
+    })
 }
 
 /// The bytes of the bloom the ledger builds for a round of `txns` transactions at target rate

@@ -241,11 +241,12 @@ pub(crate) fn run(args: &ReplayArgs) -> Result<Report, CliError> {
         (false, false) => println!("{line}"),
     };
     let mut progress = Some(Progress::start("ingest", feed.len_hint()));
+    // Since the last block was taken: the wait for the next one, across idle polls.
+    let mut waiting_since = Instant::now();
     loop {
         if args.follow && crate::follow::stop_requested() {
             break;
         }
-        let t = Instant::now();
         let fetched = match feed.next(POLL)? {
             Next::Block(f) => f,
             Next::Idle => continue,
@@ -258,7 +259,7 @@ pub(crate) fn run(args: &ReplayArgs) -> Result<Report, CliError> {
             say(&Follow::header(range_end));
             follow = Some(Follow::default());
         } else if follow.is_none() {
-            fetch_wait += t.elapsed();
+            fetch_wait += waiting_since.elapsed();
         }
         fetch += fetched.fetch;
         let fetch_one = fetched.fetch;
@@ -274,6 +275,7 @@ pub(crate) fn run(args: &ReplayArgs) -> Result<Report, CliError> {
                 say(&line);
             }
         }
+        waiting_since = Instant::now();
     }
     if let Some(p) = progress.take() {
         p.finish(&format!("{} rounds", ing.report.rounds_read));

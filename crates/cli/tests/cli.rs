@@ -678,7 +678,7 @@ fn go_algorand_config_json_from_the_flag_or_algorand_data() {
 fn runtime_failures_exit_with_1_and_bad_input_with_2() {
     let dir = tempfile::tempdir().unwrap();
     // The JSON report cannot be written: a directory is in the way (an I/O failure).
-    let out = txgate(&[
+    let mut args = vec![
         "replay",
         "--rounds",
         "1",
@@ -686,7 +686,9 @@ fn runtime_failures_exit_with_1_and_bad_input_with_2() {
         "1",
         "--json",
         dir.path().to_str().unwrap(),
-    ]);
+    ];
+    args.extend_from_slice(SMALL);
+    let out = txgate(&args);
     common::assert_fails(&out, 1, &[dir.path().to_str().unwrap()]);
     // Bad --rounds values are usage errors.
     let out = txgate(&["replay", "--rounds", "9..=3"]);
