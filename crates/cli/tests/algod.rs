@@ -316,16 +316,14 @@ fn algod_failures_exit_with_one_clear_line() {
     let out = txgate(&["replay", "--algod", &url, "--algod-token", "wrong"]);
     let line = assert_fails(&out, 2, &["token was refused", "401"]);
     assert!(!line.contains("wrong"), "{line}");
+    // `txids` from the node with the right token and `extra` flags.
+    let txids = |extra: &[&str]| {
+        let mut args = vec!["txids", "--algod", &url, "--algod-token", TOKEN];
+        args.extend_from_slice(extra);
+        txgate(&args)
+    };
     // A round past the node's latest: 404, which round and why.
-    let out = txgate(&[
-        "txids",
-        "--algod",
-        &url,
-        "--algod-token",
-        TOKEN,
-        "-r",
-        "370..=380",
-    ]);
+    let out = txids(&["-r", "370..=380"]);
     assert_fails(
         &out,
         2,
@@ -339,15 +337,7 @@ fn algod_failures_exit_with_one_clear_line() {
     assert!(stdout(&out).starts_with("round,intra,txid,type,app_id\n"));
     // 5xx on every try: a runtime failure (1) after the retries.
     algod.fail_next("/v2/status", 500, 3);
-    let out = txgate(&[
-        "txids",
-        "--algod",
-        &url,
-        "--algod-token",
-        TOKEN,
-        "--algod-retries",
-        "2",
-    ]);
+    let out = txids(&["--algod-retries", "2"]);
     assert_fails(
         &out,
         1,
