@@ -8,7 +8,8 @@
 //!   the blocks on in round order through a bounded channel, so that fetching overlaps the
 //!   caller's `add_block` and memory stays bounded. With `follow`, after the range it waits for
 //!   each new round (`wait-for-block-after`) and fetches it as the node makes it, until the
-//!   caller drops the feed.
+//!   caller drops the feed; a node that stays unreachable past the retries is then waited for
+//!   (a warning on stderr each time, backoff as for retries) instead of ending the run.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -19,7 +20,7 @@ use std::time::{Duration, Instant};
 use txgate_ledger::Round;
 use txgate_ledger::source::BlockSource;
 
-use crate::algod::{Algod, AlgodError, DEFAULT_RETRIES, Token};
+use crate::algod::{Algod, AlgodError, DEFAULT_RETRIES, FIRST_BACKOFF, MAX_BACKOFF, Token};
 use crate::error::CliError;
 use crate::rounds::RoundRange;
 use crate::workload::Workload;
@@ -363,8 +364,15 @@ fn feeder(
         pending: VecDeque::new(),
         out,
     };
-    if first <= last && pipeline.run(first, last, false).is_err() {
-        return;
+    if first <= last {
+        match pipeline.run(first, last, false) {
+            Ok(()) => {}
+            Err(Stop::Gone) => return,
+            Err(Stop::Failed(_, e)) => {
+                let _ = out.send(Err(e));
+                return;
+            }
+        }
     }
     if !follow {
         return;
@@ -375,24 +383,47 @@ fn feeder(
     } else {
         first
     };
+    let mut backoff = FIRST_BACKOFF;
     loop {
         let status = match next.checked_sub(1) {
             Some(after) => algod.wait_for_block_after(after),
             None => algod.status(),
         };
-        match status {
+        let step = match status {
             Ok(status) if status.value.last_round >= next => {
                 let latest = status.value.last_round;
-                if pipeline.run(next, latest, true).is_err() {
-                    return;
+                match pipeline.run(next, latest, true) {
+                    Ok(()) => {
+                        next = latest.saturating_add(1);
+                        Ok(())
+                    }
+                    Err(Stop::Gone) => return,
+                    // The rounds before it were handed on.
+                    Err(Stop::Failed(round, e)) => {
+                        next = round;
+                        Err(e)
+                    }
                 }
-                next = latest.saturating_add(1);
             }
             // algod's wait timed out with no new round: wait again.
-            Ok(_) => {}
-            Err(e) => {
+            Ok(_) => Ok(()),
+            Err(e) => Err(e),
+        };
+        match step {
+            Ok(()) => backoff = FIRST_BACKOFF,
+            Err(e) if e.is_usage() => {
                 let _ = out.send(Err(e));
                 return;
+            }
+            // While following, a node that goes away (a restart, a network cut) is waited for
+            // past the retries, the way `tail -F` waits for its file: a warning each time.
+            Err(e) => {
+                eprintln!(
+                    "txgate: warning: {e}; following again in {:.2} s",
+                    backoff.as_secs_f64()
+                );
+                std::thread::sleep(backoff);
+                backoff = (backoff * 2).min(MAX_BACKOFF);
             }
         }
     }
@@ -420,24 +451,40 @@ fn fetch_worker(algod: &Algod, queue: &Mutex<Receiver<Job>>) {
 /// In-order hand-off of out-of-order fetches: one reply channel per round, oldest first.
 struct Pipeline<'a> {
     jobs: mpsc::Sender<Job>,
-    pending: VecDeque<Receiver<FetchResult>>,
+    pending: VecDeque<(Round, Receiver<FetchResult>)>,
     out: &'a SyncSender<FetchResult>,
 }
 
-/// The caller left, the workers are gone, or an error was handed on: stop.
-struct Stop;
+/// Why [`Pipeline::run`] stopped early.
+enum Stop {
+    /// The caller left, or the workers are gone.
+    Gone,
+    /// The fetch of this round failed; every round before it was handed on, none after.
+    Failed(Round, AlgodError),
+}
 
 impl Pipeline<'_> {
-    /// Fetches `first..=last` (first <= last) and hands every block on in order.
+    /// Fetches `first..=last` (first <= last) and hands every block on in order. After a
+    /// failed fetch the later requests are abandoned (their answers are dropped).
     fn run(&mut self, first: Round, last: Round, follow: bool) -> Result<(), Stop> {
+        let result = self.run_inner(first, last, follow);
+        if result.is_err() {
+            self.pending.clear();
+        }
+        result
+    }
+
+    fn run_inner(&mut self, first: Round, last: Round, follow: bool) -> Result<(), Stop> {
         let mut round = first;
         loop {
             if self.pending.len() >= PREFETCH_ROUNDS {
                 self.hand_on_oldest()?;
             }
             let (reply, answer) = mpsc::sync_channel(1);
-            self.jobs.send((round, follow, reply)).map_err(|_| Stop)?;
-            self.pending.push_back(answer);
+            self.jobs
+                .send((round, follow, reply))
+                .map_err(|_| Stop::Gone)?;
+            self.pending.push_back((round, answer));
             if round == last {
                 break;
             }
@@ -450,16 +497,13 @@ impl Pipeline<'_> {
     }
 
     fn hand_on_oldest(&mut self) -> Result<(), Stop> {
-        let Some(answer) = self.pending.pop_front() else {
+        let Some((round, answer)) = self.pending.pop_front() else {
             return Ok(());
         };
         match answer.recv() {
-            Ok(Ok(block)) => self.out.send(Ok(block)).map_err(|_| Stop),
-            Ok(Err(e)) => {
-                let _ = self.out.send(Err(e));
-                Err(Stop)
-            }
-            Err(_) => Err(Stop),
+            Ok(Ok(block)) => self.out.send(Ok(block)).map_err(|_| Stop::Gone),
+            Ok(Err(e)) => Err(Stop::Failed(round, e)),
+            Err(_) => Err(Stop::Gone),
         }
     }
 }
