@@ -264,7 +264,9 @@ pub(crate) fn run(args: &ReplayArgs) -> Result<Report, CliError> {
         fetch += fetched.fetch;
         let fetch_one = fetched.fetch;
         let is_follow = fetched.follow;
-        let ingested = ingest_one(&ledger, &mut ing, &mut rng, args.lookups, fetched, &rounds)?;
+        // Rounds followed come after the range by design.
+        let filter = if is_follow { &RoundRange::ALL } else { &rounds };
+        let ingested = ingest_one(&ledger, &mut ing, &mut rng, args.lookups, fetched, filter)?;
         if let Some(p) = progress.as_mut() {
             p.inc(1);
         }

@@ -169,6 +169,9 @@ fn replay_follow_ingests_every_round_once_while_the_node_makes_them() {
         "--algod".into(),
         algod.url(),
         "--follow".into(),
+        // The node's rounds at the start (as the default range would be): follow goes past it.
+        "--rounds".into(),
+        "0..=20".into(),
         "--algod-retries".into(),
         "1".into(),
         "--db".into(),
