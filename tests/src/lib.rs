@@ -6,6 +6,8 @@
 
 use std::path::PathBuf;
 
+pub mod algod;
+
 /// The real-data directory: `$TXGATE_DATA` if set, else `<workspace>/../shared/data`.
 pub fn data_dir() -> PathBuf {
     match std::env::var_os("TXGATE_DATA") {

@@ -1,5 +1,6 @@
 //! The CLI's typed errors. Every variant names the file, the line or the round it is about, and
-//! renders on one line; `main` prints it as `txgate: error: ...` and exits with status 2.
+//! renders on one line; `main` prints it as `txgate: error: ...` and exits with
+//! [`CliError::exit_code`]: 2 for bad input or usage, 1 for a runtime failure.
 
 use std::path::PathBuf;
 
@@ -81,10 +82,18 @@ pub(crate) enum CliError {
     /// The tx handler refused its configuration.
     #[error("invalid tx handler configuration: {0}")]
     Handler(#[from] HandlerConfigError),
+    /// An algod request failed (the message never holds the API token).
+    #[error("{0}")]
+    Algod(#[from] crate::algod::AlgodError),
     /// A command-line value is out of range (clap checks the syntax; this is the meaning).
     #[error("{0}")]
     Usage(String),
 }
+
+/// Exit status for bad input or usage (clap's own usage errors exit with 2 too).
+pub(crate) const EXIT_USAGE: i32 = 2;
+/// Exit status for a runtime failure: I/O, the network, the database.
+pub(crate) const EXIT_FAILURE: i32 = 1;
 
 fn fmt_round(round: Option<Round>) -> String {
     round.map(|r| format!(" (round {r})")).unwrap_or_default()
@@ -95,6 +104,38 @@ fn fmt_line(line: Option<u64>) -> String {
 }
 
 impl CliError {
+    /// [`EXIT_USAGE`] when the user can fix the command or its input: a bad flag or
+    /// configuration, a malformed trace, a block that does not decode, a corrupt archive, a file
+    /// named that does not exist, blocks out of order or of another network than the `--db`, a
+    /// refused algod token, a round the node does not have. [`EXIT_FAILURE`] otherwise: other
+    /// I/O errors, an unreachable or failing node, a database that cannot be opened or written.
+    pub(crate) fn exit_code(&self) -> i32 {
+        use std::io::ErrorKind::NotFound;
+        use txgate_ledger::store::LedgerError as L;
+        let usage = match self {
+            CliError::Io { source, .. } => source.kind() == NotFound,
+            CliError::Source(SourceError::Io { source, .. }) => source.kind() == NotFound,
+            CliError::Source(_) => true,
+            CliError::Ledger { source, .. } => matches!(
+                source,
+                L::Config(_)
+                    | L::Format { .. }
+                    | L::OutOfOrder { .. }
+                    | L::OtherNetwork { .. }
+                    | L::Decode { round: None, .. }
+            ),
+            CliError::Algod(e) => e.is_usage(),
+            CliError::Bloom { .. } => false,
+            CliError::Block { .. }
+            | CliError::Trace { .. }
+            | CliError::Config { .. }
+            | CliError::Limiter(_)
+            | CliError::Handler(_)
+            | CliError::Usage(_) => true,
+        };
+        if usage { EXIT_USAGE } else { EXIT_FAILURE }
+    }
+
     /// An [`CliError::Io`] for `path`.
     pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> CliError {
         let path = path.into();

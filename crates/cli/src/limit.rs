@@ -5,9 +5,11 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use serde::Serialize;
 use txgate_ratelimit::{AppRateLimiter, Config, Stats};
 
 use crate::error::CliError;
+use crate::output::{JsonTarget, SCHEMA_VERSION};
 use crate::trace::read_trace;
 
 /// Arguments of `txgate limit`.
@@ -15,7 +17,7 @@ use crate::trace::read_trace;
 pub(crate) struct LimitArgs {
     /// Trace CSV (`ts_ns,origin,app_ids`; see `txgate replay --help`). Lines are processed in
     /// file order, each at its own `ts_ns` (nanoseconds since the Unix epoch).
-    #[arg(long, value_name = "CSV")]
+    #[arg(short, long, value_name = "CSV")]
     pub(crate) trace: PathBuf,
     /// Admissions per second per (app, origin) key (go-algorand TxBacklogAppTxPerSecondRate).
     #[arg(long, value_name = "N", default_value_t = 100)]
@@ -38,6 +40,38 @@ pub(crate) struct LimitArgs {
     /// LINE is the message's 1-based line number in the trace file, the header being line 1.
     #[arg(long, value_name = "FILE")]
     pub(crate) decisions: Option<PathBuf>,
+    /// Also write the report as JSON to FILE; `-` writes it to stdout instead of the text.
+    #[arg(short, long, value_name = "FILE", value_parser = crate::output::json_target)]
+    pub(crate) json: Option<JsonTarget>,
+}
+
+/// `limit`'s JSON report.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct LimitJson {
+    /// [`SCHEMA_VERSION`].
+    pub(crate) schema_version: u32,
+    /// The trace file.
+    pub(crate) trace: String,
+    /// Admissions per second per key (`--rate`).
+    pub(crate) rate_per_second: u64,
+    /// The sliding window (`--window`).
+    pub(crate) window_ns: u64,
+    /// L = rate x window seconds: admissions per key and window.
+    pub(crate) limit_per_window: u64,
+    /// Keys tracked at most (`--max-size`).
+    pub(crate) max_size: usize,
+    /// Shards (`--shards`).
+    pub(crate) shards: usize,
+    /// Messages in the trace.
+    pub(crate) offered: u64,
+    /// Admitted by the limiter.
+    pub(crate) admitted: u64,
+    /// Dropped by the limiter.
+    pub(crate) dropped: u64,
+    /// Keys evicted to make room.
+    pub(crate) evicted: u64,
+    /// Keys tracked at the end.
+    pub(crate) entries: u64,
 }
 
 /// What `limit` counted.
@@ -57,7 +91,7 @@ pub(crate) fn salt_of_seed(seed: u64) -> [u8; 16] {
     salt
 }
 
-/// Runs `limit` and prints its report on stdout.
+/// Runs `limit` and prints its report on stdout (as text, or as JSON with `--json -`).
 ///
 /// # Errors
 ///
@@ -95,6 +129,25 @@ pub(crate) fn run(args: &LimitArgs) -> Result<LimitReport, CliError> {
         offered: trace.len() as u64,
         stats: limiter.stats(),
     };
+    if let Some(target) = &args.json {
+        target.write(&LimitJson {
+            schema_version: SCHEMA_VERSION,
+            trace: args.trace.display().to_string(),
+            rate_per_second: args.rate,
+            window_ns: args.window.saturating_mul(1_000_000_000),
+            limit_per_window: limiter.limit(),
+            max_size: args.max_size,
+            shards: args.shards,
+            offered: report.offered,
+            admitted: report.stats.admitted,
+            dropped: report.stats.dropped,
+            evicted: report.stats.evicted,
+            entries: report.stats.entries as u64,
+        })?;
+        if *target == JsonTarget::Stdout {
+            return Ok(report);
+        }
+    }
     println!(
         "limit per window  {} (rate {}/s x window {} s)",
         limiter.limit(),

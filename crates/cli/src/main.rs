@@ -6,19 +6,30 @@
 //!   false-positive rate, and traffic through the tx handler with and without the app rate
 //!   limiter; a table on stdout, `--json` and `--plot` (SVG) on request. Without `--blocks` it
 //!   replays a built-in deterministic workload (2,000 rounds of 1,000 transactions by default).
-//! - `txgate txids --blocks PATH`: every transaction as CSV `round,intra,txid,type,app_id`.
+//!   Blocks come from `--blocks` (files, directories, archives) or `--algod URL` (a running
+//!   node's REST API); `--follow` then goes on with every new round until Ctrl-C.
+//! - `txgate txids --blocks PATH | --algod URL`: every transaction as CSV
+//!   `round,intra,txid,type,app_id`.
 //! - `txgate limit --trace CSV`: the app rate limiter alone over a trace, on the trace's clock.
 //!
-//! Errors print one line, `txgate: error: ...`, naming the file, line or round, and exit with
-//! status 2 (clap's usage errors exit with 2 too).
+//! `--json FILE` (`-`: stdout) writes a command's report for machines; `--quiet` drops progress.
+//!
+//! Exit status: 0 on success; 2 for bad input or usage (clap's usage errors too); 1 for a
+//! runtime failure (I/O, the network, the database); 130 for a second Ctrl-C while following.
+//! Errors print one line, `txgate: error: ...`, naming the file, line, round or node.
 
+mod algod;
 mod config;
 mod error;
+mod feed;
+mod follow;
 mod limit;
+mod output;
 mod plot;
 mod progress;
 mod replay;
 mod report;
+mod rounds;
 mod trace;
 mod txids;
 mod workload;
@@ -31,6 +42,9 @@ use crate::error::CliError;
 #[derive(Debug, Parser)]
 #[command(name = "txgate", version, about, long_about = None)]
 struct Cli {
+    /// No progress on stderr (nor follow lines): the report only.
+    #[arg(short, long, global = true)]
+    quiet: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -39,18 +53,22 @@ struct Cli {
 enum Command {
     /// Replay blocks (built-in workload or real algod blocks) and traffic; print the report.
     Replay(replay::ReplayArgs),
-    /// Print every transaction of the blocks as CSV: round,intra,txid,type,app_id (app_id: the
-    /// first non-zero app id, empty when none: not an app call, or an app creation).
+    /// Print every transaction of the blocks (files or algod) as CSV:
+    /// round,intra,txid,type,app_id (app_id: the transaction's application id, empty when none:
+    /// not an app call, or an app creation).
     Txids(txids::TxidsArgs),
     /// Run the app rate limiter alone over a trace, with the trace's timestamps as the clock.
     Limit(limit::LimitArgs),
 }
 
 fn run(cli: Cli) -> Result<(), CliError> {
+    progress::set_quiet(cli.quiet);
     match cli.command {
         Command::Replay(args) => {
             let report = replay::run(&args)?;
-            print!("{}", report.table());
+            if args.json != Some(output::JsonTarget::Stdout) {
+                print!("{}", report.table());
+            }
             Ok(())
         }
         Command::Txids(args) => {
@@ -68,6 +86,6 @@ fn main() {
         // One line, whatever the nested errors print.
         let msg = e.to_string().replace(['\n', '\r'], " ");
         eprintln!("txgate: error: {msg}");
-        std::process::exit(2);
+        std::process::exit(e.exit_code());
     }
 }

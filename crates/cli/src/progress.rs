@@ -1,14 +1,30 @@
 //! Phase progress on stderr: an indicatif bar when stderr is a terminal, plain lines otherwise
-//! (a start line, a line every tenth of a known total, and an end line).
+//! (a start line, a line every tenth of a known total, and an end line); nothing with `--quiet`.
 
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
+
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// `--quiet`: no progress from here on.
+pub(crate) fn set_quiet(quiet: bool) {
+    // Relaxed: set once by `main` before any phase starts.
+    QUIET.store(quiet, Ordering::Relaxed);
+}
+
+/// Whether `--quiet` was given.
+pub(crate) fn quiet() -> bool {
+    // Relaxed: see `set_quiet`.
+    QUIET.load(Ordering::Relaxed)
+}
 
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// Progress of one phase.
 pub(crate) struct Progress {
     name: &'static str,
+    quiet: bool,
     bar: Option<ProgressBar>,
     total: Option<u64>,
     done: u64,
@@ -19,7 +35,8 @@ pub(crate) struct Progress {
 impl Progress {
     /// Starts phase `name` with `total` steps (`None`: unknown).
     pub(crate) fn start(name: &'static str, total: Option<u64>) -> Self {
-        let bar = std::io::stderr().is_terminal().then(|| {
+        let quiet = quiet();
+        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
             let bar = match total {
                 Some(n) => ProgressBar::new(n).with_style(
                     ProgressStyle::with_template(
@@ -33,11 +50,12 @@ impl Progress {
             bar.set_prefix(name);
             bar
         });
-        if bar.is_none() {
+        if bar.is_none() && !quiet {
             eprintln!("{name}: started");
         }
         Self {
             name,
+            quiet,
             bar,
             total,
             done: 0,
@@ -51,6 +69,7 @@ impl Progress {
         self.done += n;
         match &self.bar {
             Some(bar) => bar.inc(n),
+            None if self.quiet => {}
             None => {
                 if let Some(total) = self.total
                     && self.done >= self.next_line
@@ -67,6 +86,9 @@ impl Progress {
     pub(crate) fn finish(self, summary: &str) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
+        }
+        if self.quiet {
+            return;
         }
         eprintln!(
             "{}: {summary} ({:.2} s)",

@@ -3,9 +3,11 @@
 //! rate limiter; then the report.
 //!
 //! Phases, in order:
-//! 1. **ingest**: each block (the built-in [`Workload`] or `--blocks` sources, in order) is
-//!    decoded with [`decode_block`] and added with [`Ledger::add_decoded_block`]; rounds the
-//!    ledger already holds are skipped (a continued `--db`).
+//! 1. **ingest**: each block of the feed (the built-in [`Workload`], `--blocks` sources in order,
+//!    or `--algod`; see [`crate::feed`]) is decoded with [`decode_block`] and added with
+//!    [`Ledger::add_decoded_block`]; rounds the ledger already holds are skipped (a continued
+//!    `--db`), after a check that they are of the ledger's network. With `--follow`, every new
+//!    round after the range too, one line each, until Ctrl-C (see [`crate::follow`]).
 //! 2. **lookups**: [`Ledger::lookup_txid`] of txids sampled from the blocks read (hits, each in
 //!    its round) and of random txids in random rounds of the window (misses), timed one by one;
 //!    [`Ledger::find_txid`] of random txids over a whole validity window.
@@ -30,7 +32,6 @@ use txgate_ledger::codec::{Block, Txn, decode_block};
 use txgate_ledger::handler::{
     CommittedTxids, Group, HandlerConfig, Message, Outcome, PoolReject, PoolSink, Source, TxHandler,
 };
-use txgate_ledger::source::BlockSource;
 use txgate_ledger::store::{BLOOMS, DB_FILE, Ledger, LedgerConfig};
 use txgate_ledger::synth::{SynthTxn, encode_txn_message};
 use txgate_ledger::{Round, Txid};
@@ -38,51 +39,59 @@ use txgate_ratelimit::{AppRateLimiter, Origin};
 
 use crate::config::NodeConfig;
 use crate::error::CliError;
+use crate::feed::{Feed, Fetched, Next, SourceArgs, WorkloadFeed};
+use crate::follow::Follow;
 use crate::limit::salt_of_seed;
+use crate::output::{JsonTarget, SCHEMA_VERSION};
 use crate::plot::{Series, line_chart};
 use crate::progress::Progress;
 use crate::report::{
     BloomReport, ClassReport, IngestReport, Latency, LookupReport, Report, RunReport, TrafficReport,
 };
+use crate::rounds::RoundRange;
 use crate::trace::read_trace;
 use crate::workload::{Workload, peer_origin};
 
 /// Arguments of `txgate replay`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ReplayArgs {
-    /// Real algod blocks: a block file, a directory of block files named by round, or a tar /
-    /// tar.bz2 archive of them (nested archives too). Repeatable: sources are read in order.
-    /// Without it, the built-in deterministic workload is replayed.
-    #[arg(long, value_name = "PATH")]
-    pub(crate) blocks: Vec<PathBuf>,
+    /// The blocks: --blocks or --algod, and --rounds. Without --blocks and --algod, the built-in
+    /// deterministic workload is replayed.
+    #[command(flatten)]
+    pub(crate) source: SourceArgs,
+    /// After the range, wait for each new round of the node (--algod; GET
+    /// /v2/status/wait-for-block-after/{round}), ingest it and print one line per round; Ctrl-C
+    /// (or SIGTERM) ends it with the report, the --db ledger valid.
+    #[arg(short, long, requires = "algod")]
+    pub(crate) follow: bool,
     /// Traffic trace CSV with header `ts_ns,origin,app_ids`: ts_ns = receive time in ns since
     /// the Unix epoch; origin = IPv4/IPv6 literal or hex peer id; app_ids = `;`-separated app
     /// ids, empty for a group without app calls. Lines are processed in file order (timestamps
     /// may go backwards). Without it, traffic is synthesized from the blocks' groups.
-    #[arg(long, value_name = "CSV")]
+    #[arg(short, long, value_name = "CSV")]
     pub(crate) trace: Option<PathBuf>,
     /// Ledger directory, kept afterwards. An existing ledger is continued: rounds it holds are
     /// skipped, ingest resumes at its latest round + 1. Without it: a temporary directory,
     /// deleted at exit.
-    #[arg(long, value_name = "DIR")]
+    #[arg(short, long, value_name = "DIR")]
     pub(crate) db: Option<PathBuf>,
-    /// Node configuration (TOML) with go-algorand's names: TxBacklogSize,
+    /// Node configuration with go-algorand's names: TxBacklogSize,
     /// TxBacklogAppTxPerSecondRate, TxBacklogServiceRateWindowSeconds (seconds),
     /// TxBacklogAppTxRateLimiterMaxSize, TxBacklogAppRateLimitingCongestionPct (percent),
     /// EnableTxBacklogAppRateLimiting, plus BloomFalsePositiveRate and MaxTxnLife (rounds).
-    /// Unknown keys are an error.
-    #[arg(long, value_name = "TOML")]
+    /// TOML (unknown keys are an error) or go-algorand's config.json (keys txgate does not use
+    /// are ignored, as go-algorand does). Without it: $ALGORAND_DATA/config.json when that
+    /// exists.
+    #[arg(short, long, value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
-    /// Also write the report as JSON (same figures as the table) to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub(crate) json: Option<PathBuf>,
+    /// Also write the report as JSON (same figures as the table) to FILE; `-` writes it to
+    /// stdout instead of the table (follow lines then go to stderr).
+    #[arg(short, long, value_name = "FILE", value_parser = crate::output::json_target)]
+    pub(crate) json: Option<JsonTarget>,
     /// Also write an SVG chart of the acceptance rate (admitted / offered, per second of message
     /// time) with and without the app limiter, per traffic class.
-    #[arg(long, value_name = "FILE.svg")]
+    #[arg(short, long, value_name = "FILE.svg")]
     pub(crate) plot: Option<PathBuf>,
-    /// Built-in workload: rounds (1..=N).
-    #[arg(long, value_name = "N", default_value_t = 2_000)]
-    pub(crate) rounds: u64,
     /// Built-in workload: transactions per round.
     #[arg(long, value_name = "M", default_value_t = 1_000)]
     pub(crate) txns_per_round: usize,
@@ -140,16 +149,18 @@ struct Ingested {
     genesis: Option<(String, [u8; 32])>,
 }
 
+/// Rounds of the built-in workload by default (`1..=2000`).
+pub(crate) const DEFAULT_WORKLOAD_ROUNDS: Round = 2_000;
+/// How long the ingest loop waits for a block before it looks at the stop flag again.
+const POLL: Duration = Duration::from_millis(100);
+
 /// Runs the replay: see the module docs.
 ///
 /// # Errors
 ///
-/// [`CliError`] naming the file, line or round for bad input; ledger errors.
+/// [`CliError`] naming the file, line or round for bad input; ledger and algod errors.
 pub(crate) fn run(args: &ReplayArgs) -> Result<Report, CliError> {
-    let config = match &args.config {
-        Some(path) => NodeConfig::load(path)?,
-        None => NodeConfig::default(),
-    };
+    let (config, config_source) = crate::config::resolve(args.config.as_deref())?;
     validate(args, &config)?;
     // Read the trace before ingesting, so that a bad trace fails fast.
     let trace = match &args.trace {
@@ -185,67 +196,109 @@ pub(crate) fn run(args: &ReplayArgs) -> Result<Report, CliError> {
     let mut rng = SmallRng::seed_from_u64(args.seed ^ 0x7478_6761_7465);
 
     // 1. Ingest.
-    let source = if args.blocks.is_empty() {
-        format!(
-            "built-in workload (seed {}, {} rounds x {} txns)",
-            args.seed, args.rounds, args.txns_per_round
-        )
-    } else {
-        args.blocks
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let next = ledger.latest().map(|l| l.saturating_add(1));
+    let (mut feed, source, skipped, range_end): (Box<dyn Feed>, String, u64, Option<Round>) =
+        match args.source.open(next, config.max_txn_life, args.follow)? {
+            Some(opened) => (
+                opened.feed,
+                opened.describe,
+                opened.skipped,
+                opened.range_end,
+            ),
+            None => {
+                let (first, last) = args
+                    .source
+                    .rounds
+                    .unwrap_or(RoundRange::ALL)
+                    .or(1, DEFAULT_WORKLOAD_ROUNDS);
+                let workload = Workload::new(args.seed, args.txns_per_round);
+                (
+                    Box::new(WorkloadFeed::new(workload, first, last)),
+                    format!(
+                        "built-in workload (seed {}, rounds {first}..={last} x {} txns)",
+                        args.seed, args.txns_per_round
+                    ),
+                    0,
+                    None,
+                )
+            }
+        };
+    if args.follow {
+        crate::follow::install_stop_handler()?;
+    }
+    let rounds = args.source.rounds.unwrap_or(RoundRange::ALL);
     let mut ing = Ingested::default();
+    ing.report.rounds_skipped = skipped;
     let started = Instant::now();
-    let mut add_time = Duration::ZERO;
-    if args.blocks.is_empty() {
-        let workload = Workload::new(args.seed, args.txns_per_round);
-        let mut progress = Progress::start("ingest", Some(args.rounds));
-        for round in 1..=args.rounds {
-            let bytes = workload.block(round);
-            ingest_one(
-                &ledger,
-                &mut ing,
-                &mut rng,
-                args.lookups,
-                format!("workload round {round}"),
-                Some(round),
-                bytes,
-                &mut add_time,
-            )?;
-            progress.inc(1);
+    let (mut fetch, mut fetch_wait, mut add_time) =
+        (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    let mut follow: Option<Follow> = None;
+    // Follow lines go to stdout, unless stdout carries the JSON.
+    let lines_to_stderr = args.json == Some(JsonTarget::Stdout);
+    let say = |line: &str| match (crate::progress::quiet(), lines_to_stderr) {
+        (true, _) => {}
+        (false, true) => eprintln!("{line}"),
+        (false, false) => println!("{line}"),
+    };
+    let mut progress = Some(Progress::start("ingest", feed.len_hint()));
+    // Since the last block was taken: the wait for the next one, across idle polls.
+    let mut waiting_since = Instant::now();
+    loop {
+        if args.follow && crate::follow::stop_requested() {
+            break;
         }
-        progress.finish(&format!("{} rounds", ing.report.rounds_read));
-    } else {
-        let mut progress = Progress::start("ingest", None);
-        for path in &args.blocks {
-            for raw in BlockSource::open(path)? {
-                let raw = raw?;
-                ingest_one(
-                    &ledger,
-                    &mut ing,
-                    &mut rng,
-                    args.lookups,
-                    raw.name,
-                    raw.round,
-                    raw.bytes,
-                    &mut add_time,
-                )?;
-                progress.inc(1);
+        let fetched = match feed.next(POLL)? {
+            Next::Block(f) => f,
+            Next::Idle => continue,
+            Next::End => break,
+        };
+        if fetched.follow && follow.is_none() {
+            if let Some(p) = progress.take() {
+                p.finish(&format!("{} rounds", ing.report.rounds_read));
+            }
+            say(&Follow::header(range_end));
+            follow = Some(Follow::default());
+        } else if follow.is_none() {
+            fetch_wait += waiting_since.elapsed();
+        }
+        fetch += fetched.fetch;
+        let fetch_one = fetched.fetch;
+        let is_follow = fetched.follow;
+        // Rounds followed come after the range by design.
+        let filter = if is_follow { &RoundRange::ALL } else { &rounds };
+        let ingested = ingest_one(&ledger, &mut ing, &mut rng, args.lookups, fetched, filter)?;
+        if let Some(p) = progress.as_mut() {
+            p.inc(1);
+        }
+        if let Some((block, Some(add))) = &ingested {
+            add_time += *add;
+            if is_follow && let Some(f) = follow.as_mut() {
+                let line = f.round(&ledger, block, fetch_one, *add, &mut rng)?;
+                say(&line);
             }
         }
-        progress.finish(&format!("{} rounds", ing.report.rounds_read));
+        waiting_since = Instant::now();
     }
-    let secs = started.elapsed().as_secs_f64();
+    if let Some(p) = progress.take() {
+        p.finish(&format!("{} rounds", ing.report.rounds_read));
+    }
+    drop(feed);
+    let elapsed = started.elapsed();
+    let secs = elapsed.as_secs_f64();
     let mut ingest = std::mem::take(&mut ing.report);
-    ingest.seconds = secs;
-    ingest.add_block_seconds = add_time.as_secs_f64();
+    ingest.time_ns = elapsed.as_nanos() as u64;
+    ingest.fetch_ns = fetch.as_nanos() as u64;
+    ingest.fetch_wait_ns = fetch_wait.as_nanos() as u64;
+    ingest.add_block_ns = add_time.as_nanos() as u64;
     ingest.rounds_per_second = ingest.rounds_ingested as f64 / secs.max(1e-9);
     ingest.txns_per_second = ingest.txns_ingested as f64 / secs.max(1e-9);
     ingest.first_round = ledger.first();
     ingest.latest_round = ledger.latest();
+    let follow_report = match (&follow, args.follow) {
+        (Some(f), _) => Some(f.report()),
+        (None, true) => Some(Default::default()),
+        (None, false) => None,
+    };
 
     // 2. Lookups with blooms.
     let mut lookups = LookupReport::default();
@@ -372,18 +425,19 @@ pub(crate) fn run(args: &ReplayArgs) -> Result<Report, CliError> {
     }
 
     let report = Report {
+        schema_version: SCHEMA_VERSION,
         source,
         db: args.db.as_ref().map(|d| d.display().to_string()),
+        config_source,
         config,
         ingest,
+        follow: follow_report,
         lookups,
         bloom,
         traffic,
     };
-    if let Some(path) = &args.json {
-        let json = serde_json::to_string_pretty(&report)
-            .map_err(|e| CliError::io(path)(std::io::Error::other(e)))?;
-        std::fs::write(path, json + "\n").map_err(CliError::io(path))?;
+    if let Some(target) = &args.json {
+        target.write(&report)?;
     }
     if let Some(path) = &args.plot {
         std::fs::write(path, acceptance_chart(&report.traffic)).map_err(CliError::io(path))?;
@@ -459,42 +513,50 @@ fn limiter_config(config: &NodeConfig, seed: u64) -> txgate_ratelimit::Config {
     }
 }
 
-/// Decodes one block, adds it unless the ledger holds its round, and keeps what later phases
-/// need.
-#[allow(clippy::too_many_arguments)]
+/// Decodes one block and, when its round is in `rounds`, adds it unless the ledger holds its
+/// round (then it only checks the block's network), and keeps what later phases need. Returns
+/// the block and the `add_block` time (`None`: skipped), or `None` for a round outside `rounds`.
 fn ingest_one(
     ledger: &Ledger,
     ing: &mut Ingested,
     rng: &mut SmallRng,
     sample: usize,
-    name: String,
-    name_round: Option<Round>,
-    bytes: Vec<u8>,
-    add_time: &mut Duration,
-) -> Result<(), CliError> {
+    fetched: Fetched,
+    rounds: &RoundRange,
+) -> Result<Option<(Block, Option<Duration>)>, CliError> {
+    let Fetched {
+        name, round, bytes, ..
+    } = fetched;
     let block: Block = decode_block(&bytes).map_err(|source| CliError::Block {
-        round: source.round().or(name_round),
+        round: source.round().or(round),
         name: name.clone(),
         source,
     })?;
+    if !rounds.contains(block.round) {
+        return Ok(None);
+    }
+    let ledger_err = |source| CliError::Ledger {
+        context: format!("{name} (round {})", block.round),
+        source,
+    };
     let r = &mut ing.report;
     r.rounds_read += 1;
     r.txns_read += block.txns.len() as u64;
-    if ledger.latest().is_some_and(|latest| block.round <= latest) {
+    let added = if ledger.latest().is_some_and(|latest| block.round <= latest) {
+        ledger.check_network(&block).map_err(ledger_err)?;
         r.rounds_skipped += 1;
+        None
     } else {
         let t = Instant::now();
         ledger
             .add_decoded_block(&block, &bytes)
-            .map_err(|source| CliError::Ledger {
-                context: format!("{name} (round {})", block.round),
-                source,
-            })?;
-        *add_time += t.elapsed();
+            .map_err(ledger_err)?;
+        let add = t.elapsed();
         r.rounds_ingested += 1;
         r.txns_ingested += block.txns.len() as u64;
-        r.bytes_ingested += bytes.len() as u64;
-    }
+        r.ingested_bytes += bytes.len() as u64;
+        Some(add)
+    };
     let mut distinct: Vec<Txid> = block.txns.iter().map(|t| t.txid).collect();
     distinct.sort_unstable();
     distinct.dedup();
@@ -542,7 +604,7 @@ fn ingest_one(
         String::from_utf8_lossy(&block.genesis_id).into_owned(),
         block.genesis_hash,
     ));
-    Ok(())
+    Ok(Some((block, added)))
 }
 
 fn random_txid(rng: &mut SmallRng) -> Txid {
@@ -817,12 +879,12 @@ fn traffic_phase(
             )
         }
     };
-    let seconds = match (
+    let span_ns = match (
         msgs.iter().map(|m| m.t_ns).min(),
         msgs.iter().map(|m| m.t_ns).max(),
     ) {
-        (Some(a), Some(b)) => (b - a) as f64 / 1e9,
-        _ => 0.0,
+        (Some(a), Some(b)) => b - a,
+        _ => 0,
     };
     let handler_config = HandlerConfig {
         backlog_capacity: config.tx_backlog_size,
@@ -833,8 +895,8 @@ fn traffic_phase(
     let mut report = TrafficReport {
         source,
         messages: msgs.len() as u64,
-        seconds,
-        service_rate: args.service_rate,
+        span_ns,
+        service_rate_per_second: args.service_rate,
         congestion_threshold: handler_config.congestion_threshold() as u64,
         ..TrafficReport::default()
     };
@@ -1020,7 +1082,7 @@ fn measure_fpr(
         report.measured_fpr = report.false_positives as f64 / report.probes as f64;
         report.expected_fpr = expected_sum / report.probes as f64;
     }
-    report.bytes_per_txn = bytes as f64 / txns.max(1) as f64;
+    report.memory_per_txn_bytes = bytes as f64 / txns.max(1) as f64;
     progress.finish(&format!(
         "measured {:.5}, formula {:.5}",
         report.measured_fpr, report.expected_fpr
@@ -1064,7 +1126,7 @@ pub(crate) fn acceptance_chart(traffic: &TrafficReport) -> String {
     line_chart(
         &format!(
             "Acceptance rate: {} (pool takes {} groups/s)",
-            traffic.source, traffic.service_rate
+            traffic.source, traffic.service_rate_per_second
         ),
         "seconds since the first message",
         "admitted / offered, %",

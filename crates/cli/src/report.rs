@@ -1,23 +1,30 @@
 //! The replay report: the figures of every phase, printed as a table (stdout) and serialised as
-//! JSON (`--json`) with the same numbers.
+//! JSON (`--json`) with the same numbers (field units: see [`crate::output`]).
 
 use std::fmt::Write;
 
 use serde::Serialize;
 
-use crate::config::NodeConfig;
+use crate::config::{ConfigSource, NodeConfig};
+use crate::follow::FollowReport;
 
 /// Everything `txgate replay` measured.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Report {
-    /// What was replayed: the built-in workload's parameters, or the block paths.
+    /// [`crate::output::SCHEMA_VERSION`].
+    pub(crate) schema_version: u32,
+    /// What was replayed: the built-in workload's parameters, the block paths, or the node.
     pub(crate) source: String,
     /// The ledger directory, or `null` for a temporary one.
     pub(crate) db: Option<String>,
+    /// Where the configuration came from.
+    pub(crate) config_source: ConfigSource,
     /// The configuration in force.
     pub(crate) config: NodeConfig,
-    /// Ingest phase.
+    /// Ingest phase (the range, and the rounds followed).
     pub(crate) ingest: IngestReport,
+    /// The rounds ingested while following (`null` without `--follow`).
+    pub(crate) follow: Option<FollowReport>,
     /// Lookup phase.
     pub(crate) lookups: LookupReport,
     /// Bloom false-positive rate phase.
@@ -40,15 +47,22 @@ pub(crate) struct IngestReport {
     /// Transactions in the blocks added.
     pub(crate) txns_ingested: u64,
     /// Bytes of the blocks added.
-    pub(crate) bytes_ingested: u64,
+    pub(crate) ingested_bytes: u64,
     /// The ledger's oldest and latest round after ingest (`null`: empty).
     pub(crate) first_round: Option<u64>,
     /// The ledger's latest round after ingest.
     pub(crate) latest_round: Option<u64>,
-    /// Wall time of the phase (reading, generating, decoding and adding), seconds.
-    pub(crate) seconds: f64,
-    /// Time inside `add_decoded_block` (bloom, index, commit), seconds.
-    pub(crate) add_block_seconds: f64,
+    /// Wall time of the phase (fetching or reading, decoding, adding; following included).
+    pub(crate) time_ns: u64,
+    /// Time getting the blocks, summed over blocks: reading files, generating the workload, or
+    /// algod requests with their retries (these run on several threads at once, ahead of
+    /// ingest, so the sum may exceed the wall time).
+    pub(crate) fetch_ns: u64,
+    /// Time the ingest loop waited for the next block of the range (the part of fetching that
+    /// prefetching did not hide; waiting for new rounds while following is not counted).
+    pub(crate) fetch_wait_ns: u64,
+    /// Time inside `add_decoded_block` (bloom, index, commit).
+    pub(crate) add_block_ns: u64,
     /// rounds_ingested / seconds.
     pub(crate) rounds_per_second: f64,
     /// txns_ingested / seconds.
@@ -146,7 +160,7 @@ pub(crate) struct BloomReport {
     /// false_positives / probes.
     pub(crate) measured_fpr: f64,
     /// Bloom bytes per transaction, over the probed rounds.
-    pub(crate) bytes_per_txn: f64,
+    pub(crate) memory_per_txn_bytes: f64,
 }
 
 /// Traffic: messages through the tx handler, with and without the app rate limiter.
@@ -156,10 +170,10 @@ pub(crate) struct TrafficReport {
     pub(crate) source: String,
     /// Messages offered (per run).
     pub(crate) messages: u64,
-    /// Seconds from the first to the last message.
-    pub(crate) seconds: f64,
+    /// Message time from the first to the last message.
+    pub(crate) span_ns: u64,
     /// Groups per second the simulated pool takes from the backlog.
-    pub(crate) service_rate: u64,
+    pub(crate) service_rate_per_second: u64,
     /// Backlog length above which the limiter runs.
     pub(crate) congestion_threshold: u64,
     /// The run with the app rate limiter (as configured: `null` when
@@ -237,6 +251,7 @@ impl Report {
                 .as_deref()
                 .unwrap_or("temporary directory (deleted at exit)")
         );
+        let _ = writeln!(t, "config: {}", self.config_source.describe());
         let _ = writeln!(t, "\n== ingest");
         let _ = writeln!(
             t,
@@ -252,13 +267,37 @@ impl Report {
             "txns read {} | ingested {} | {:.1} MB of blocks",
             i.txns_read,
             i.txns_ingested,
-            i.bytes_ingested as f64 / 1e6
+            i.ingested_bytes as f64 / 1e6
         );
+        let s = |ns: u64| ns as f64 / 1e9;
         let _ = writeln!(
             t,
-            "time {:.2} s (add_block {:.2} s) | {:.0} rounds/s | {:.0} txns/s",
-            i.seconds, i.add_block_seconds, i.rounds_per_second, i.txns_per_second
+            "time {:.2} s | add_block {:.2} s | fetch {:.2} s, ingest waited {:.2} s for it | {:.0} rounds/s | {:.0} txns/s",
+            s(i.time_ns),
+            s(i.add_block_ns),
+            s(i.fetch_ns),
+            s(i.fetch_wait_ns),
+            i.rounds_per_second,
+            i.txns_per_second
         );
+        if let Some(f) = &self.follow {
+            let _ = writeln!(
+                t,
+                "followed {} rounds ({}..={}) | {} txns | fetch {:.3} s | add_block {:.3} s | lookups: hits found {}/{} (mean {:.2} us), misses wrongly found {}/{} (mean {:.2} us)",
+                f.rounds,
+                f.first_round.map_or("-".into(), |r| r.to_string()),
+                f.last_round.map_or("-".into(), |r| r.to_string()),
+                f.txns,
+                s(f.fetch_ns),
+                s(f.add_block_ns),
+                f.hits_found,
+                f.hits,
+                f.hit_mean_ns / 1e3,
+                f.misses_found,
+                f.misses,
+                f.miss_mean_ns / 1e3
+            );
+        }
         let l = &self.lookups;
         let _ = writeln!(t, "\n== lookups (latency in us)");
         let _ = writeln!(
@@ -310,14 +349,17 @@ impl Report {
             b.measured_fpr,
             b.expected_fpr,
             b.configured_fpr,
-            b.bytes_per_txn
+            b.memory_per_txn_bytes
         );
         let tr = &self.traffic;
         let _ = writeln!(t, "\n== traffic ({})", tr.source);
         let _ = writeln!(
             t,
             "{} messages over {:.1} s | pool takes {} groups/s | limiter runs above {} queued",
-            tr.messages, tr.seconds, tr.service_rate, tr.congestion_threshold
+            tr.messages,
+            tr.span_ns as f64 / 1e9,
+            tr.service_rate_per_second,
+            tr.congestion_threshold
         );
         let mut runs: Vec<(&str, &RunReport)> = Vec::new();
         if let Some(w) = &tr.with_limiter {

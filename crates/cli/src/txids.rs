@@ -1,4 +1,5 @@
-//! `txgate txids`: every transaction of a block source as CSV `round,intra,txid,type,app_id`.
+//! `txgate txids`: every transaction of a block source (files or algod, see [`crate::feed`]) as
+//! CSV `round,intra,txid,type,app_id`.
 //!
 //! Columns match the fields of `derived/algorand_private_dataset2_txns.jsonl` in the shared data:
 //! `round` (the block's `rnd`), `intra` (0-based position in the block's payset), `txid`
@@ -13,28 +14,38 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use txgate_ledger::codec::{DecodeError, decode_block};
-use txgate_ledger::source::BlockSource;
+use txgate_ledger::store::DEFAULT_MAX_TXN_LIFE;
 
 use crate::error::CliError;
+use crate::feed::{Next, SourceArgs};
+use crate::rounds::RoundRange;
 
 /// Arguments of `txgate txids`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct TxidsArgs {
-    /// Blocks to read: one block file, a directory of block files (named by round), or a tar /
-    /// tar.bz2 archive of them (nested archives too).
-    #[arg(long, value_name = "PATH")]
-    pub(crate) blocks: PathBuf,
+    /// The blocks (one of --blocks and --algod is needed; algod's default range is the last
+    /// MaxTxnLife + 1 = 1001 rounds).
+    #[command(flatten)]
+    pub(crate) source: SourceArgs,
 }
 
-/// Writes the CSV for `args.blocks` to `out`; returns the number of transactions.
+/// Writes the CSV of the blocks to `out`; returns the number of transactions.
 ///
 /// # Errors
 ///
-/// Source errors (missing file, corrupt archive), [`CliError::Block`] for a block that does not
-/// decode (naming its entry and round), [`CliError::Io`] when `out` fails.
+/// [`CliError::Usage`] without a source; source errors (missing file, corrupt archive, algod),
+/// [`CliError::Block`] for a block that does not decode (naming its entry and round),
+/// [`CliError::Io`] when `out` fails.
 pub(crate) fn run(args: &TxidsArgs, out: &mut dyn Write) -> Result<u64, CliError> {
+    let Some(mut opened) = args.source.open(None, DEFAULT_MAX_TXN_LIFE, false)? else {
+        return Err(CliError::Usage(
+            "txids needs --blocks PATH or --algod URL".into(),
+        ));
+    };
+    let rounds = args.source.rounds.unwrap_or(RoundRange::ALL);
     let stdout = |e| CliError::Io {
         path: PathBuf::from("<stdout>"),
         source: e,
@@ -43,13 +54,20 @@ pub(crate) fn run(args: &TxidsArgs, out: &mut dyn Write) -> Result<u64, CliError
     csv.write_record(["round", "intra", "txid", "type", "app_id"])
         .map_err(|e| stdout(e.into()))?;
     let mut count = 0;
-    for raw in BlockSource::open(&args.blocks)? {
-        let raw = raw?;
+    loop {
+        let raw = match opened.feed.next(Duration::from_secs(3600))? {
+            Next::Block(raw) => raw,
+            Next::Idle => continue,
+            Next::End => break,
+        };
         let block = decode_block(&raw.bytes).map_err(|source| CliError::Block {
             round: raw.round.or(source.round()),
             name: raw.name.clone(),
             source,
         })?;
+        if !rounds.contains(block.round) {
+            continue;
+        }
         let block_err = |message: String| CliError::Block {
             round: Some(block.round),
             name: raw.name.clone(),

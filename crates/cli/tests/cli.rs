@@ -2,81 +2,12 @@
 //! `txids` and `replay`, the built-in workload, `--db` continuation, and every kind of bad input
 //! (exit status 2, a one-line message naming the file, line or round, no panic).
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
+use common::{DATASET2, DATASET2_JSONL, SMALL, assert_bad, assert_ok, replay_json, txgate};
 use serde_json::Value;
-
-const DATASET2: &str = "algorand-sdk-testing/private_blocks/dataset2.tar.bz2";
-const DATASET2_JSONL: &str = "derived/algorand_private_dataset2_txns.jsonl";
-
-/// Small sizes for every phase, so a replay takes well under a second.
-const SMALL: &[&str] = &[
-    "--lookups",
-    "200",
-    "--baseline-lookups",
-    "20",
-    "--fpr-probes",
-    "20000",
-    "--traffic-seconds",
-    "2",
-    "--honest-rate",
-    "200",
-    "--spam-rate",
-    "400",
-    "--service-rate",
-    "300",
-];
-
-fn txgate(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_txgate"))
-        .args(args)
-        .output()
-        .expect("run txgate")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn assert_ok(out: &Output) {
-    assert!(
-        out.status.success(),
-        "txgate failed: {:?}\n{}",
-        out.status,
-        stderr(out)
-    );
-}
-
-/// Exit status 2, one `txgate: error:` line containing every needle, no panic.
-fn assert_bad(out: &Output, needles: &[&str]) {
-    let err = stderr(out);
-    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
-    assert!(!err.contains("panicked"), "{err}");
-    let line = err
-        .lines()
-        .find(|l| l.starts_with("txgate: error: "))
-        .unwrap_or_else(|| panic!("no error line in {err}"));
-    for needle in needles {
-        assert!(line.contains(needle), "{needle:?} not in {line:?}");
-    }
-}
-
-fn replay_json(dir: &Path, extra: &[&str]) -> Value {
-    let json = dir.join(format!("report-{}.json", rand_suffix()));
-    let mut args = vec!["replay", "--json", json.to_str().unwrap()];
-    args.extend_from_slice(SMALL);
-    args.extend_from_slice(extra);
-    let out = txgate(&args);
-    assert_ok(&out);
-    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
-}
-
-fn rand_suffix() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    N.fetch_add(1, Ordering::Relaxed)
-}
 
 /// Every run of the traffic phase accounts for every message.
 fn assert_traffic_adds_up(report: &Value) {
@@ -613,4 +544,174 @@ fn out_of_range_values_fail_before_ingest_and_edge_sizes_run() {
     let empty = replay_json(dir.path(), &["--rounds", "3", "--txns-per-round", "0"]);
     assert_eq!(empty["ingest"]["rounds_ingested"], 3);
     assert_eq!(empty["bloom"]["rounds"], 0);
+}
+
+// --- machine-readable output, config.json, exit status -----------------------------------------
+
+#[test]
+fn json_to_stdout_carries_the_schema_version_and_nothing_else() {
+    let mut args = vec![
+        "replay",
+        "--json",
+        "-",
+        "-q",
+        "--rounds",
+        "3",
+        "--txns-per-round",
+        "10",
+    ];
+    args.extend_from_slice(SMALL);
+    let out = txgate(&args);
+    assert_ok(&out);
+    // stdout is the JSON alone; --quiet leaves stderr empty.
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["schema_version"], 1);
+    assert_eq!(report["ingest"]["rounds_ingested"], 3);
+    assert_eq!(report["ingest"]["txns_ingested"], 30);
+    assert!(report["ingest"]["add_block_ns"].as_u64().unwrap() > 0);
+    assert!(report["ingest"]["time_ns"].as_u64() >= report["ingest"]["add_block_ns"].as_u64());
+    assert_eq!(report["traffic"]["service_rate_per_second"], 300);
+    assert!(report["follow"].is_null());
+    assert_eq!(report["config_source"]["from"], "defaults");
+    assert!(out.stderr.is_empty(), "{}", common::stderr(&out));
+
+    // limit: the same figures as its text report.
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.csv");
+    std::fs::write(
+        &trace,
+        format!("ts_ns,origin,app_ids\n{T0},10.0.0.1,1\n{T0},10.0.0.1,1\n{T0},10.0.0.2,\n"),
+    )
+    .unwrap();
+    let t = trace.to_str().unwrap();
+    let out = txgate(&["limit", "-t", t, "--rate", "1", "--window", "1", "-j", "-"]);
+    assert_ok(&out);
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["schema_version"], 1);
+    assert_eq!(json["window_ns"], 1_000_000_000u64);
+    // L = 1 per key and window: the second call of app 1 from 10.0.0.1 drops.
+    assert_eq!(
+        (
+            &json["offered"],
+            &json["admitted"],
+            &json["dropped"],
+            &json["limit_per_window"]
+        ),
+        (
+            &Value::from(3),
+            &Value::from(2),
+            &Value::from(1),
+            &Value::from(1)
+        )
+    );
+    let text =
+        String::from_utf8(txgate(&["limit", "-t", t, "--rate", "1", "--window", "1"]).stdout)
+            .unwrap();
+    assert!(
+        text.contains("admitted  2") && text.contains("dropped   1"),
+        "{text}"
+    );
+}
+
+#[test]
+fn go_algorand_config_json_from_the_flag_or_algorand_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::write(
+        data.join("config.json"),
+        "{\n  \"Version\": 38,\n  \"Archival\": false,\n  \"TxBacklogSize\": 400,\n  \
+         \"txbacklogapprateLimitingcongestionpct\": 50\n}\n",
+    )
+    .unwrap();
+    let json = dir.path().join("r.json");
+    let mut args = vec![
+        "replay",
+        "--rounds",
+        "3",
+        "--txns-per-round",
+        "10",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    args.extend_from_slice(SMALL);
+    let out = common::command()
+        .args(&args)
+        .env("ALGORAND_DATA", &data)
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        table.contains("config.json (from $ALGORAND_DATA; go-algorand config.json, 2 keys"),
+        "{table}"
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["config"]["TxBacklogSize"], 400);
+    assert_eq!(
+        report["config"]["TxBacklogAppRateLimitingCongestionPct"],
+        50
+    );
+    assert_eq!(report["traffic"]["congestion_threshold"], 200);
+    let source = &report["config_source"];
+    assert_eq!(
+        (&source["from"], &source["format"]),
+        (&Value::from("ALGORAND_DATA"), &Value::from("json"))
+    );
+    assert_eq!(source["ignored_keys"], 2);
+    // --config wins over $ALGORAND_DATA; a wrongly typed value names the key and its line.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(
+        &bad,
+        "{\n  \"Archival\": false,\n  \"TxBacklogSize\": \"big\"\n}\n",
+    )
+    .unwrap();
+    let out = common::command()
+        .args(["replay", "--rounds", "2", "-c", bad.to_str().unwrap()])
+        .env("ALGORAND_DATA", &data)
+        .output()
+        .unwrap();
+    assert_bad(&out, &["bad.json", "line 3", "TxBacklogSize"]);
+}
+
+#[test]
+fn runtime_failures_exit_with_1_and_bad_input_with_2() {
+    let dir = tempfile::tempdir().unwrap();
+    // The JSON report cannot be written: a directory is in the way (an I/O failure).
+    let mut args = vec![
+        "replay",
+        "--rounds",
+        "1",
+        "--txns-per-round",
+        "1",
+        "--json",
+        dir.path().to_str().unwrap(),
+    ];
+    args.extend_from_slice(SMALL);
+    let out = txgate(&args);
+    common::assert_fails(&out, 1, &[dir.path().to_str().unwrap()]);
+    // Bad --rounds values are usage errors.
+    let out = txgate(&["replay", "--rounds", "9..=3"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(common::stderr(&out).contains("selects no rounds"));
+}
+
+#[test]
+fn rounds_select_from_archives() {
+    let Some(blocks) = txgate_tests::data_file(DATASET2) else {
+        return;
+    };
+    let report = replay_json(
+        Path::new(&std::env::temp_dir()),
+        &["--blocks", blocks.to_str().unwrap(), "--rounds", "5..=30"],
+    );
+    assert_eq!(report["ingest"]["rounds_read"], 26);
+    assert_eq!(report["ingest"]["first_round"], 5);
+    assert_eq!(report["ingest"]["latest_round"], 30);
+    // Rounds 5..=30 of the jsonl.
+    let want: u64 = common::dataset2_txn_counts()
+        .range(5..=30)
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(report["ingest"]["txns_ingested"], want);
 }

@@ -24,6 +24,7 @@
 //! | `blocks` | round `u64`                 | raw block bytes, as given to `add_block`|
 //! | `blooms` | round `u64`                 | [`BlockedBloom::to_bytes`]              |
 //! | `txids`  | round `u64`                 | the round's txid index (below)          |
+//! | `chain`  | `&str`                      | the network's genesis id and hash (see [`CHAIN`]) |
 //!
 //! A round's txid index is one row: [`INDEX_ENTRY_BYTES`]-byte entries (txid, then the txn's
 //! index in the payset as `u32` little-endian), sorted by txid, one per distinct txid (the first
@@ -123,6 +124,15 @@ pub const BLOOMS: TableDefinition<'static, u64, &[u8]> = TableDefinition::new("b
 /// `txids` table: round -> the round's txid index (sorted [`INDEX_ENTRY_BYTES`]-byte entries).
 pub const TXIDS: TableDefinition<'static, u64, &[u8]> = TableDefinition::new("txids");
 
+/// `chain` table: the network the ledger holds, from its first block: the genesis id under
+/// [`CHAIN_GENESIS_ID`], the 32-byte genesis hash under [`CHAIN_GENESIS_HASH`]. A ledger written
+/// before the table existed learns them from its oldest kept block at open.
+pub const CHAIN: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("chain");
+/// `chain` key: the genesis id (block header `gen`).
+pub const CHAIN_GENESIS_ID: &str = "genesis_id";
+/// `chain` key: the genesis hash (block header `gh`, 32 bytes).
+pub const CHAIN_GENESIS_HASH: &str = "genesis_hash";
+
 /// Bytes of one txid index entry: the 32-byte txid, then its payset index as `u32` LE.
 pub const INDEX_ENTRY_BYTES: usize = 36;
 
@@ -201,6 +211,49 @@ pub enum RebuildReason {
     },
 }
 
+/// The network a block belongs to: its header's genesis id (`gen`) and genesis hash (`gh`).
+///
+/// Two blocks are of one network when their ids are equal and their hashes are equal or one of
+/// them is all zeros: go-algorand's `BlockHeader.PreCheck` (data/bookkeeping/block.go) compares
+/// a block's pair with its predecessor's the same way, a zero hash meaning "not set" (protocols
+/// before `SupportGenesisHash`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Genesis {
+    /// The genesis id, e.g. `mainnet-v1.0` (bytes: Algorand strings need not be UTF-8).
+    pub id: Vec<u8>,
+    /// The genesis hash (all zeros: not set).
+    pub hash: [u8; 32],
+}
+
+impl Genesis {
+    /// The network of `block`.
+    pub fn of(block: &Block) -> Self {
+        Self {
+            id: block.genesis_id.clone(),
+            hash: block.genesis_hash,
+        }
+    }
+
+    /// Whether `other` is the same network (see the type's docs).
+    pub fn same_network(&self, other: &Genesis) -> bool {
+        self.id == other.id
+            && (self.hash == other.hash || self.hash == [0; 32] || other.hash == [0; 32])
+    }
+}
+
+/// `testnet-v1.0 (genesis hash SGO1GKSzyE7IEPItTxCByw9x8FmnrCDexi9/cOUJOiI=)`: the id as UTF-8
+/// (invalid sequences replaced), the hash in base64 as algod shows it.
+impl std::fmt::Display for Genesis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} (genesis hash {})",
+            String::from_utf8_lossy(&self.id),
+            data_encoding::BASE64.encode(&self.hash)
+        )
+    }
+}
+
 /// Where a txid was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct TxRecord {
@@ -272,6 +325,19 @@ pub enum LedgerError {
         round: Round,
         /// The bloom crate's error.
         source: BuildError,
+    },
+    /// `add_block` of a block of another network than the ledger's (its genesis id or hash
+    /// differs from the ledger's first block's). Nothing was written.
+    #[error(
+        "block of round {round} is from network {block}, but the ledger holds network {ledger}; nothing was written"
+    )]
+    OtherNetwork {
+        /// The round of the block.
+        round: Round,
+        /// The block's network (boxed: keeps the error small).
+        block: Box<Genesis>,
+        /// The ledger's network.
+        ledger: Box<Genesis>,
     },
     /// More transactions in one block than the index can number (`u32`).
     #[error("block of round {round} has {count} transactions, more than u32::MAX")]
@@ -347,6 +413,8 @@ pub struct Ledger {
 
 struct WriterState {
     first: Option<Round>,
+    /// The network of the ledger's blocks (`None`: empty ledger); as in [`CHAIN`].
+    genesis: Option<Genesis>,
 }
 
 impl std::fmt::Debug for Ledger {
@@ -370,9 +438,9 @@ impl Ledger {
     ///
     /// [`LedgerError::Config`] for a false-positive rate outside (0, 1) or a MaxTxnLife above
     /// [`MAX_WINDOW_ROUNDS`]; [`LedgerError::Dir`], [`LedgerError::Open`] (e.g. another
-    /// process has it open), [`LedgerError::Format`]; while rebuilding a bloom,
-    /// [`LedgerError::Missing`] (no block), [`LedgerError::Decode`], [`LedgerError::Bloom`];
-    /// [`LedgerError::Store`].
+    /// process has it open), [`LedgerError::Format`]; while rebuilding a bloom, or learning the
+    /// network of a ledger written before [`CHAIN`] existed, [`LedgerError::Missing`] (no
+    /// block), [`LedgerError::Decode`], [`LedgerError::Bloom`]; [`LedgerError::Store`].
     pub fn open(
         dir: impl AsRef<Path>,
         config: LedgerConfig,
@@ -440,6 +508,7 @@ impl Ledger {
         txn.open_table(BLOCKS).map_err(store(None))?;
         txn.open_table(BLOOMS).map_err(store(None))?;
         txn.open_table(TXIDS).map_err(store(None))?;
+        let genesis = read_genesis(&txn, first, decode)?;
 
         let capacity = config.max_txn_life + 1;
         let window = Window::new(capacity as usize);
@@ -449,7 +518,7 @@ impl Ledger {
             seed,
             decode,
             window,
-            writer: Mutex::new(WriterState { first }),
+            writer: Mutex::new(WriterState { first, genesis }),
             config,
         };
         let mut report = OpenReport {
@@ -606,6 +675,28 @@ impl Ledger {
         self.writer.lock().unwrap_or_else(|e| e.into_inner()).first
     }
 
+    /// The network of the ledger's blocks, from its first block (`None`: empty ledger). Takes
+    /// the writer lock briefly.
+    pub fn genesis(&self) -> Option<Genesis> {
+        self.writer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .genesis
+            .clone()
+    }
+
+    /// Checks that `block` is of the ledger's network (see [`Genesis`]); an empty ledger takes
+    /// any. [`Ledger::add_decoded_block`] runs this check; a caller that skips blocks it
+    /// already holds can run it on them too.
+    ///
+    /// # Errors
+    ///
+    /// [`LedgerError::OtherNetwork`] naming both networks.
+    pub fn check_network(&self, block: &Block) -> Result<(), LedgerError> {
+        let writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        check_network(writer.genesis.as_ref(), block)
+    }
+
     /// Decodes `raw` (msgpack `{block, cert}` or a bare block, as algod serves and stores
     /// blocks) and adds it as the next round; returns the round.
     ///
@@ -627,6 +718,8 @@ impl Ledger {
     /// must be the encoding `block` was decoded from: the blooms-disabled lookups and bloom
     /// rebuilds decode it again.
     ///
+    /// The block must be of the ledger's network (see [`Genesis`]); the first block names it.
+    ///
     /// One write transaction stores the block bytes, the round's bloom and its txid index rows
     /// (and, non-archival, deletes the round that leaves the window); after the commit the
     /// bloom is published to readers. One writer at a time: concurrent calls wait for each
@@ -634,8 +727,8 @@ impl Ledger {
     ///
     /// # Errors
     ///
-    /// [`LedgerError::OutOfOrder`], [`LedgerError::TooManyTxns`], [`LedgerError::Bloom`],
-    /// [`LedgerError::Store`]. Nothing is written or published on error.
+    /// [`LedgerError::OutOfOrder`], [`LedgerError::OtherNetwork`], [`LedgerError::TooManyTxns`],
+    /// [`LedgerError::Bloom`], [`LedgerError::Store`]. Nothing is written or published on error.
     pub fn add_decoded_block(&self, block: &Block, raw: &[u8]) -> Result<Round, LedgerError> {
         // A panicking writer cannot leave the state half-updated: `first` is assigned only after
         // the commit, so a poisoned lock is still consistent.
@@ -660,6 +753,17 @@ impl Ledger {
                 got: round,
             });
         }
+        check_network(writer.genesis.as_ref(), block)?;
+        // The first block names the network; a zero hash is learnt when a block sets it.
+        let genesis = Genesis::of(block);
+        let new_genesis = match &writer.genesis {
+            Some(g) if g.hash != [0; 32] || genesis.hash == [0; 32] => None,
+            Some(g) => Some(Genesis {
+                id: g.id.clone(),
+                hash: genesis.hash,
+            }),
+            None => Some(genesis),
+        };
         let indexed = if self.config.blooms {
             Some(self.index_block(block, round)?)
         } else {
@@ -692,6 +796,9 @@ impl Ledger {
         if let Some((bloom, rows)) = &indexed {
             write_index(&txn, round, bloom, rows)?;
         }
+        if let Some(g) = &new_genesis {
+            write_genesis(&txn, round, g)?;
+        }
         if !self.config.archival {
             let window_start = round.saturating_sub(self.config.max_txn_life);
             if first < window_start {
@@ -701,6 +808,9 @@ impl Ledger {
         }
         txn.commit().map_err(store(Some(round)))?;
         writer.first = Some(new_first);
+        if new_genesis.is_some() {
+            writer.genesis = new_genesis;
+        }
         self.window.publish(round, indexed.map(|(bloom, _)| bloom));
         Ok(round)
     }
@@ -879,6 +989,82 @@ impl Ledger {
             .and_then(|i| u32::try_from(i).ok())
             .map(|index| TxRecord { round, index }))
     }
+}
+
+/// [`LedgerError::OtherNetwork`] unless `block` is of network `ledger` (`None`: any).
+fn check_network(ledger: Option<&Genesis>, block: &Block) -> Result<(), LedgerError> {
+    match ledger {
+        Some(ledger) if !ledger.same_network(&Genesis::of(block)) => {
+            Err(LedgerError::OtherNetwork {
+                round: block.round,
+                block: Box::new(Genesis::of(block)),
+                ledger: Box::new(ledger.clone()),
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The ledger's network from [`CHAIN`]; a non-empty ledger without the rows (written before the
+/// table existed) learns it from its oldest kept block, `first`, and writes the rows.
+fn read_genesis(
+    txn: &WriteTransaction,
+    first: Option<Round>,
+    decode: DecodeFn,
+) -> Result<Option<Genesis>, LedgerError> {
+    let stored = {
+        let chain = txn.open_table(CHAIN).map_err(store(None))?;
+        let id = chain.get(CHAIN_GENESIS_ID).map_err(store(None))?;
+        let hash = chain.get(CHAIN_GENESIS_HASH).map_err(store(None))?;
+        match (id, hash) {
+            (Some(id), Some(hash)) => Some(Genesis {
+                id: id.value().to_vec(),
+                // A damaged row of another length reads as "not set".
+                hash: hash.value().try_into().unwrap_or([0; 32]),
+            }),
+            _ => None,
+        }
+    };
+    let Some(first) = first else {
+        return Ok(stored);
+    };
+    if stored.is_some() {
+        return Ok(stored);
+    }
+    let block = {
+        let blocks = txn.open_table(BLOCKS).map_err(store(Some(first)))?;
+        let raw = blocks
+            .get(first)
+            .map_err(store(Some(first)))?
+            .ok_or(LedgerError::Missing {
+                what: "block",
+                round: first,
+            })?;
+        decode(raw.value()).map_err(|source| LedgerError::Decode {
+            round: Some(first),
+            source,
+        })?
+    };
+    let genesis = Genesis::of(&block);
+    write_genesis(txn, first, &genesis)?;
+    Ok(Some(genesis))
+}
+
+/// Writes [`CHAIN`]'s rows (in the write transaction of `round`, for the error).
+fn write_genesis(
+    txn: &WriteTransaction,
+    round: Round,
+    genesis: &Genesis,
+) -> Result<(), LedgerError> {
+    let r = Some(round);
+    let mut chain = txn.open_table(CHAIN).map_err(store(r))?;
+    chain
+        .insert(CHAIN_GENESIS_ID, genesis.id.as_slice())
+        .map_err(store(r))?;
+    chain
+        .insert(CHAIN_GENESIS_HASH, genesis.hash.as_slice())
+        .map_err(store(r))?;
+    Ok(())
 }
 
 /// Writes a round's bloom row and txid index row (idempotent: rewriting a round writes the same rows).
@@ -1084,6 +1270,81 @@ mod tests {
                 got: 8
             })
         ));
+    }
+
+    #[test]
+    fn blocks_of_another_network_are_refused_and_nothing_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let other = |round: Round, hash: [u8; 32]| Block {
+            genesis_id: b"mainnet-v1.0".to_vec(),
+            genesis_hash: hash,
+            ..block(round, &[Txid([9; 32])])
+        };
+        let test_net = Genesis {
+            id: b"test".to_vec(),
+            hash: [1; 32],
+        };
+        {
+            let (l, _) = open(dir.path(), LedgerConfig::default());
+            assert_eq!(l.genesis(), None);
+            l.add_block(&encode(5, &[Txid([1; 32])])).unwrap();
+            assert_eq!(l.genesis(), Some(test_net.clone()));
+            let err = l
+                .add_decoded_block(&other(6, [3; 32]), &encode(6, &[Txid([9; 32])]))
+                .unwrap_err();
+            match &err {
+                LedgerError::OtherNetwork {
+                    round: 6,
+                    block,
+                    ledger,
+                } => {
+                    assert_eq!(block.id, b"mainnet-v1.0");
+                    assert_eq!(**ledger, test_net);
+                }
+                e => panic!("{e}"),
+            }
+            // Both networks by name and base64 genesis hash, on one line.
+            let msg = err.to_string();
+            assert!(msg.contains("mainnet-v1.0 (genesis hash AwMD"), "{msg}");
+            assert!(msg.contains("test (genesis hash AQEB"), "{msg}");
+            assert!(!msg.contains('\n'));
+            // The same id with another hash is another network; a zero hash is "not set".
+            assert!(l.check_network(&other(6, [1; 32])).is_err());
+            let same_id = |hash| Block {
+                genesis_hash: hash,
+                ..block(6, &[])
+            };
+            assert!(l.check_network(&same_id([2; 32])).is_err());
+            assert!(l.check_network(&same_id([0; 32])).is_ok());
+            assert_eq!(l.latest(), Some(5));
+            assert_eq!(l.find_txid(&Txid([9; 32]), 0..=100).unwrap(), None);
+        }
+        assert_eq!(block_rounds(dir.path()), vec![5]);
+        // Reopened, the ledger still knows its network, also when the rows are gone (a ledger
+        // written before the chain table existed learns it from its first block).
+        for drop_rows in [false, true] {
+            if drop_rows {
+                let db = Database::create(dir.path().join(DB_FILE)).unwrap();
+                let txn = db.begin_write().unwrap();
+                txn.delete_table(CHAIN).unwrap();
+                txn.commit().unwrap();
+            }
+            let (l, _) = open(dir.path(), LedgerConfig::default());
+            assert_eq!(
+                l.genesis(),
+                Some(test_net.clone()),
+                "rows dropped: {drop_rows}"
+            );
+            assert!(matches!(
+                l.add_decoded_block(&other(6, [3; 32]), &encode(6, &[])),
+                Err(LedgerError::OtherNetwork { round: 6, .. })
+            ));
+            assert_eq!(l.latest(), Some(5));
+        }
+        let (l, _) = open(dir.path(), LedgerConfig::default());
+        l.add_block(&encode(6, &[])).unwrap();
+        drop(l);
+        assert_eq!(block_rounds(dir.path()), vec![5, 6]);
     }
 
     #[test]
