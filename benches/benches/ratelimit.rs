@@ -17,6 +17,10 @@
 //! - `group16_5apps`: a 16-transaction group calling 5 distinct apps, from 256 origins.
 //! - `two_threads_distinct_apps` / `two_threads_popular_app`: 2 threads, 2,048 senders each, on
 //!   two apps in different shards / on one app (one shard for txgate, one bucket upstream).
+//! - `flood_10m`: a key flood, 10 million distinct (shard, hash) keys per pass into the default
+//!   limiter (`Config::default()`: 1,048,576 keys) and into the baseline of the same size, so
+//!   nearly every admission evicts; the resident set after the first pass is printed (the
+//!   memory stays bounded). Ten samples.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -357,6 +361,76 @@ fn two_threads_popular_app(c: &mut Criterion) {
     two_thread_group(c, "two_threads_popular_app", [31, 31]);
 }
 
+/// Resident set size in bytes (Linux `/proc/self/statm`), if available.
+fn rss() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
+}
+
+/// The `i`-th key of the flood: a splitmix64 hash and a shard from its low bits.
+#[inline]
+fn flood_key(i: u64) -> (u32, u64) {
+    let mut z = i.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    ((z & 127) as u32, z)
+}
+
+fn flood_10m(c: &mut Criterion) {
+    const PASS: u64 = 10_000_000;
+    let t = AppRateLimiter::new(Config {
+        salt: Some(SALT),
+        ..Config::default()
+    })
+    .unwrap();
+    let m = MutexLimiter::new(1 << 20, 1000, WINDOW, SALT);
+    let mut grp = c.benchmark_group("ratelimit/flood_10m");
+    grp.sample_size(10);
+    grp.warm_up_time(Duration::from_millis(1));
+    grp.measurement_time(Duration::from_secs(20));
+    grp.throughput(Throughput::Elements(PASS));
+    let before = rss();
+    let mut next = 0u64;
+    grp.bench_function("txgate_prederived", |b| {
+        b.iter(|| {
+            for i in next..next + PASS {
+                let (shard, hash) = flood_key(i);
+                let _ = black_box(t.admit_key(AppKey::from_parts(shard, hash), T0));
+            }
+            next += PASS;
+        })
+    });
+    let after_txgate = rss();
+    grp.bench_function("mutex_prederived", |b| {
+        b.iter(|| {
+            for i in next..next + PASS {
+                let (shard, hash) = flood_key(i);
+                let _ = black_box(m.admit_keys(&[(shard as usize, hash)], T0));
+            }
+            next += PASS;
+        })
+    });
+    grp.finish();
+    let s = t.stats();
+    eprintln!(
+        "flood_10m: txgate tracks {} keys (max_size {}), evicted {}; mutex baseline {} keys",
+        s.entries,
+        t.config().max_size,
+        s.evicted,
+        m.entries()
+    );
+    if let (Some(b), Some(a), Some(end)) = (before, after_txgate, rss()) {
+        eprintln!(
+            "flood_10m: resident set {:.0} MiB before, {:.0} MiB after txgate's passes, {:.0} MiB after the baseline's",
+            b as f64 / 1048576.0,
+            a as f64 / 1048576.0,
+            end as f64 / 1048576.0
+        );
+    }
+}
+
 fn config() -> Criterion {
     Criterion::default()
         .warm_up_time(Duration::from_secs(1))
@@ -367,6 +441,6 @@ fn config() -> Criterion {
 criterion_group!(
     name = benches;
     config = config();
-    targets = existing_key, new_key_eviction, group16_5apps, two_threads_distinct_apps, two_threads_popular_app
+    targets = existing_key, new_key_eviction, group16_5apps, two_threads_distinct_apps, two_threads_popular_app, flood_10m
 );
 criterion_main!(benches);

@@ -1,7 +1,8 @@
 //! Differential fuzzing of txgate-ratelimit against its reference model (`txgate_ratelimit::model`):
-//! the same operations and clock drive both; decisions must agree whenever the two have evicted
-//! the same keys so far, and the tracked key sets must always agree when every shard is searched
-//! whole (at most 8 keys per shard, exact LRU).
+//! the same operations and clock drive both; decisions (with their details) must agree whenever
+//! the two have evicted the same keys so far, and the tracked key sets must always agree when
+//! every shard is one set searched whole (at most 64 keys per shard, exact LRU). The limiter's
+//! structural validator runs after every operation.
 #![no_main]
 
 use std::time::Duration;
@@ -9,7 +10,7 @@ use std::time::Duration;
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use txgate_ratelimit::model::Model;
-use txgate_ratelimit::{AppKey, AppRateLimiter, Config, Origin};
+use txgate_ratelimit::{AppKey, AppRateLimiter, Config, Decision, Origin};
 
 #[derive(Arbitrary, Debug)]
 struct Input {
@@ -48,16 +49,31 @@ fn keys(l: &AppRateLimiter, apps: &[u64], origin: &Origin) -> Vec<AppKey> {
         .collect()
 }
 
+/// A decision as comparable parts; a drop's index mapped through `positions` (the places of the
+/// keys in the caller's slice).
+fn parts(d: Decision, positions: &[usize]) -> (bool, Option<u16>, Option<(usize, u64)>) {
+    match d {
+        Decision::Admit { remaining, .. } => (true, remaining, None),
+        Decision::Drop {
+            index,
+            retry_after_ns,
+            ..
+        } => (false, None, Some((positions[index], retry_after_ns))),
+        _ => unreachable!(),
+    }
+}
+
 fuzz_target!(|input: Input| {
     let shards = 1usize << (input.shards_log % 3);
-    // Mode by capacity: 2..=8 (whole-shard search, exact LRU: must always agree), 9..=40
-    // (sampled eviction: agree while the evicted keys agree), 4096 (large, rarely evicts).
-    let capacity = match input.capacity % 3 {
-        0 => 2 + usize::from(input.capacity / 3 % 7),
-        1 => 9 + usize::from(input.capacity / 3 % 32),
+    // Mode by capacity: 2..=8 and 9..=64 (one set searched whole, exact LRU: must always agree),
+    // 65..=100 and 4096 (sets of 31 ways, CLOCK eviction: agree while the evicted keys agree).
+    let capacity = match input.capacity % 4 {
+        0 => 2 + usize::from(input.capacity / 4 % 7),
+        1 => 9 + usize::from(input.capacity / 4 % 56),
+        2 => 65 + usize::from(input.capacity / 4 % 36),
         _ => 4096,
     };
-    let exact = capacity <= 8;
+    let exact = capacity <= 64;
     let config = Config {
         max_size: capacity * shards,
         rate_per_second: 1 + u64::from(input.rate % 4),
@@ -80,11 +96,20 @@ fuzz_target!(|input: Input| {
                 let apps: Vec<u64> = apps.iter().take(6).map(|&a| u64::from(a % 9)).collect();
                 let origin = Origin::from_peer_id(&[origin % 12]);
                 let k = keys(&limiter, &apps, &origin);
-                let got = match op {
-                    Op::Admit { .. } => limiter.admit(&apps, &origin, now),
-                    _ => limiter.admit_keys(&k, now),
+                let (got, positions) = match op {
+                    // `admit` reports indices into `apps` (zeros included).
+                    Op::Admit { .. } => (
+                        limiter.admit(&apps, &origin, now),
+                        (0..apps.len()).filter(|&i| apps[i] != 0).collect(),
+                    ),
+                    _ => (
+                        limiter.admit_keys(&k, now),
+                        (0..k.len()).collect::<Vec<_>>(),
+                    ),
                 };
-                decision = Some((got, model.admit_keys(&k, now)));
+                let want = model.admit_keys(&k, now);
+                let identity: Vec<usize> = (0..apps.len().max(k.len())).collect();
+                decision = Some((parts(got, &identity), parts(want, &positions)));
             }
             Op::Penalize { apps, origin } => {
                 let apps: Vec<u64> = apps.iter().take(6).map(|&a| u64::from(a % 9)).collect();
@@ -95,6 +120,7 @@ fuzz_target!(|input: Input| {
             }
             Op::Advance(ms) => now += u64::from(*ms) * 1_000_000,
         }
+        limiter.validate();
         let after = limiter.tracked_keys();
         assert!(after.len() <= config.max_size);
         let gone = tracked

@@ -1,6 +1,7 @@
 //! Bytes per tracked key of a full limiter at the default `max_size` (1,048,576), counted by a
 //! global allocator (requested bytes) and by the process's resident set (which adds allocator
-//! overhead and rounding). Run with
+//! overhead and rounding), and the early evictions of the set-associative table: new keys that
+//! evict while their shard still has room (their 31-way set is full). Run with
 //! `cargo run --release -p txgate-ratelimit --example bytes_per_key`.
 
 use std::alloc::{GlobalAlloc, Layout, System};
