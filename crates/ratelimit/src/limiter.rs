@@ -459,12 +459,13 @@ impl AppRateLimiter {
         keys
     }
 
-    /// The `(prev, cur)` of a tracked key as stored (not rolled), for differential tests.
+    /// The `(prev, cur)` of a tracked key as stored (not rolled), for differential tests; does
+    /// not refresh its recency.
     #[doc(hidden)]
     pub fn counts(&self, key: AppKey) -> Option<(u16, u16)> {
         let guard = self.collector.enter();
         let shard = &self.shards[self.shard_index(key.shard) as usize];
-        let node = shard.get(key.hash, &guard)?;
+        let node = shard.peek(key.hash, &guard)?;
         let (c, _) = node.counts(&guard);
         Some((c.prev, c.cur))
     }

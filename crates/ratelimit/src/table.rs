@@ -349,14 +349,11 @@ impl Shard {
         }
     }
 
-    /// The node of `key` if tracked, refreshing its recency.
-    #[inline]
-    pub(crate) fn get<'g>(&self, key: u64, guard: &'g Guard<'_>) -> Option<&'g Node> {
-        let set = self.set_of(key);
-        let (hit, _) = self.scan(set, key, guard);
-        let hit = hit?;
-        self.touch(set, hit.way, hit.slot);
-        Some(hit.node)
+    /// The node of `key` if tracked, without touching its recency (tests and reports).
+    pub(crate) fn peek<'g>(&self, key: u64, guard: &'g Guard<'_>) -> Option<&'g Node> {
+        self.scan(self.set_of(key), key, guard)
+            .0
+            .map(|hit| hit.node)
     }
 
     /// Returns `key`'s node, inserting it with counts `born` if missing (evicting if the shard
