@@ -103,6 +103,13 @@ pub enum ConfigError {
         /// The largest accepted limit (65,535).
         max: u16,
     },
+    /// The tables for `max_size` keys do not fit in memory (or in the address space): the
+    /// allocation of `bytes` failed.
+    #[error("the limiter's tables ({bytes} bytes) cannot be allocated")]
+    TableTooLarge {
+        /// Bytes the tables would take (`usize::MAX` if that overflows).
+        bytes: usize,
+    },
     /// No salt was given and the OS random source failed.
     #[error("drawing a random salt from the OS failed: {0}")]
     Salt(getrandom::Error),
@@ -143,6 +150,13 @@ impl Config {
                 shards: self.shards,
             });
         }
+        let capacity = self.max_size / self.shards;
+        if crate::table::Shard::bytes_for(capacity)
+            .and_then(|b| b.checked_mul(self.shards))
+            .is_none_or(|b| b > isize::MAX as usize)
+        {
+            return Err(ConfigError::TableTooLarge { bytes: usize::MAX });
+        }
         // L = rate x window seconds, exactly: rate * window_ns / 10^9, rounded down.
         let limit = u128::from(self.rate_per_second) * u128::from(window_ns) / 1_000_000_000;
         if limit == 0 {
@@ -165,7 +179,7 @@ impl Config {
         };
         Ok(Validated {
             limits: Limits::new(window_ns, limit, (limit / 4).max(1)),
-            capacity: self.max_size / self.shards,
+            capacity,
             salt,
         })
     }

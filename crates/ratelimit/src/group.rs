@@ -30,13 +30,17 @@
 //! the operation (retired only after all its markers are gone, so protected by the resolver's
 //! guard) and the node it already holds, never the group's other nodes.
 //!
-//! Counts words never return to an earlier value (see [`crate::state`]), and a marker is unique
-//! to one operation while any guard that saw it is alive, so a late compare-and-swap expecting
-//! an old word or marker fails instead of undoing a newer change.
+//! A marker is unique to one operation while any guard that saw it is alive (an operation is
+//! recycled only after reclamation), so a late compare-and-swap expecting a marker fails
+//! instead of undoing a newer change; the only compare-and-swap that expects a counts word is
+//! the owner's install of a word it has just read, which, if the word returned to that value
+//! meanwhile, installs on a state the check still holds for.
 //!
-//! Progress: single-key operations are lock-free (they resolve a marker in a bounded number of
-//! steps). Groups are obstruction-free: a group that keeps meeting other operations on its nodes
-//! while it installs can be aborted again and again; it backs off exponentially before retrying.
+//! Progress: resolving a marker takes a bounded number of steps, but an operation may meet a new
+//! marker of the same group after it aborted the last one: a group and the operations on its
+//! keys are obstruction-free against each other (lock-free multi-word CAS would have resolvers
+//! finish installing a group, dereferencing its other nodes, which this scheme avoids). A group
+//! backs off exponentially before retrying, so that the operation it met gets through.
 
 #[cfg(not(loom))]
 use std::cell::RefCell;
@@ -201,7 +205,14 @@ impl GroupOp {
 
     /// Owner: settles entry `i` on the node's counts word `word` (neither marker nor evicted):
     /// stores it and installs the marker. `false` if the word changed meanwhile (read it again).
-    pub(crate) fn install(op: *const Self, i: usize, node: &Node, word: u64) -> bool {
+    pub(crate) fn install(
+        op: *const Self,
+        i: usize,
+        node: &Node,
+        word: u64,
+        guard: &Guard<'_>,
+    ) -> bool {
+        guard.check(op);
         // SAFETY: the owner's operation stays allocated until the owner retires it.
         let this = unsafe { &*op };
         debug_assert!(std::ptr::eq(this.entries[i].node, node));
@@ -223,7 +234,8 @@ impl GroupOp {
     }
 
     /// Owner: settles entry `i`, a node the group's own lookups evicted, on its final word.
-    pub(crate) fn freeze(op: *const Self, i: usize) {
+    pub(crate) fn freeze(op: *const Self, i: usize, guard: &Guard<'_>) {
+        guard.check(op);
         // SAFETY: as in `install`.
         let this = unsafe { &*op };
         // Release: as in `install`.
@@ -231,7 +243,8 @@ impl GroupOp {
     }
 
     /// Owner: whether the operation is still undecided (another operation may abort it).
-    pub(crate) fn undecided(op: *const Self) -> bool {
+    pub(crate) fn undecided(op: *const Self, guard: &Guard<'_>) -> bool {
+        guard.check(op);
         // SAFETY: as in `install`.
         // Acquire: pairs with the decision's AcqRel.
         unsafe { &*op }.status.load(Ordering::Acquire) == UNDECIDED
@@ -241,7 +254,8 @@ impl GroupOp {
     /// resolves every marker it installed (the first `installed` entries) and returns whether it
     /// succeeded (`false` with `fail`, or when another operation aborted it: retry). The caller
     /// then retires the operation.
-    pub(crate) fn finish(op: *const Self, fail: bool, installed: usize) -> bool {
+    pub(crate) fn finish(op: *const Self, fail: bool, installed: usize, guard: &Guard<'_>) -> bool {
+        guard.check(op);
         // SAFETY: as in `install`.
         let this = unsafe { &*op };
         let target = if fail { FAILED } else { SUCCEEDED };
@@ -267,15 +281,22 @@ impl GroupOp {
             } else {
                 old
             };
-            // SAFETY: the owner's nodes are protected by the owner's guard.
+            guard.check(entry.node);
+            // SAFETY: the owner's nodes are protected by the owner's guard (an installed entry's
+            // node is not one the owner retired: those are frozen).
             let node = unsafe { &*entry.node };
-            // Relaxed (success and failure): the counts word is self-contained; a failure means
-            // a resolver already replaced the marker with the same value.
+            // Relaxed on success: the counts word is self-contained. Acquire on failure: a
+            // resolver already replaced the marker (with the same value); its Release makes that
+            // replacement happen before our retirement of the operation, so that seize's barrier
+            // at retirement orders every later load of this word after it (C++20
+            // [atomics.order] p4.2: a load that still saw the marker precedes the barrier, and
+            // its thread is waited for). With a relaxed failure a resolver's thread could load
+            // the stale marker after the record was freed.
             let _ = node.state.compare_exchange(
                 Self::marker(op),
                 value,
                 Ordering::Relaxed,
-                Ordering::Relaxed,
+                Ordering::Acquire,
             );
         }
         status == SUCCEEDED
@@ -325,10 +346,11 @@ pub(crate) fn resolve(node: &Node, word: u64, guard: &Guard<'_>) {
     } else {
         old
     };
-    // Relaxed (success and failure): as in `finish`.
+    // Release on success: the owner, whose own replacement then fails, acquires this one before
+    // it retires the operation (see `finish`). Relaxed on failure: someone else replaced it.
     let _ = node
         .state
-        .compare_exchange(word, value, Ordering::Relaxed, Ordering::Relaxed);
+        .compare_exchange(word, value, Ordering::Release, Ordering::Relaxed);
 }
 
 /// Backs off before the `attempt`-th retry of an aborted group (exponential, capped).

@@ -16,7 +16,8 @@
 //! `interval = now / window`, `offset = now % window`:
 //!
 //! - On access, same interval: keep; next interval: `prev = cur, cur = 0`; older: both 0. A
-//!   caller whose clock is behind the key's interval is counted in the key's interval at offset 0.
+//!   caller whose clock is one interval behind the key's is counted in the key's interval at
+//!   offset 0; further behind resets the key.
 //! - A group is admitted iff for every distinct non-zero app id in it
 //!   `prev * (window - offset) / window + cur + 1 <= L` (integer floor division), where
 //!   `L = rate_per_second x window` ([`AppRateLimiter::limit`]). Admitted: each app's `cur += 1`.
@@ -75,14 +76,21 @@
 //!
 //! # Guarantees and costs
 //!
-//! - No lock on any path. A tracked key's admission is a set scan (tags in the slot pointers
-//!   spare dereferencing other keys' nodes), one compare-and-swap on the key's packed 64-bit
-//!   state, and its recency bit. A new key is one claim of its set, one slot switch and the
-//!   claim's release: duplicates of a key cannot arise (see the `table` module source).
+//! - No lock in txgate's code on any path. A tracked key's admission is a set scan (tags in the
+//!   slot pointers spare dereferencing other keys' nodes), one compare-and-swap on the key's
+//!   packed 64-bit state, and its recency bit. A new key is one claim of its set, one slot switch
+//!   and the claim's release: duplicates of a key cannot arise (see the `table` module source).
+//!   Beneath it, seize takes a mutex when a thread first enters (its thread ids) and, where the
+//!   `membarrier` system call is missing, in the barrier it runs once per 512 retirements; a new
+//!   key's node comes from a per-thread cache or the allocator.
 //! - Groups of several apps take effect on all their keys at one instant through a multi-word
-//!   compare-and-swap (see the `group` module source). Single-key operations are lock-free;
-//!   groups are obstruction-free (they may be aborted by operations they meet and retry, with
-//!   backoff).
+//!   compare-and-swap (see the `group` module source). Operations on keys no group is applying to
+//!   are lock-free. A group in flight is aborted by any operation that needs one of its keys
+//!   before all its keys are marked (rather than finished for it: that would mean touching its
+//!   other keys' nodes, which may already be reclaimed), so a group and operations on its keys
+//!   are only obstruction-free against each other: a group that keeps retrying (with exponential
+//!   backoff) and an operation that keeps meeting its fresh markers can, under an adversarial
+//!   schedule, stall each other.
 //! - Memory: tracked keys never exceed `max_size`. A shard of more than 64 keys costs two 8-byte
 //!   slots per key plus a 24-byte node per tracked key (32 bytes with glibc's allocator); see the
 //!   README for the measured bytes per key. Evicted nodes wait for reclamation by
@@ -90,8 +98,8 @@
 //! - The hit path (an existing key) allocates nothing; a new key allocates one node; a group
 //!   reuses its operation record after warm-up.
 //! - Time is the caller's (`now_ns`, nanoseconds since the Unix epoch; see [`Clock`]). Intervals
-//!   are compared modulo 2^30, so a key untouched for exactly a multiple of 2^30 windows (340
-//!   years at 10 s) aliases.
+//!   are compared modulo 2^30, so a key untouched for a multiple of 2^30 windows, give or take
+//!   one, aliases (340 years at 10 s windows, 12 days at 1 ms).
 //! - Limits per window above 65,535 are rejected (16-bit packed counters).
 //! - 64-bit targets keep a 16-bit key tag in the top bits of node pointers, which needs heap
 //!   addresses below 2^48 (true of user space on x86-64 and AArch64 without pointer tagging); a

@@ -11,7 +11,7 @@ use crate::group::{self, GroupOp, Kind};
 use crate::node::{Node, Update};
 use crate::origin::{self, AppKey, Origin};
 use crate::state::{self, Counts, EVICTED, Instant, Limits, MARKER};
-use crate::table::Shard;
+use crate::table::{Shard, Victim};
 
 /// Counter stripes owned by one thread each (seize's thread ids `0..STRIPES`); threads with
 /// larger ids share one more stripe.
@@ -265,15 +265,28 @@ impl AppRateLimiter {
     ///
     /// [`ConfigError`] when `max_size`, `rate_per_second` or `window` is zero, `shards` is not a
     /// power of two, `max_size < 2 * shards`, the limit per window `L = rate x window` is below 1
-    /// or above 65,535, or no salt was given and the OS random source fails.
+    /// or above 65,535, no salt was given and the OS random source fails, or the tables cannot
+    /// be allocated ([`ConfigError::TableTooLarge`]).
     pub fn new(config: Config) -> Result<Self, ConfigError> {
         let v = config.validate()?;
         let shard_seed = u64::from_le_bytes(v.salt[..8].try_into().expect("8 bytes"))
             ^ u64::from_le_bytes(v.salt[8..].try_into().expect("8 bytes")).rotate_left(17);
+        let table_error = || ConfigError::TableTooLarge {
+            bytes: Shard::bytes_for(v.capacity)
+                .and_then(|b| b.checked_mul(config.shards))
+                .unwrap_or(usize::MAX),
+        };
+        let mut shards = Vec::new();
+        shards
+            .try_reserve_exact(config.shards)
+            .map_err(|_| table_error())?;
+        for _ in 0..config.shards {
+            shards.push(CachePadded::new(
+                Shard::new(v.capacity).map_err(|_| table_error())?,
+            ));
+        }
         Ok(Self {
-            shards: (0..config.shards)
-                .map(|_| CachePadded::new(Shard::new(v.capacity)))
-                .collect(),
+            shards: shards.into_boxed_slice(),
             limits: v.limits,
             salt: v.salt,
             shard_seed,
@@ -336,18 +349,44 @@ impl AppRateLimiter {
     /// Costs one BLAKE2b per distinct app; see [`admit_keys`](Self::admit_keys) to skip that.
     /// Allocates only for the node of a new key, or for groups of more than 16 distinct apps.
     pub fn admit(&self, app_ids: &[u64], origin: &Origin, now_ns: u64) -> Decision {
-        let mut keys: Members = SmallBuf::new(Member::default());
-        for (i, &app) in app_ids.iter().enumerate() {
-            if app != 0 && !app_ids[..i].contains(&app) {
-                let key = self.app_key(app, origin);
-                keys.push(Member {
-                    shard: key.shard,
-                    hash: key.hash,
-                    index: i,
-                });
+        self.decide(self.app_members(app_ids, origin), now_ns)
+    }
+
+    /// The keys of a group's distinct non-zero app ids, each with the index of the app's first
+    /// occurrence: one BLAKE2b per distinct app. O(n log n) in the group's length (a sort beyond
+    /// 16 apps), so a hostile group of many app ids costs no more than sorting them.
+    fn app_members(&self, app_ids: &[u64], origin: &Origin) -> Members {
+        let mut members: Members = SmallBuf::new(Member::default());
+        if app_ids.len() <= INLINE_GROUP {
+            for (i, &app) in app_ids.iter().enumerate() {
+                if app != 0 && !app_ids[..i].contains(&app) {
+                    let key = self.app_key(app, origin);
+                    members.push(Member {
+                        shard: key.shard,
+                        hash: key.hash,
+                        index: i,
+                    });
+                }
             }
+            return members;
         }
-        self.decide(keys, now_ns)
+        let mut apps: Vec<(u64, usize)> = app_ids
+            .iter()
+            .enumerate()
+            .filter(|&(_, &app)| app != 0)
+            .map(|(i, &app)| (app, i))
+            .collect();
+        apps.sort_unstable();
+        apps.dedup_by_key(|&mut (app, _)| app);
+        for (app, index) in apps {
+            let key = self.app_key(app, origin);
+            members.push(Member {
+                shard: key.shard,
+                hash: key.hash,
+                index,
+            });
+        }
+        members
     }
 
     /// [`admit`](Self::admit) for a group of one app with a pre-derived key.
@@ -380,22 +419,12 @@ impl AppRateLimiter {
     /// rolled to `now_ns`, and `cur += max(1, L / 4)` (saturating at 65,535), on all keys at one
     /// instant.
     pub fn penalize(&self, app_ids: &[u64], origin: &Origin, now_ns: u64) {
-        let keys: SmallBuf<AppKey, INLINE_GROUP> = {
-            let mut keys = SmallBuf::new(AppKey::default());
-            for (i, &app) in app_ids.iter().enumerate() {
-                if app != 0 && !app_ids[..i].contains(&app) {
-                    keys.push(self.app_key(app, origin));
-                }
-            }
-            keys
-        };
-        self.penalize_keys(keys.as_slice(), now_ns);
+        let members = self.app_members(app_ids, origin);
+        self.penalize_members(members, now_ns);
     }
 
     /// [`penalize`](Self::penalize) with pre-derived keys; equal keys count once.
     pub fn penalize_keys(&self, keys: &[AppKey], now_ns: u64) {
-        let at = self.limits.instant(now_ns);
-        let guard = self.collector.enter();
         let mut members: Members = SmallBuf::new(Member::default());
         for (i, key) in keys.iter().enumerate() {
             members.push(Member {
@@ -404,6 +433,12 @@ impl AppRateLimiter {
                 index: i,
             });
         }
+        self.penalize_members(members, now_ns);
+    }
+
+    fn penalize_members(&self, mut members: Members, now_ns: u64) {
+        let at = self.limits.instant(now_ns);
+        let guard = self.collector.enter();
         let members = self.canonical(&mut members);
         match members {
             [] => {}
@@ -534,7 +569,10 @@ impl AppRateLimiter {
         for m in all.iter_mut() {
             m.shard &= shards - 1;
         }
-        // Insertion sort by (shard, hash, index): groups are small.
+        // By (shard, hash, index): an insertion sort for the usual small groups, a sort beyond.
+        if all.len() > INLINE_GROUP {
+            all.sort_unstable_by_key(|m| (m.shard, m.hash, m.index));
+        }
         for i in 1..all.len() {
             let mut j = i;
             while j > 0
@@ -604,8 +642,7 @@ impl AppRateLimiter {
                 self.count(guard, Counter::Admitted, 1);
                 return Decision::admit(Some(limits.limit - 1));
             }
-            // Acquire: as in `Node::update`.
-            let mut word = got.node.state.load(Ordering::Acquire);
+            let mut word = got.node.load();
             loop {
                 if word & (MARKER | EVICTED) != 0 {
                     // A group operation to resolve, or an eviction in flight: the general path.
@@ -613,13 +650,12 @@ impl AppRateLimiter {
                 }
                 match state::check(word, at, limits) {
                     Ok((next, remaining)) => {
-                        // Relaxed on success: as in `Node::update`. Acquire on failure: the
-                        // newer word may be a marker.
+                        // Relaxed on success, SeqCst on failure: as in `Node::update`.
                         match got.node.state.compare_exchange_weak(
                             word,
                             next,
                             Ordering::Relaxed,
-                            Ordering::Acquire,
+                            Ordering::SeqCst,
                         ) {
                             Ok(_) => {
                                 self.count(guard, Counter::Admitted, 1);
@@ -711,7 +747,10 @@ impl AppRateLimiter {
         let mut attempt = 0;
         loop {
             let mut nodes: SmallBuf<*const Node, INLINE_GROUP> = SmallBuf::new(std::ptr::null());
-            let mut victims: SmallBuf<*const Node, INLINE_GROUP> = SmallBuf::new(std::ptr::null());
+            let mut victims: SmallBuf<Victim, INLINE_GROUP> = SmallBuf::new(Victim {
+                node: std::ptr::null(),
+                retired: None,
+            });
             for m in members {
                 let got = self
                     .shard(m)
@@ -731,11 +770,18 @@ impl AppRateLimiter {
             let mut installed = 0;
             let mut shared = false;
             'entries: for (i, &ptr) in nodes.iter().enumerate() {
-                // SAFETY: returned by `get_or_insert` under `guard`, which keeps it allocated.
+                guard.check(ptr);
+                // SAFETY: returned by `get_or_insert` under `guard`, which keeps it allocated
+                // (and not retired by this thread, unless it is one of `victims`).
                 let node = unsafe { &*ptr };
+                let victim = victims.as_slice().iter().find(|v| v.node == ptr);
                 loop {
-                    // Acquire: as in `Node::update`.
-                    let word = node.state.load(Ordering::Acquire);
+                    // A node this thread retired itself is not read again: its final word was
+                    // kept when it was evicted.
+                    let word = match victim.and_then(|v| v.retired) {
+                        Some(word) => word,
+                        None => node.load(),
+                    };
                     if word & MARKER != 0 {
                         group::resolve(node, word, guard);
                         continue;
@@ -746,34 +792,43 @@ impl AppRateLimiter {
                     // the shard holds): its final counts decide and its admission is not
                     // stored, as for a key a sequential run evicts itself. Evicted by another
                     // thread since the lookup: start over.
-                    let own = evicted && victims.as_slice().contains(&ptr);
+                    let own = evicted && victim.is_some();
                     if evicted && !own {
                         aborted = true;
                         break 'entries;
                     }
                     if kind == Kind::Admit && state::admit(c, at, limits).is_none() {
-                        dropped = Some((i, c));
+                        // A drop is decided here only if no other operation has aborted this
+                        // one: while it is undecided every earlier key still holds its marker,
+                        // so their counts and this one's are a snapshot of one instant, at which
+                        // this key is the first over its limit in key order. Aborted, the
+                        // earlier keys may have moved since: start over.
+                        if GroupOp::undecided(op, guard) {
+                            dropped = Some((i, c));
+                        } else {
+                            aborted = true;
+                        }
                         break 'entries;
                     }
                     if own {
-                        GroupOp::freeze(op, i);
+                        GroupOp::freeze(op, i, guard);
                         seen.push(c);
                         installed = i + 1;
                         break;
                     }
-                    if GroupOp::install(op, i, node, word) {
+                    if GroupOp::install(op, i, node, word, guard) {
                         seen.push(c);
                         installed = i + 1;
                         shared = true;
                         break;
                     }
                 }
-                if !GroupOp::undecided(op) {
+                if !GroupOp::undecided(op, guard) {
                     break;
                 }
             }
             let fail = dropped.is_some() || aborted;
-            let succeeded = GroupOp::finish(op, fail, installed);
+            let succeeded = GroupOp::finish(op, fail, installed, guard);
             if shared {
                 // SAFETY: (1) `op` came from `Box::into_raw` in `GroupOp::new` and is retired
                 // once; (2) `finish` replaced every marker of it, so no thread entering now can

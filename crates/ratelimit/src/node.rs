@@ -94,6 +94,17 @@ impl Node {
         Box::new(fresh)
     }
 
+    /// Loads the state word. SeqCst, as seize's `protect`: the word may be a group operation's
+    /// marker, a pointer to a reclaimable record, and seize's guarantee that a record retired
+    /// before this thread's guard registered cannot still be seen here rests on the load taking
+    /// part in the single total order with its barriers (C++20 [atomics.order] p4). It also
+    /// acquires the record's fields, published by the marker's Release install. (On x86-64 and
+    /// AArch64 a SeqCst load costs what an Acquire one does.)
+    #[inline]
+    pub(crate) fn load(&self) -> u64 {
+        self.state.load(Ordering::SeqCst)
+    }
+
     /// Applies `f` to the node's counts with a compare-and-swap loop: `f` returns the new counts
     /// (`None`: leave them) and a result. A group operation in flight on the node is resolved
     /// first (decided or aborted, see [`crate::group`]), so `f` always sees counts that no
@@ -104,14 +115,11 @@ impl Node {
         guard: &Guard<'_>,
         mut f: impl FnMut(Counts) -> (Option<Counts>, T),
     ) -> Update<T> {
-        // Acquire: a marker's group operation was published by the Release of its install, and
-        // its fields are read below.
-        let mut word = self.state.load(Ordering::Acquire);
+        let mut word = self.load();
         loop {
             if word & MARKER != 0 {
                 group::resolve(self, word, guard);
-                // Acquire: as above.
-                word = self.state.load(Ordering::Acquire);
+                word = self.load();
                 continue;
             }
             if word & EVICTED != 0 {
@@ -123,12 +131,12 @@ impl Node {
             };
             // Relaxed on success: the word is self-contained, no other memory is published
             // through it; the exactness of the counts needs only the atomicity of the CAS.
-            // Acquire on failure: the newer word may be a marker whose operation we then read.
+            // SeqCst on failure: the newer word may be a marker (see `load`).
             match self.state.compare_exchange_weak(
                 word,
                 state::pack(next),
                 Ordering::Relaxed,
-                Ordering::Acquire,
+                Ordering::SeqCst,
             ) {
                 Ok(_) => return Update::Done(out),
                 Err(now) => word = now,
@@ -137,31 +145,29 @@ impl Node {
     }
 
     /// Marks the node evicted (terminal), resolving any group operation on it first. Returns
-    /// whether this call set the flag (exactly one caller does).
-    pub(crate) fn mark_evicted(&self, guard: &Guard<'_>) -> bool {
-        // Acquire: as in `update`.
-        let mut word = self.state.load(Ordering::Acquire);
+    /// whether this call set the flag (exactly one caller does) and the final (evicted) word.
+    pub(crate) fn mark_evicted(&self, guard: &Guard<'_>) -> (bool, u64) {
+        let mut word = self.load();
         loop {
             if word & MARKER != 0 {
                 group::resolve(self, word, guard);
-                // Acquire: as in `update`.
-                word = self.state.load(Ordering::Acquire);
+                word = self.load();
                 continue;
             }
             if word & EVICTED != 0 {
-                return false;
+                return (false, word);
             }
             // Release on success: the flag is set while the evicting insertion holds its set's
-            // claim; a reader that sees the flag (Acquire) then sees that claim (or a later
+            // claim; a reader that sees the flag (its load acquires) then sees that claim (or a later
             // claim word) and completes it instead of finding this node in its slot again.
-            // Acquire on failure: as in `update`.
+            // SeqCst on failure: as in `update`.
             match self.state.compare_exchange_weak(
                 word,
                 word | EVICTED,
                 Ordering::Release,
-                Ordering::Acquire,
+                Ordering::SeqCst,
             ) {
-                Ok(_) => return true,
+                Ok(_) => return (true, word | EVICTED),
                 Err(now) => word = now,
             }
         }

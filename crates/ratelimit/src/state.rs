@@ -14,11 +14,6 @@
 //!
 //! Everything here is plain integer arithmetic shared by the lock-free table and the reference
 //! model, so both compute exactly the same decisions.
-//!
-//! Counts only move forward: the interval never goes back (a caller whose clock lags the key's is
-//! counted in the key's interval), and within an interval `cur` only grows. A word therefore
-//! never returns to an earlier value (until its interval wraps after 2^30 windows), which the
-//! group protocol relies on.
 
 use strength_reduce::StrengthReducedU64;
 
@@ -139,9 +134,11 @@ fn distance(from: u32, to: u32) -> i32 {
 /// Rolls `c` forward to `at` and returns the rolled counts with the offset the estimate uses.
 ///
 /// Same interval: keep. Next interval: `prev = cur, cur = 0`. Older: both 0 (go-algorand's
-/// sliding window). A caller *behind* the key (its clock lags another caller's) is counted in the
-/// key's interval at offset 0, the most conservative estimate, so that a key's interval never
-/// moves back.
+/// sliding window). A caller one interval *behind* the key (its clock lags another caller's) is
+/// counted in the key's interval at offset 0, the most conservative estimate; a caller further
+/// behind resets the key like an older interval does (intervals are compared modulo 2^30, so a
+/// key "ahead" by two intervals or more is far more likely one idle for almost 2^30 windows than
+/// a clock that far off).
 #[inline]
 pub(crate) fn roll(c: Counts, at: Instant) -> (Counts, u64) {
     match distance(c.interval, at.interval) {
@@ -154,7 +151,7 @@ pub(crate) fn roll(c: Counts, at: Instant) -> (Counts, u64) {
             },
             at.offset,
         ),
-        d if d < 0 => (c, 0),
+        -1 => (c, 0),
         _ => (
             Counts {
                 interval: at.interval,
@@ -166,11 +163,11 @@ pub(crate) fn roll(c: Counts, at: Instant) -> (Counts, u64) {
     }
 }
 
-/// Stale: the key's interval is older than the previous one, so its state is worth nothing
-/// (the first choice for eviction).
+/// Stale: the key's interval is older than the previous one (or, modulo 2^30, more than one
+/// interval ahead), so its state is worth nothing (the first choice for eviction).
 #[inline]
 pub(crate) fn is_stale(c: Counts, at: Instant) -> bool {
-    distance(c.interval, at.interval) >= 2
+    !(-1..=1).contains(&distance(c.interval, at.interval))
 }
 
 /// The sliding-window check on rolled counts: `prev * (window - offset) / window + cur + 1 <= L`,
@@ -241,9 +238,10 @@ pub(crate) fn retry_after(c: Counts, at: Instant, limits: &Limits) -> u64 {
     if admits(rolled, offset, limits) {
         return 0;
     }
-    // A caller behind the key is decided at offset 0 of the key's interval: wait until then too.
+    // A caller one interval behind the key is decided at offset 0 of the key's interval: wait
+    // until then too.
     let lag = match distance(c.interval, at.interval) {
-        d if d < 0 => u128::from((-d) as u32) * u128::from(w) - u128::from(at.offset),
+        -1 => u128::from(w) - u128::from(at.offset),
         _ => 0,
     };
     let wait = |offset: u64| -> u128 {
@@ -314,7 +312,7 @@ mod tests {
     }
 
     #[test]
-    fn roll_follows_the_window_rules_and_never_moves_back() {
+    fn roll_follows_the_window_rules() {
         let c = Counts {
             interval: 7,
             prev: 3,
@@ -337,11 +335,16 @@ mod tests {
             cur: 0,
         };
         assert_eq!(roll(c, at(9)), (reset, 42));
-        // Callers behind the key, one interval or more: the key's interval at offset 0.
+        // A caller one interval behind: the key's interval at offset 0. Further behind: reset.
         assert_eq!(roll(c, at(6)), (c, 0));
-        assert_eq!(roll(c, at(2)), (c, 0));
-        assert!(!is_stale(c, at(8)) && !is_stale(c, at(6)) && !is_stale(c, at(2)));
-        assert!(is_stale(c, at(9)));
+        let behind = Counts {
+            interval: 2,
+            prev: 0,
+            cur: 0,
+        };
+        assert_eq!(roll(c, at(2)), (behind, 42));
+        assert!(!is_stale(c, at(8)) && !is_stale(c, at(6)));
+        assert!(is_stale(c, at(9)) && is_stale(c, at(2)));
     }
 
     #[test]
@@ -456,7 +459,7 @@ mod tests {
                 for &cur in curs {
                     for &now in nows {
                         // The key's state lives in interval 10; the caller is at `10 * window +
-                        // now`, or one or three intervals behind it.
+                        // now`, or one or three intervals behind it (reset).
                         for &behind in behinds {
                             let c = Counts {
                                 interval: 10,
@@ -468,8 +471,7 @@ mod tests {
                             let want = (0..6 * window)
                                 .find(|&dt| {
                                     let t = t0 + dt;
-                                    // Decided as a caller at `t` would see the key (a later
-                                    // caller never lags the key's interval).
+                                    // Decided as a caller at `t` would see the key.
                                     admit(c, l.instant(t), &l).is_some()
                                 })
                                 .expect("admits within two windows of the key's interval");

@@ -149,6 +149,16 @@ struct Hit<'g> {
     node: &'g Node,
 }
 
+/// The node an insertion replaced.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Victim {
+    /// The replaced node (evicted).
+    pub(crate) node: *const Node,
+    /// Its final state word, if the inserting call retired it itself (then it must not read it
+    /// again: seize's protection of a pointer ends when its own thread retires it).
+    pub(crate) retired: Option<u64>,
+}
+
 /// What [`Shard::get_or_insert`] found.
 pub(crate) struct Got<'g> {
     /// The key's node.
@@ -156,7 +166,7 @@ pub(crate) struct Got<'g> {
     /// Whether this call inserted it (born with the `born` counts).
     pub(crate) inserted: bool,
     /// The node this call's own insertion replaced, if any (it is evicted).
-    pub(crate) victim: Option<*const Node>,
+    pub(crate) victim: Option<Victim>,
     /// Nodes this call marked evicted (its own insertion's victim, or one of an insertion it
     /// completed for another thread).
     pub(crate) evicted: u32,
@@ -193,23 +203,38 @@ pub(crate) struct Shard {
 }
 
 impl Shard {
-    /// An empty shard holding at most `capacity` keys.
-    pub(crate) fn new(capacity: usize) -> Self {
-        debug_assert!(capacity >= 2);
-        let (sets, ways) = if capacity <= SMALL_SHARD {
-            (1, capacity)
+    /// The bytes of the table of a shard of `capacity` keys (`None` if that overflows).
+    pub(crate) fn bytes_for(capacity: usize) -> Option<usize> {
+        let (sets, ways) = Self::geometry(capacity)?;
+        let lines = sets.checked_mul((1 + ways).next_multiple_of(8) / 8)?;
+        let stamps = if sets == 1 { ways * 8 } else { 0 };
+        lines.checked_mul(64)?.checked_add(stamps)
+    }
+
+    /// Sets and ways of a shard of `capacity` keys.
+    fn geometry(capacity: usize) -> Option<(usize, usize)> {
+        if capacity <= SMALL_SHARD {
+            Some((1, capacity))
         } else {
-            ((capacity * WAYS_PER_KEY).div_ceil(WAYS), WAYS)
-        };
+            Some((capacity.checked_mul(WAYS_PER_KEY)?.div_ceil(WAYS), WAYS))
+        }
+    }
+
+    /// An empty shard holding at most `capacity` keys, or `Err` if its table cannot be
+    /// allocated (its size: [`Shard::bytes_for`]).
+    pub(crate) fn new(capacity: usize) -> Result<Self, std::collections::TryReserveError> {
+        debug_assert!(capacity >= 2);
+        let (sets, ways) = Self::geometry(capacity).expect("capacity checked by the config");
         let small = sets == 1;
         let stride = (1 + ways).next_multiple_of(8);
-        let words: Box<[Line]> = (0..sets * stride / 8)
-            .map(|_| {
-                Line(std::array::from_fn(
-                    |_| AtomicPtr::new(std::ptr::null_mut()),
-                ))
-            })
-            .collect();
+        let mut words = Vec::new();
+        words.try_reserve_exact(sets * stride / 8)?;
+        words.extend((0..sets * stride / 8).map(|_| {
+            Line(std::array::from_fn(
+                |_| AtomicPtr::new(std::ptr::null_mut()),
+            ))
+        }));
+        let words = words.into_boxed_slice();
         let shard = Self {
             words,
             sets,
@@ -229,7 +254,7 @@ impl Shard {
                 .claim(set)
                 .store(free(std::ptr::null_mut()), Ordering::Relaxed);
         }
-        shard
+        Ok(shard)
     }
 
     /// Keys tracked now (exact when no insertion is in flight).
@@ -329,13 +354,13 @@ impl Shard {
     #[inline]
     fn touch(&self, set: usize, way: usize, slot: *mut Node) {
         if self.small() {
-            // Relaxed (load and store): the clock publishes no memory. A load and a store, not a
-            // read-modify-write: single-threaded the ticks are distinct and increasing (exact
-            // LRU); racing threads may draw the same tick, which only perturbs the order.
-            let tick = self.tick.load(Ordering::Relaxed) + 1;
-            self.tick.store(tick, Ordering::Relaxed);
-            // Relaxed: a recency stamp publishes no memory.
-            self.stamps[way].store(tick, Ordering::Relaxed);
+            // Relaxed: the clock publishes no memory; a read-modify-write, so that the ticks of
+            // a small shard are distinct and increasing even under concurrency (a load and a
+            // store could move the clock back and make later accesses look older).
+            let tick = self.tick.fetch_add(1, Ordering::Relaxed) + 1;
+            // Relaxed: a recency stamp publishes no memory; the maximum, so that racing accesses
+            // of one way leave the latest tick.
+            self.stamps[way].fetch_max(tick, Ordering::Relaxed);
         } else if slot.addr() & REFERENCED == 0 {
             // Set the reference bit, only when clear so that hits rarely write. Relaxed (success
             // and failure): the bit publishes nothing; a failure means the slot changed (another
@@ -407,7 +432,7 @@ impl Shard {
         let mut spare: Option<Box<Node>> = None;
         loop {
             if is_claim(c) {
-                evicted += self.complete(set, c, guard);
+                evicted += self.complete(set, c, guard).0;
                 // Acquire: as in `get_or_insert`.
                 c = guard.protect(claim, Ordering::Acquire);
                 continue;
@@ -453,19 +478,22 @@ impl Shard {
                 "txgate-ratelimit needs heap addresses below 2^48 (key tags use the top 16 bits)"
             );
             // AcqRel on success: Release publishes the node (key, counts, plan) to whoever loads
-            // the claim and completes it; Acquire keeps our completion after the claim. Acquire
+            // the claim and completes it; Acquire keeps our completion after the claim. SeqCst
             // on failure: the newer claim word is the next one we act on (complete it, or plan
-            // on the scan it orders), as if loaded above; seize's protection of a pointer loaded
-            // under the guard does not depend on how it was loaded.
-            match claim.compare_exchange(c, ptr, Ordering::AcqRel, Ordering::Acquire) {
+            // on the scan it orders), as if loaded by `protect`, whose SeqCst it matches.
+            match claim.compare_exchange(c, ptr, Ordering::AcqRel, Ordering::SeqCst) {
                 Ok(_) => {
-                    evicted += self.complete(set, ptr, guard);
+                    let (marked, retired) = self.complete(set, ptr, guard);
+                    evicted += marked;
                     return Got {
                         // SAFETY: our node, published in our set and not retired before our
                         // guard drops (it can only be evicted by a later insertion).
                         node: unsafe { self.deref(ptr, guard) },
                         inserted: true,
-                        victim: victim.map(|v| v.cast_const()),
+                        victim: victim.map(|v| Victim {
+                            node: v.cast_const(),
+                            retired,
+                        }),
                         evicted,
                     };
                 }
@@ -490,7 +518,7 @@ impl Shard {
         // Acquire: as in `get_or_insert`.
         let c = guard.protect(self.claim(set), Ordering::Acquire);
         if is_claim(c) {
-            self.complete(set, c, guard)
+            self.complete(set, c, guard).0
         } else {
             0
         }
@@ -564,14 +592,17 @@ impl Shard {
     }
 
     /// Carries out the insertion of `n`, the claim of `set` when the caller loaded it (steps in
-    /// the module docs; every step is idempotent). Returns the nodes this call marked evicted.
-    fn complete(&self, set: usize, n: *mut Node, guard: &Guard<'_>) -> u32 {
+    /// the module docs; every step is idempotent). Returns the nodes this call marked evicted,
+    /// and the victim's final state word if this call retired it (the caller must not read a
+    /// node it retired itself).
+    fn complete(&self, set: usize, n: *mut Node, guard: &Guard<'_>) -> (u32, Option<u64>) {
         // SAFETY: `n` was loaded under `guard` from the set's claim word.
         let node = unsafe { self.deref(n, guard) };
         let way = usize::from(node.way);
         let slot = self.slot(set, way);
         let claim = self.claim(set);
         let mut evicted = 0;
+        let mut retired = None;
         loop {
             // Acquire: as in `scan`.
             let v = guard.protect(slot, Ordering::Acquire);
@@ -579,15 +610,18 @@ impl Shard {
             // when `v` was loaded, so `v` is `n`'s victim, empty, or `n` itself. A later
             // insertion's slot change would have made this load see a later claim word.
             if claim.load(Ordering::Acquire) != n {
-                return evicted;
+                return (evicted, None);
             }
             if untag(v) == n {
                 break;
             }
+            let mut last = 0;
             if !v.is_null() {
                 // SAFETY: loaded under `guard` from our slot.
                 let victim = unsafe { self.deref(untag(v), guard) };
-                evicted += u32::from(victim.mark_evicted(guard));
+                let (marked, word) = victim.mark_evicted(guard);
+                evicted += u32::from(marked);
+                last = word;
             }
             // AcqRel on success: Release publishes `n` to the Acquire loads of `scan`; Acquire
             // orders our retirement of `v` after its publication. Relaxed on failure: we look
@@ -601,6 +635,7 @@ impl Shard {
                     // one that took it out of its only slot, so it is retired once; (2) a node
                     // is published once, so no thread entering after this can load it.
                     unsafe { guard.retire(untag(v)) };
+                    retired = Some(last);
                 }
                 break;
             }
@@ -620,7 +655,7 @@ impl Shard {
             // Relaxed: a statistic, counted once by the thread that freed the claim.
             self.entries.fetch_add(1, Ordering::Relaxed);
         }
-        evicted
+        (evicted, retired)
     }
 
     /// The hashes of the keys in this shard, in slot order.

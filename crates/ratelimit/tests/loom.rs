@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use loom::sync::Arc;
 use loom::thread;
-use txgate_ratelimit::{AppKey, AppRateLimiter, Config, Origin};
+use txgate_ratelimit::{AppKey, AppRateLimiter, Config, Decision, Origin};
 
 const T0: u64 = 1_700_000_000 * 1_000_000_000;
 
@@ -169,6 +169,71 @@ fn a_failing_group_never_drops_a_concurrent_caller() {
         assert!(group.is_drop(), "{group:?}");
         assert!(single.is_admit(), "{single:?}");
         assert_eq!(l.counts(a), Some((0, 1)));
+        l.validate();
+    });
+}
+
+/// A group {a, b} (a first in key order, both one admission from L = 2) races single
+/// admissions of a then b on another thread. Sequentially either the group goes first (admitted;
+/// both singles drop) or the single on a does (the group drops, naming a, index 0). A drop that
+/// names b while both singles were admitted would be explained by no order: the group must not
+/// decide a drop on counts read after it was aborted.
+#[test]
+fn a_dropped_group_names_a_key_over_its_limit_at_one_instant() {
+    loom::model(|| {
+        let l = sharded(2, 8, 4);
+        let (x, y) = (l.app_key(11, &peer(0)), l.app_key(12, &peer(0)));
+        let order = |k: AppKey| (k.shard(), k.hash());
+        let (a, b) = if order(x) < order(y) { (x, y) } else { (y, x) };
+        assert!(l.admit_key(a, T0).is_admit());
+        assert!(l.admit_key(b, T0).is_admit());
+        let t = {
+            let l = l.clone();
+            thread::spawn(move || (l.admit_key(a, T0), l.admit_key(b, T0)))
+        };
+        let group = l.admit_keys(&[a, b], T0);
+        let (sa, sb) = t.join().unwrap();
+        match group {
+            Decision::Admit { .. } => assert!(sa.is_drop() && sb.is_drop(), "{sa:?} {sb:?}"),
+            Decision::Drop { index, .. } => {
+                assert!(sa.is_admit(), "{sa:?}");
+                assert_eq!(index, 0, "{group:?} {sa:?} {sb:?}");
+            }
+            _ => unreachable!(),
+        }
+        l.validate();
+    });
+}
+
+/// Recency in a small shard under concurrency: a thread refreshing a while the main thread
+/// refreshes b, c, b cannot move the shard's clock back, so after c and a are used again a new
+/// key d evicts b, the least recently used in every order of the accesses.
+#[test]
+fn small_shard_recency_never_runs_backwards() {
+    loom::model(|| {
+        let l = limiter(100, 3);
+        let [a, b, c, d] = [0, 1, 2, 3].map(|i| l.app_key(1, &peer(i)));
+        for k in [a, b, c] {
+            assert!(l.admit_key(k, T0).is_admit());
+        }
+        let t = {
+            let l = l.clone();
+            thread::spawn(move || {
+                let _ = l.admit_key(a, T0);
+            })
+        };
+        for k in [b, c, b] {
+            assert!(l.admit_key(k, T0).is_admit());
+        }
+        t.join().unwrap();
+        for k in [c, a, d] {
+            assert!(l.admit_key(k, T0).is_admit());
+        }
+        let tracked = l.tracked_keys();
+        assert!(
+            !tracked.contains(&(0, b.hash())) && tracked.len() == 3,
+            "{tracked:?}"
+        );
         l.validate();
     });
 }

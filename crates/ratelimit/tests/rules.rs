@@ -309,6 +309,20 @@ fn config_errors_are_typed() {
             max: 65_535
         }
     ));
+    // Tables that cannot exist: an error, not a panic or an abort.
+    for (max_size, shards) in [(usize::MAX, 1), (usize::MAX / 4, 1), (1 << 45, 128)] {
+        assert!(
+            matches!(
+                err(Config {
+                    max_size,
+                    shards,
+                    ..base.clone()
+                }),
+                ConfigError::TableTooLarge { .. }
+            ),
+            "{max_size} over {shards}"
+        );
+    }
     // The edges that pass: 2 keys per shard, L = 1, L = 65,535; sub-second windows.
     let ok = |c: Config| AppRateLimiter::new(c).unwrap();
     assert_eq!(
@@ -451,10 +465,48 @@ fn keys_equal_after_shard_reduction_are_one_key() {
 }
 
 #[test]
-fn callers_far_behind_count_in_the_keys_interval() {
+fn callers_far_behind_reset_the_key() {
     let l = limiter(1, 10); // L = 10
-    assert_eq!(admitted(&l, &[1], &peer(1), T0 + 30 * SEC, 4), 4);
-    // Three intervals behind: decided at offset 0 of the key's interval (no reset), counted there.
-    assert_eq!(admitted(&l, &[1], &peer(1), T0 + 5 * SEC, 10), 6);
-    assert!(l.admit(&[1], &peer(1), T0 + 30 * SEC).is_drop());
+    assert_eq!(admitted(&l, &[1], &peer(1), T0 + 30 * SEC, 10), 10);
+    // Three intervals behind: the key is reset to the caller's interval (modulo 2^30 a key that
+    // far ahead is one idle for almost 2^30 windows).
+    assert_eq!(admitted(&l, &[1], &peer(1), T0 + 5 * SEC, 10), 10);
+    assert!(l.admit(&[1], &peer(1), T0 + 5 * SEC).is_drop());
+}
+
+#[test]
+fn a_key_idle_for_half_the_interval_modulus_admits() {
+    // Window 1 us, L = 1: a key idle for 2^29 + 10 windows (537 s) must not be mistaken for one
+    // ahead of the caller.
+    let l = AppRateLimiter::new(Config {
+        rate_per_second: 1_000_000,
+        window: Duration::from_micros(1),
+        max_size: 1024,
+        shards: 8,
+        salt: Some([3; 16]),
+    })
+    .unwrap();
+    assert!(l.admit(&[1], &peer(1), T0).is_admit());
+    let later = T0 + ((1 << 29) + 10) * 1000;
+    assert!(l.admit(&[1], &peer(1), later).is_admit());
+}
+
+#[test]
+fn a_group_of_many_app_ids_counts_each_app_once() {
+    // 10,000 app ids over 100 distinct apps: a sort, not a quadratic scan; each app once.
+    let l = limiter(1, 3); // L = 3
+    let apps: Vec<u64> = (0..10_000).map(|i| 1 + (i * 37) % 100).collect();
+    for _ in 0..3 {
+        assert!(l.admit(&apps, &peer(1), T0).is_admit());
+    }
+    assert_eq!(l.stats().entries, 100);
+    // Over: the index is the first occurrence of the app that is full.
+    match l.admit(&apps, &peer(1), T0) {
+        Decision::Drop { index, .. } => {
+            assert_eq!(apps.iter().position(|&a| a == apps[index]), Some(index));
+        }
+        d => panic!("{d:?}"),
+    }
+    l.penalize(&apps, &peer(2), T0);
+    assert_eq!(l.stats().entries, 200);
 }
