@@ -206,7 +206,7 @@ impl Shard {
     /// The bytes of the table of a shard of `capacity` keys (`None` if that overflows).
     pub(crate) fn bytes_for(capacity: usize) -> Option<usize> {
         let (sets, ways) = Self::geometry(capacity)?;
-        let lines = sets.checked_mul((1 + ways).next_multiple_of(8) / 8)?;
+        let lines = sets.checked_mul((1 + ways).div_ceil(8))?;
         let stamps = if sets == 1 { ways * 8 } else { 0 };
         lines.checked_mul(64)?.checked_add(stamps)
     }
