@@ -103,7 +103,6 @@
 mod backlog;
 mod dedup;
 mod stats;
-mod sync;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, OnceLock};
@@ -120,7 +119,7 @@ use backlog::Backlog;
 use dedup::{Check, DedupCache};
 pub use stats::HandlerStats;
 use stats::{Counters, bump};
-use sync::{AtomicUsize, Ordering};
+use txgate_sync::sync::{AtomicUsize, Ordering};
 
 /// go-algorand `TxBacklogSize` default (config.Local, `version[27]:"26000"`): groups the backlog
 /// holds before it drops.
@@ -731,7 +730,7 @@ impl Inner {
         self.gate.fetch_or(CLOSED, Ordering::Relaxed);
         // Acquire: pairs with the Release exit of each `handle` call.
         while self.gate.load(Ordering::Acquire) != CLOSED {
-            sync::yield_now();
+            txgate_sync::sync::thread::yield_now();
         }
         let workers = std::mem::take(&mut *self.workers.lock().unwrap_or_else(|e| e.into_inner()));
         for w in &workers {

@@ -11,9 +11,9 @@
 use crossbeam_queue::ArrayQueue;
 
 #[cfg(loom)]
-use super::sync::Mutex;
-#[cfg(loom)]
 use std::collections::VecDeque;
+#[cfg(loom)]
+use txgate_sync::sync::Mutex;
 
 /// A bounded FIFO of `T` with a non-blocking push.
 pub(crate) struct Backlog<T> {

@@ -36,6 +36,11 @@
 //! message exactly one is new, also while a rotation is in progress. (Two maps swapped under
 //! racing readers would let two copies both miss.)
 //!
+//! The generation, the counts and the rotation lock go through `txgate_sync::sync`, so loom
+//! models explore their interleavings; the map itself does not (dashmap's shard locks are not
+//! loom-instrumented, and no loom operation runs while one is held, so loom never switches
+//! threads inside one: each check-and-insert is one step of the model).
+//!
 //! Sizes are exact single-threaded; under concurrency the count of current keys may be off by
 //! the number of inserts racing a rotation, which only moves the next size rotation a little.
 //! A thread stalled across two whole rotations between reading the generation and inserting
@@ -48,7 +53,7 @@ use dashmap::DashMap;
 use dashmap::mapref::entry::Entry;
 use sha2::{Digest as _, Sha256};
 
-use super::sync::{AtomicU64, AtomicUsize, Mutex, Ordering};
+use txgate_sync::sync::{AtomicU64, AtomicUsize, Mutex, Ordering};
 
 /// A salted 32-byte digest of a raw message: SHA-256(salt || message).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

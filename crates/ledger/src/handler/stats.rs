@@ -1,7 +1,7 @@
 //! Outcome counters of the handler and their snapshot.
 
 use super::Outcome;
-use super::sync::{AtomicU64, Ordering};
+use txgate_sync::sync::{AtomicU64, Ordering};
 
 /// A snapshot of a [`TxHandler`](super::TxHandler)'s counters: one per outcome of
 /// [`TxHandler::handle`](super::TxHandler::handle), one per result of the workers, and gauges.
