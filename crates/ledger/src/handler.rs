@@ -467,7 +467,8 @@ impl TxHandler {
     }
 
     /// Runs the synchronous part of the pipeline on `msg` (see the [module docs](self)) and
-    /// counts its outcome. Never blocks (beyond dashmap's shard locks in the dedup cache) and
+    /// counts its outcome. Never blocks, beyond dashmap's shard locks in the dedup cache and, at
+    /// a dedup rotation tick, the few atomic operations of the thread that steps the generation;
     /// never panics on any input.
     pub fn handle(&self, msg: &Message<'_>) -> Outcome {
         let inner = &*self.inner;
@@ -604,10 +605,10 @@ impl Inner {
     /// Steps 1 to 5 for an open handler.
     fn pipeline(&self, msg: &Message<'_>) -> Outcome {
         // 1. Raw-message dedup.
-        let key = match &self.dedup {
+        let inserted = match &self.dedup {
             Some(dedup) => match dedup.check_and_put(msg.bytes, msg.received_ns) {
                 Check::Duplicate => return Outcome::Duplicate,
-                Check::New(key) => Some(key),
+                Check::New(inserted) => Some(inserted),
             },
             None => None,
         };
@@ -647,8 +648,8 @@ impl Inner {
         match self.backlog.push(group) {
             Ok(()) => Outcome::Enqueued,
             Err(_) => {
-                if let (Some(dedup), Some(key)) = (&self.dedup, key) {
-                    dedup.remove(&key);
+                if let (Some(dedup), Some(inserted)) = (&self.dedup, inserted) {
+                    dedup.remove(&inserted);
                 }
                 Outcome::BacklogFull
             }

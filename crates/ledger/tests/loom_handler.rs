@@ -55,28 +55,37 @@ impl PoolSink for Recorder {
 }
 
 fn handler(capacity: usize) -> (loom::sync::Arc<TxHandler>, Arc<Recorder>) {
+    handler_with(HandlerConfig {
+        backlog_capacity: capacity,
+        ..config()
+    })
+}
+
+/// The models' configuration: no limiter, a fixed dedup salt, the one-byte decoder.
+fn config() -> HandlerConfig {
+    HandlerConfig {
+        app_rate_limiting: false,
+        dedup_salt: Some([1; 16]),
+        decoder: decode,
+        ..HandlerConfig::default()
+    }
+}
+
+fn handler_with(config: HandlerConfig) -> (loom::sync::Arc<TxHandler>, Arc<Recorder>) {
     let sink = Arc::new(Recorder::default());
-    let h = TxHandler::new(
-        HandlerConfig {
-            backlog_capacity: capacity,
-            app_rate_limiting: false,
-            dedup_salt: Some([1; 16]),
-            decoder: decode,
-            ..HandlerConfig::default()
-        },
-        Arc::new(NothingCommitted),
-        None,
-        sink.clone(),
-    )
-    .unwrap();
+    let h = TxHandler::new(config, Arc::new(NothingCommitted), None, sink.clone()).unwrap();
     (loom::sync::Arc::new(h), sink)
 }
 
 fn msg(b: &[u8]) -> Message<'_> {
+    msg_at(b, 1)
+}
+
+fn msg_at(b: &[u8], received_ns: u64) -> Message<'_> {
     Message {
         bytes: b,
         source: Source::Peer(Origin::from_peer_id(&[7])),
-        received_ns: 1,
+        received_ns,
     }
 }
 
@@ -172,5 +181,32 @@ fn racing_copies_enqueue_once() {
         assert_eq!(*sink.0.lock().unwrap(), vec![9]);
         let st = h.stats();
         assert_eq!((st.enqueued, st.duplicate, st.processed()), (1, 1, 1));
+    });
+}
+
+/// After an idle gap of two rotation intervals the dedup cache drops both generations, and the
+/// first message after the gap rotates. Two copies of one message racing at that moment (one
+/// rotating, one finding the rotation taken) must still be deduplicated: exactly one is
+/// enqueued. Interval 1 s; a message at 1 ns starts the clock; the copies arrive at 3 s + 1 ns.
+#[test]
+fn racing_copies_after_an_idle_gap_enqueue_once() {
+    loom::model(|| {
+        let (h, sink) = handler_with(HandlerConfig {
+            backlog_capacity: 3,
+            dedup_interval: std::time::Duration::from_secs(1),
+            ..config()
+        });
+        assert_eq!(h.handle(&msg_at(&[1], 1)), Outcome::Enqueued);
+        let copies: Vec<_> = (0..2)
+            .map(|_| {
+                let h = h.clone();
+                thread::spawn(move || h.handle(&msg_at(&[9], 3_000_000_001)))
+            })
+            .collect();
+        let outcomes: Vec<Outcome> = copies.into_iter().map(|t| t.join().unwrap()).collect();
+        let enq = outcomes.iter().filter(|o| **o == Outcome::Enqueued).count();
+        assert_eq!(enq, 1, "{outcomes:?}");
+        h.drain();
+        assert_eq!(*sink.0.lock().unwrap(), vec![1, 9]);
     });
 }
