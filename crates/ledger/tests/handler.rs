@@ -21,7 +21,7 @@ use txgate_ledger::handler::{
 };
 use txgate_ledger::synth::{SynthTxn, encode_txn_message};
 use txgate_ledger::{Round, Txid};
-use txgate_ratelimit::{AppRateLimiter, Config, Decision, Origin};
+use txgate_ratelimit::{AppRateLimiter, Config, Origin};
 
 /// ns since the Unix epoch at a whole second (an interval boundary of a 1 s window).
 const T0: u64 = 1_700_000_000 * 1_000_000_000;
@@ -377,8 +377,8 @@ fn limiter_runs_only_above_the_congestion_threshold() {
         unreachable!()
     };
     // Use up app 5's budget for this origin directly: a consulted limiter would now drop it.
-    assert_eq!(s.limiter.admit(&[5], &origin, T0), Decision::Admit);
-    assert_eq!(s.limiter.admit(&[5], &origin, T0), Decision::Drop);
+    assert!(s.limiter.admit(&[5], &origin, T0).is_admit());
+    assert!(!s.limiter.admit(&[5], &origin, T0).is_admit());
 
     fill(h, 2, 0);
     assert_eq!(h.backlog_len(), 2); // == threshold: not congested
@@ -926,4 +926,145 @@ fn a_panic_inside_handle_does_not_hang_shutdown() {
         .recv_timeout(Duration::from_secs(20))
         .expect("shutdown returned");
     assert_eq!(stats.enqueued, 0);
+}
+
+/// A sink that blocks in its first call until released, so a shutdown is still joining a busy
+/// worker while a second shutdown runs.
+#[derive(Default)]
+struct GatedPool {
+    entered: std::sync::Mutex<bool>,
+    entered_cv: std::sync::Condvar,
+    open: std::sync::Mutex<bool>,
+    open_cv: std::sync::Condvar,
+    accepted: AtomicU64,
+}
+
+impl PoolSink for GatedPool {
+    fn submit(&self, _: &Group) -> Result<(), PoolReject> {
+        *self.entered.lock().unwrap() = true;
+        self.entered_cv.notify_all();
+        let mut open = self.open.lock().unwrap();
+        while !*open {
+            open = self.open_cv.wait(open).unwrap();
+        }
+        self.accepted.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// Two shutdowns at once: the second must not return before the first has handed every
+/// enqueued group to the sink (it used to find the workers already taken and return while a
+/// worker was still inside the sink).
+#[test]
+fn a_second_concurrent_shutdown_waits_for_the_first() {
+    let pool = Arc::new(GatedPool::default());
+    let h = Arc::new(
+        TxHandler::new(
+            config(8, 100),
+            Arc::new(FakeLedger::default()),
+            Some(limiter(100)),
+            pool.clone() as Arc<dyn PoolSink>,
+        )
+        .unwrap(),
+    );
+    h.start_workers(1).unwrap();
+    let b = msg_bytes(&[tx(0, 1)]);
+    assert_eq!(h.handle(&at(&b, peer(1), T0)), Outcome::Enqueued);
+    // The worker is inside the sink, holding the group.
+    let mut entered = pool.entered.lock().unwrap();
+    while !*entered {
+        entered = pool.entered_cv.wait(entered).unwrap();
+    }
+    drop(entered);
+    let shutdowns: Vec<_> = (0..2)
+        .map(|_| {
+            let (h, pool) = (h.clone(), pool.clone());
+            std::thread::spawn(move || {
+                h.shutdown();
+                // What this caller may rely on once shutdown returned.
+                (pool.accepted.load(Ordering::SeqCst), h.stats().processed())
+            })
+        })
+        .collect();
+    // Both calls are in (the handler refuses new messages) before the sink is released; a
+    // shutdown that returns early does so well within this pause.
+    while h.handle(&at(&b, peer(1), T0)) != Outcome::ShutDown {} // a duplicate until then
+    std::thread::sleep(Duration::from_millis(100));
+    *pool.open.lock().unwrap() = true;
+    pool.open_cv.notify_all();
+    for t in shutdowns {
+        assert_eq!(
+            t.join().unwrap(),
+            (1, 1),
+            "a shutdown returned before the drain"
+        );
+    }
+}
+
+/// A sink that shuts the handler down from a worker thread (and one that does so while the
+/// caller's own shutdown drains): shutdown neither joins the thread it runs on nor waits for
+/// itself, and every enqueued group still reaches the sink exactly once.
+#[test]
+fn a_sink_that_shuts_the_handler_down_neither_hangs_nor_panics() {
+    #[derive(Default)]
+    struct ShuttingPool {
+        handler: std::sync::OnceLock<std::sync::Weak<TxHandler>>,
+        accepted: AtomicU64,
+        on: Mutex<Vec<Option<String>>>,
+    }
+    impl PoolSink for ShuttingPool {
+        fn submit(&self, _: &Group) -> Result<(), PoolReject> {
+            self.on
+                .lock()
+                .unwrap()
+                .push(std::thread::current().name().map(str::to_owned));
+            if let Some(h) = self.handler.get().and_then(std::sync::Weak::upgrade) {
+                h.shutdown();
+            }
+            self.accepted.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+    }
+    for workers in [1, 0] {
+        let pool = Arc::new(ShuttingPool::default());
+        let h = Arc::new(
+            TxHandler::new(
+                config(64, 100),
+                Arc::new(FakeLedger::default()),
+                Some(limiter(100)),
+                pool.clone() as Arc<dyn PoolSink>,
+            )
+            .unwrap(),
+        );
+        pool.handler.set(Arc::downgrade(&h)).unwrap();
+        let mut enqueued = 0;
+        for i in 0..20 {
+            if h.handle(&at(&msg_bytes(&[tx(0, i)]), peer(1), T0)) == Outcome::Enqueued {
+                enqueued += 1;
+            }
+        }
+        if workers > 0 {
+            h.start_workers(workers).unwrap();
+        }
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let runner = h.clone();
+        std::thread::spawn(move || {
+            runner.shutdown();
+            done_tx.send(runner.stats()).unwrap();
+        });
+        let st = done_rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("shutdown returned");
+        assert_eq!(enqueued, 20, "nothing refused before the first group ran");
+        assert_eq!(st.sink_panicked, 0, "a shutdown joined its own thread");
+        assert_eq!((st.pool_accepted, st.processed()), (20, 20));
+        assert_eq!(pool.accepted.load(Ordering::SeqCst), 20);
+        if workers > 0 {
+            // The first group went through a worker, whose shutdown call returned at once.
+            assert_eq!(
+                pool.on.lock().unwrap()[0].as_deref(),
+                Some("txgate-handler-0")
+            );
+        }
+    }
 }
