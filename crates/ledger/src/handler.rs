@@ -127,7 +127,7 @@ use crate::{Round, Txid};
 use backlog::Backlog;
 use dedup::{Check, DedupCache};
 pub use stats::HandlerStats;
-use stats::{Counters, bump};
+use stats::{Counter, Counters};
 use txgate_sync::sync::{AtomicUsize, Ordering};
 
 /// go-algorand `TxBacklogSize` default (config.Local, `version[27]:"26000"`): groups the backlog
@@ -685,7 +685,7 @@ impl Inner {
             && !app_ids.is_empty()
             && self.backlog.len() > self.congestion_threshold
         {
-            bump(&self.counters.limiter_checks);
+            self.counters.bump(Counter::LimiterChecks);
             if !limiter.admit(&app_ids, origin, msg.received_ns).is_admit() {
                 return Outcome::RateLimited;
             }
@@ -711,17 +711,17 @@ impl Inner {
     /// Hands `group` to the sink and counts the result; penalizes a peer's rejected app calls.
     fn process(&self, group: Group) {
         match catch_unwind(AssertUnwindSafe(|| self.sink.submit(&group))) {
-            Ok(Ok(())) => bump(&self.counters.pool_accepted),
+            Ok(Ok(())) => self.counters.bump(Counter::PoolAccepted),
             Ok(Err(_)) => {
-                bump(&self.counters.pool_rejected);
+                self.counters.bump(Counter::PoolRejected);
                 if let (Some(limiter), Source::Peer(origin)) = (&self.limiter, &group.source)
                     && !group.app_ids.is_empty()
                 {
                     limiter.penalize(&group.app_ids, origin, group.received_ns);
-                    bump(&self.counters.penalized);
+                    self.counters.bump(Counter::Penalized);
                 }
             }
-            Err(_) => bump(&self.counters.sink_panicked),
+            Err(_) => self.counters.bump(Counter::SinkPanicked),
         }
     }
 
