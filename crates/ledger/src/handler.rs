@@ -6,6 +6,10 @@
 //! [`TxHandler::handle`] runs the synchronous part on the caller's thread (a network reader; any
 //! number of them at once), in go-algorand's order, and returns an [`Outcome`]:
 //!
+//! 0. **Size**: a message longer than [`HandlerConfig::max_message_size`] is dropped before its
+//!    bytes are hashed or decoded: [`Outcome::MessageTooLarge`] (default 5,000,000 bytes,
+//!    go-algorand's limit for the `TX` tag, which its network layer enforces before a handler
+//!    sees the message).
 //! 1. **Raw-message dedup**: a salted digest of the bytes in a two-generation cache rotated by
 //!    size and by time (go-algorand's `msgCache`; defaults `TxIncomingFilterMaxSize` = 500,000
 //!    keys and 60 s). Seen: [`Outcome::Duplicate`].
@@ -150,6 +154,12 @@ pub const DEFAULT_DEDUP_INTERVAL: Duration = Duration::from_secs(60);
 /// go-algorand `bounds.MaxTxGroupSize` (consensus `MaxTxGroupSize` = 16): transactions per group.
 pub const DEFAULT_MAX_GROUP_SIZE: usize = 16;
 
+/// go-algorand `protocol.TxnTagMaxSize` (protocol/tags.go, returned by
+/// `protocol.Tag.MaxMessageSize` for `TxnTag` = "TX"): bytes of a transaction message. Its
+/// network layer drops a longer message of that tag before any handler reads it; upstream
+/// chose it as "a bit bigger than a txn group can be" (see its `TestMaxSizesCorrect`).
+pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 5_000_000;
+
 /// The closed bit of `Inner::gate`.
 const CLOSED: usize = 1;
 
@@ -244,6 +254,8 @@ pub enum Outcome {
     DecodeError,
     /// More transactions than `max_group_size`: rejected.
     GroupTooLarge,
+    /// More bytes than `max_message_size`: dropped unread (neither hashed nor decoded).
+    MessageTooLarge,
     /// A transaction of the group is already committed: dropped.
     AlreadyCommitted,
     /// The app rate limiter dropped it (backlog congested).
@@ -281,6 +293,10 @@ pub struct HandlerConfig {
     pub dedup_salt: Option<[u8; 16]>,
     /// Most transactions in one group (default [`DEFAULT_MAX_GROUP_SIZE`] = 16).
     pub max_group_size: usize,
+    /// Most bytes in one message (default [`DEFAULT_MAX_MESSAGE_SIZE`] = 5,000,000, go-algorand's
+    /// limit for transaction messages); longer ones get [`Outcome::MessageTooLarge`] before any
+    /// other step.
+    pub max_message_size: usize,
     /// The message decoder (default [`codec::decode_txn_message`]).
     pub decoder: DecodeFn,
 }
@@ -296,6 +312,7 @@ impl Default for HandlerConfig {
             dedup_interval: DEFAULT_DEDUP_INTERVAL,
             dedup_salt: None,
             max_group_size: DEFAULT_MAX_GROUP_SIZE,
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             decoder: codec::decode_txn_message,
         }
     }
@@ -330,6 +347,9 @@ pub enum HandlerConfigError {
     /// `max_group_size` is zero.
     #[error("max_group_size must be at least 1")]
     ZeroMaxGroupSize,
+    /// `max_message_size` is zero (every message would be dropped).
+    #[error("max_message_size must be at least 1")]
+    ZeroMaxMessageSize,
     /// `app_rate_limiting` is on but no limiter was given (go-algorand rejects an enabled app
     /// limiter of size zero).
     #[error("app_rate_limiting is on but no AppRateLimiter was given (pass one, or turn it off)")]
@@ -384,6 +404,7 @@ struct Inner {
     dedup: Option<DedupCache>,
     decoder: DecodeFn,
     max_group_size: usize,
+    max_message_size: usize,
     committed: Arc<dyn CommittedTxids + Send + Sync>,
     /// `None` when app rate limiting is off.
     limiter: Option<Arc<AppRateLimiter>>,
@@ -437,8 +458,8 @@ impl TxHandler {
     ///
     /// # Errors
     ///
-    /// [`HandlerConfigError`] for a zero capacity, size, interval or group size, a percentage
-    /// above 100, rate limiting on without a limiter, or a failing OS random source.
+    /// [`HandlerConfigError`] for a zero capacity, size, interval, group size or message size, a
+    /// percentage above 100, rate limiting on without a limiter, or a failing OS random source.
     pub fn new(
         config: HandlerConfig,
         committed: Arc<dyn CommittedTxids + Send + Sync>,
@@ -453,6 +474,9 @@ impl TxHandler {
         }
         if config.max_group_size == 0 {
             return Err(HandlerConfigError::ZeroMaxGroupSize);
+        }
+        if config.max_message_size == 0 {
+            return Err(HandlerConfigError::ZeroMaxMessageSize);
         }
         let limiter = if config.app_rate_limiting {
             Some(limiter.ok_or(HandlerConfigError::MissingLimiter)?)
@@ -484,6 +508,7 @@ impl TxHandler {
                 dedup,
                 decoder: config.decoder,
                 max_group_size: config.max_group_size,
+                max_message_size: config.max_message_size,
                 committed,
                 limiter,
                 congestion_threshold: config.congestion_threshold(),
@@ -654,8 +679,12 @@ impl Drop for TxHandler {
 }
 
 impl Inner {
-    /// Steps 1 to 5 for an open handler.
+    /// Steps 0 to 5 for an open handler.
     fn pipeline(&self, msg: &Message<'_>) -> Outcome {
+        // 0. Size, before any work proportional to it.
+        if msg.bytes.len() > self.max_message_size {
+            return Outcome::MessageTooLarge;
+        }
         // 1. Raw-message dedup.
         let inserted = match &self.dedup {
             Some(dedup) => match dedup.check_and_put(msg.bytes, msg.received_ns) {

@@ -232,6 +232,9 @@ fn every_outcome_is_triggered_and_counted_exactly() {
         h.handle(&at(&msg_bytes(&[committed_tx]), p, T0)),
         Outcome::AlreadyCommitted
     );
+    // go-algorand's limit for TX messages, 5,000,000 bytes (protocol/tags.go TxnTagMaxSize).
+    let huge = vec![0x80u8; 5_000_001];
+    assert_eq!(h.handle(&at(&huge, p, T0)), Outcome::MessageTooLarge);
     fill(h, 1, 10); // len 2 > 1: congested
     assert_eq!(
         h.handle(&at(&msg_bytes(&[tx(5, 20)]), p, T0)),
@@ -258,11 +261,12 @@ fn every_outcome_is_triggered_and_counted_exactly() {
     assert_eq!(st.duplicate, 1);
     assert_eq!(st.decode_error, 2);
     assert_eq!(st.group_too_large, 1);
+    assert_eq!(st.message_too_large, 1);
     assert_eq!(st.already_committed, 1);
     assert_eq!(st.rate_limited, 1);
     assert_eq!(st.backlog_full, 1);
     assert_eq!(st.shut_down, 1);
-    assert_eq!(st.handled(), 12);
+    assert_eq!(st.handled(), 13);
     assert_eq!(st.limiter_checks, 2);
     assert_eq!(
         (st.pool_accepted, st.pool_rejected, st.penalized),
@@ -811,6 +815,14 @@ fn config_errors_are_typed() {
         mk(z, l.clone()),
         Some(HandlerConfigError::ZeroMaxGroupSize)
     ));
+    let z = HandlerConfig {
+        max_message_size: 0,
+        ..config(10, 10)
+    };
+    assert!(matches!(
+        mk(z, l.clone()),
+        Some(HandlerConfigError::ZeroMaxMessageSize)
+    ));
     // Off: no limiter needed; a random salt works.
     let ok = HandlerConfig {
         app_rate_limiting: false,
@@ -829,6 +841,33 @@ fn config_errors_are_typed() {
         s.handler.start_workers(1),
         Err(WorkerError::AlreadyStarted)
     ));
+}
+
+#[test]
+fn message_of_max_size_passes_one_byte_more_is_dropped_unread() {
+    assert_eq!(HandlerConfig::default().max_message_size, 5_000_000);
+    let ok = msg_bytes(&[tx(0, 1)]);
+    let s = setup(
+        HandlerConfig {
+            max_message_size: ok.len(),
+            ..config(8, 100)
+        },
+        FakeLedger::default(),
+        FakePool::default(),
+        100,
+    );
+    let h = &s.handler;
+    let mut long = msg_bytes(&[tx(0, 2)]);
+    long.resize(ok.len() + 1, 0);
+    for _ in 0..2 {
+        // Not hashed into the dedup cache, not decoded: the same result every time.
+        assert_eq!(h.handle(&at(&long, peer(1), T0)), Outcome::MessageTooLarge);
+    }
+    assert_eq!(h.dedup_len(), 0);
+    assert!(s.ledger.queries.lock().unwrap().is_empty());
+    assert_eq!(h.handle(&at(&ok, peer(1), T0)), Outcome::Enqueued);
+    let st = h.stats();
+    assert_eq!((st.message_too_large, st.enqueued, st.handled()), (2, 1, 3));
 }
 
 #[test]

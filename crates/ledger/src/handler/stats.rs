@@ -13,7 +13,7 @@ use super::Outcome;
 /// few counts apart between fields; once the handler is quiet (or after
 /// [`shutdown`](super::TxHandler::shutdown)) they add up exactly:
 ///
-/// - messages handled = [`HandlerStats::handled`] = the sum of the eight `handle` outcomes;
+/// - messages handled = [`HandlerStats::handled`] = the sum of the nine `handle` outcomes;
 /// - `enqueued` = `pool_accepted + pool_rejected + sink_panicked + backlog_len` (plus groups a
 ///   worker is holding right now).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -27,6 +27,9 @@ pub struct HandlerStats {
     /// [`Outcome::GroupTooLarge`]: more transactions than `max_group_size`
     /// (go-algorand `TransactionMessageTxGroupExcessive`).
     pub group_too_large: u64,
+    /// [`Outcome::MessageTooLarge`]: more bytes than `max_message_size` (go-algorand's network
+    /// layer drops these before its handler, by the tag's maximum size).
+    pub message_too_large: u64,
     /// [`Outcome::AlreadyCommitted`]: a transaction of the group is already in the ledger
     /// (go-algorand `TransactionMessagesAlreadyCommitted`).
     pub already_committed: u64,
@@ -59,12 +62,13 @@ pub struct HandlerStats {
 }
 
 impl HandlerStats {
-    /// Messages offered to [`TxHandler::handle`](super::TxHandler::handle): the sum of its eight
+    /// Messages offered to [`TxHandler::handle`](super::TxHandler::handle): the sum of its nine
     /// outcome counters.
     pub fn handled(&self) -> u64 {
         self.duplicate
             + self.decode_error
             + self.group_too_large
+            + self.message_too_large
             + self.already_committed
             + self.rate_limited
             + self.backlog_full
@@ -84,6 +88,7 @@ pub(crate) enum Counter {
     Duplicate,
     DecodeError,
     GroupTooLarge,
+    MessageTooLarge,
     AlreadyCommitted,
     RateLimited,
     BacklogFull,
@@ -140,6 +145,7 @@ impl Counters {
             Outcome::Duplicate => Counter::Duplicate,
             Outcome::DecodeError => Counter::DecodeError,
             Outcome::GroupTooLarge => Counter::GroupTooLarge,
+            Outcome::MessageTooLarge => Counter::MessageTooLarge,
             Outcome::AlreadyCommitted => Counter::AlreadyCommitted,
             Outcome::RateLimited => Counter::RateLimited,
             Outcome::BacklogFull => Counter::BacklogFull,
@@ -162,6 +168,7 @@ impl Counters {
             duplicate: self.total(Counter::Duplicate),
             decode_error: self.total(Counter::DecodeError),
             group_too_large: self.total(Counter::GroupTooLarge),
+            message_too_large: self.total(Counter::MessageTooLarge),
             already_committed: self.total(Counter::AlreadyCommitted),
             rate_limited: self.total(Counter::RateLimited),
             backlog_full: self.total(Counter::BacklogFull),
