@@ -24,7 +24,9 @@
 //!    backlog_capacity x congestion_pct / 100` (integer floor; go-algorand
 //!    `congestedARL := len(handler.backlogQueue) > handler.appLimiterBacklogThreshold`), for a
 //!    group from a peer that calls at least one app: [`Outcome::RateLimited`] when
-//!    [`AppRateLimiter::admit`] drops it.
+//!    [`AppRateLimiter::admit_keys`] drops it. The (origin, app) keys come from a bounded cache
+//!    ([`HandlerConfig::app_key_cache`]), so each is derived (one BLAKE2b-256) once per peer and
+//!    app rather than once per message as upstream does.
 //! 5. **Backlog**: a non-blocking push onto a bounded lock-free queue. Full:
 //!    [`Outcome::BacklogFull`], and the message's dedup entry is removed so the peer may resend it
 //!    (go-algorand `deleteFromCaches`). Else [`Outcome::Enqueued`].
@@ -114,6 +116,7 @@
 
 mod backlog;
 mod dedup;
+mod keys;
 mod stats;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -121,7 +124,7 @@ use std::sync::{Arc, OnceLock, PoisonError};
 use std::time::Duration;
 
 use crossbeam_utils::{Backoff, CachePadded};
-use txgate_ratelimit::{AppRateLimiter, Origin};
+use txgate_ratelimit::{AppKey, AppRateLimiter, Origin};
 use txgate_sync::sync::thread::{self, JoinHandle, Thread, ThreadId};
 use txgate_sync::sync::{AtomicBool, Condvar, Mutex, fence};
 
@@ -130,6 +133,7 @@ use crate::{Round, Txid};
 
 use backlog::Backlog;
 use dedup::{Check, DedupCache};
+use keys::{KeyBuf, KeyCache};
 pub use stats::HandlerStats;
 use stats::{Counter, Counters};
 use txgate_sync::sync::{AtomicUsize, Ordering};
@@ -153,6 +157,10 @@ pub const DEFAULT_DEDUP_INTERVAL: Duration = Duration::from_secs(60);
 
 /// go-algorand `bounds.MaxTxGroupSize` (consensus `MaxTxGroupSize` = 16): transactions per group.
 pub const DEFAULT_MAX_GROUP_SIZE: usize = 16;
+
+/// Default of [`HandlerConfig::app_key_cache`]: (origin, app) keys remembered, 2^17 (32 bytes
+/// each: 4 MiB, allocated when the handler is built).
+pub const DEFAULT_APP_KEY_CACHE: usize = 131_072;
 
 /// go-algorand `protocol.TxnTagMaxSize` (protocol/tags.go, returned by
 /// `protocol.Tag.MaxMessageSize` for `TxnTag` = "TX"): bytes of a transaction message. Its
@@ -277,6 +285,11 @@ pub struct HandlerConfig {
     /// Consult the app rate limiter under congestion (default `true`, go-algorand
     /// `EnableTxBacklogAppRateLimiting`). Needs a limiter passed to [`TxHandler::new`].
     pub app_rate_limiting: bool,
+    /// Derived rate-limiter keys remembered, one per (origin, app id) pair, in a fixed
+    /// set-associative cache (default [`DEFAULT_APP_KEY_CACHE`] = 131,072, rounded up to a power
+    /// of two; 0 derives every key for every message, as go-algorand does). Only used with a
+    /// limiter.
+    pub app_key_cache: usize,
     /// Congestion threshold in percent of `backlog_capacity`, 0 to 100 (default
     /// [`DEFAULT_CONGESTION_PCT`] = 10): the limiter runs when `backlog.len() >
     /// backlog_capacity * congestion_pct / 100`.
@@ -306,6 +319,7 @@ impl Default for HandlerConfig {
         Self {
             backlog_capacity: DEFAULT_BACKLOG_CAPACITY,
             app_rate_limiting: true,
+            app_key_cache: DEFAULT_APP_KEY_CACHE,
             congestion_pct: DEFAULT_CONGESTION_PCT,
             dedup: true,
             dedup_max_size: DEFAULT_DEDUP_MAX_SIZE,
@@ -408,6 +422,8 @@ struct Inner {
     committed: Arc<dyn CommittedTxids + Send + Sync>,
     /// `None` when app rate limiting is off.
     limiter: Option<Arc<AppRateLimiter>>,
+    /// Keys derived by `limiter`; `None` without a limiter or with a zero-sized cache.
+    key_cache: Option<KeyCache>,
     congestion_threshold: usize,
     sink: Arc<dyn PoolSink>,
     backlog: Backlog<Group>,
@@ -510,6 +526,8 @@ impl TxHandler {
                 max_group_size: config.max_group_size,
                 max_message_size: config.max_message_size,
                 committed,
+                key_cache: (limiter.is_some() && config.app_key_cache > 0)
+                    .then(|| KeyCache::new(config.app_key_cache)),
                 limiter,
                 congestion_threshold: config.congestion_threshold(),
                 sink,
@@ -715,7 +733,13 @@ impl Inner {
             && self.backlog.len() > self.congestion_threshold
         {
             self.counters.bump(Counter::LimiterChecks);
-            if !limiter.admit(&app_ids, origin, msg.received_ns).is_admit() {
+            let now = msg.received_ns;
+            let decision = self
+                .with_cached_keys(limiter, origin, &app_ids, |keys| {
+                    limiter.admit_keys(keys, now)
+                })
+                .unwrap_or_else(|| limiter.admit(&app_ids, origin, now));
+            if !decision.is_admit() {
                 return Outcome::RateLimited;
             }
         }
@@ -746,12 +770,33 @@ impl Inner {
                 if let (Some(limiter), Source::Peer(origin)) = (&self.limiter, &group.source)
                     && !group.app_ids.is_empty()
                 {
-                    limiter.penalize(&group.app_ids, origin, group.received_ns);
+                    let now = group.received_ns;
+                    let cached = self.with_cached_keys(limiter, origin, &group.app_ids, |keys| {
+                        limiter.penalize_keys(keys, now)
+                    });
+                    if cached.is_none() {
+                        limiter.penalize(&group.app_ids, origin, now);
+                    }
                     self.counters.bump(Counter::Penalized);
                 }
             }
             Err(_) => self.counters.bump(Counter::SinkPanicked),
         }
+    }
+
+    /// `f` of the limiter keys of `app_ids` from `origin`, taken from the key cache; `None` when
+    /// the cache is off (the caller then lets the limiter derive them).
+    fn with_cached_keys<R>(
+        &self,
+        limiter: &AppRateLimiter,
+        origin: &Origin,
+        app_ids: &[u64],
+        f: impl FnOnce(&[AppKey]) -> R,
+    ) -> Option<R> {
+        let cache = self.key_cache.as_ref()?;
+        let mut keys = KeyBuf::new();
+        cache.keys(limiter, origin, app_ids, &mut keys);
+        Some(f(keys.as_slice()))
     }
 
     /// After a push: unparks one parked worker, if any.

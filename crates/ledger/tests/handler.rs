@@ -1107,3 +1107,58 @@ fn a_sink_that_shuts_the_handler_down_neither_hangs_nor_panics() {
         }
     }
 }
+
+/// The key cache changes no decision: two handlers, one deriving every key per message (as
+/// go-algorand) and one caching them (a cache of 64 keys, so it rotates often), see the same
+/// congested traffic over a few peers and apps at a small L and decide every message alike,
+/// penalties included.
+#[test]
+fn cached_limiter_keys_decide_like_derived_ones() {
+    let mk = |cache: usize| {
+        setup(
+            HandlerConfig {
+                app_key_cache: cache,
+                ..config(100_000, 0)
+            },
+            FakeLedger::default(),
+            FakePool {
+                reject_app: Some(3),
+                ..FakePool::default()
+            },
+            3,
+        )
+    };
+    let (derived, cached) = (mk(0), mk(64));
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    };
+    let mut outcomes = [0u64; 2];
+    for i in 0..3_000u64 {
+        let apps: Vec<Tx> = (0..1 + next(3))
+            .map(|j| tx(1 + next(8), i * 4 + j))
+            .collect();
+        let bytes = msg_bytes(&apps);
+        let (p, t) = (peer(next(12) as u8), T0 + i * 5_000_000);
+        let a = derived.handler.handle(&at(&bytes, p, t));
+        let b = cached.handler.handle(&at(&bytes, p, t));
+        assert_eq!(a, b, "message {i}");
+        outcomes[usize::from(a == Outcome::RateLimited)] += 1;
+        if i % 97 == 0 {
+            // Rejections of app 3 penalize through the keys of each handler's path.
+            derived.handler.drain();
+            cached.handler.drain();
+        }
+    }
+    assert!(outcomes[0] > 100 && outcomes[1] > 100, "{outcomes:?}");
+    let (d, c) = (derived.handler.stats(), cached.handler.stats());
+    assert_eq!((d.rate_limited, d.penalized), (c.rate_limited, c.penalized));
+    assert!(d.penalized > 0);
+    assert_eq!(
+        derived.limiter.tracked_keys(),
+        cached.limiter.tracked_keys()
+    );
+}
