@@ -29,6 +29,7 @@
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 
+use smallvec::SmallVec;
 use txgate_ratelimit::{AppKey, AppRateLimiter, Origin};
 use txgate_sync::sync::{AtomicU64, Ordering};
 
@@ -40,41 +41,7 @@ const WAYS: usize = 2;
 const INLINE_KEYS: usize = 16;
 
 /// The keys of one group, on the stack up to [`INLINE_KEYS`].
-pub(crate) struct KeyBuf {
-    len: usize,
-    inline: [AppKey; INLINE_KEYS],
-    spill: Vec<AppKey>,
-}
-
-impl KeyBuf {
-    pub(crate) fn new() -> Self {
-        Self {
-            len: 0,
-            inline: [AppKey::default(); INLINE_KEYS],
-            spill: Vec::new(),
-        }
-    }
-
-    fn push(&mut self, key: AppKey) {
-        if self.len < INLINE_KEYS {
-            self.inline[self.len] = key;
-        } else {
-            if self.spill.is_empty() {
-                self.spill.extend_from_slice(&self.inline);
-            }
-            self.spill.push(key);
-        }
-        self.len += 1;
-    }
-
-    pub(crate) fn as_slice(&self) -> &[AppKey] {
-        if self.len <= INLINE_KEYS {
-            &self.inline[..self.len]
-        } else {
-            &self.spill
-        }
-    }
-}
+pub(crate) type KeyBuf = SmallVec<[AppKey; INLINE_KEYS]>;
 
 /// One cached key as three independent words (see the module docs).
 #[derive(Default)]
