@@ -19,7 +19,7 @@
 //! 3. **Already committed**: each transaction's txid over its validity window
 //!    `[first_valid, last_valid]` through [`CommittedTxids`] (the ledger's blooms):
 //!    [`Outcome::AlreadyCommitted`]. go-algorand runs this check (`txPool.Test`) in the backlog
-//!    worker; DESIGN.md moves it before the backlog so committed groups take no backlog slot.
+//!    worker; here it runs before the backlog, so committed groups take no backlog slot.
 //! 4. **App rate limiter**, only when the backlog is congested: `backlog.len() >
 //!    backlog_capacity x congestion_pct / 100` (integer floor; go-algorand
 //!    `congestedARL := len(handler.backlogQueue) > handler.appLimiterBacklogThreshold`), for a
@@ -41,7 +41,11 @@
 //! # Deliberate differences from go-algorand
 //!
 //! - No signature verification, no elastic rate limiter (ERL), no canonical-encoding dedup.
-//! - The committed check runs before the backlog (step 3), as DESIGN.md orders it.
+//! - The committed check runs before the backlog (step 3).
+//! - The message size is checked here (step 0); upstream's network layer checks it before the
+//!   handler, with the same limit.
+//! - Rate-limiter keys are derived once per (origin, app) and cached (step 4); upstream derives
+//!   them for every message. Decisions are the same.
 //! - Time is the caller's: each [`Message`] carries its receive time (ns since the Unix epoch),
 //!   used for dedup rotation and the rate limiter; a penalty is charged at the rejected group's
 //!   receive time.
