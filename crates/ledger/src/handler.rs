@@ -6,6 +6,10 @@
 //! [`TxHandler::handle`] runs the synchronous part on the caller's thread (a network reader; any
 //! number of them at once), in go-algorand's order, and returns an [`Outcome`]:
 //!
+//! 0. **Size**: a message longer than [`HandlerConfig::max_message_size`] is dropped before its
+//!    bytes are hashed or decoded: [`Outcome::MessageTooLarge`] (default 5,000,000 bytes,
+//!    go-algorand's limit for the `TX` tag, which its network layer enforces before a handler
+//!    sees the message).
 //! 1. **Raw-message dedup**: a salted digest of the bytes in a two-generation cache rotated by
 //!    size and by time (go-algorand's `msgCache`; defaults `TxIncomingFilterMaxSize` = 500,000
 //!    keys and 60 s). Seen: [`Outcome::Duplicate`].
@@ -15,12 +19,14 @@
 //! 3. **Already committed**: each transaction's txid over its validity window
 //!    `[first_valid, last_valid]` through [`CommittedTxids`] (the ledger's blooms):
 //!    [`Outcome::AlreadyCommitted`]. go-algorand runs this check (`txPool.Test`) in the backlog
-//!    worker; DESIGN.md moves it before the backlog so committed groups take no backlog slot.
+//!    worker; here it runs before the backlog, so committed groups take no backlog slot.
 //! 4. **App rate limiter**, only when the backlog is congested: `backlog.len() >
 //!    backlog_capacity x congestion_pct / 100` (integer floor; go-algorand
 //!    `congestedARL := len(handler.backlogQueue) > handler.appLimiterBacklogThreshold`), for a
 //!    group from a peer that calls at least one app: [`Outcome::RateLimited`] when
-//!    [`AppRateLimiter::admit`] drops it.
+//!    [`AppRateLimiter::admit_keys`] drops it. The (origin, app) keys come from a bounded cache
+//!    ([`HandlerConfig::app_key_cache`]), so each is derived (one BLAKE2b-256) once per peer and
+//!    app rather than once per message as upstream does.
 //! 5. **Backlog**: a non-blocking push onto a bounded lock-free queue. Full:
 //!    [`Outcome::BacklogFull`], and the message's dedup entry is removed so the peer may resend it
 //!    (go-algorand `deleteFromCaches`). Else [`Outcome::Enqueued`].
@@ -35,7 +41,11 @@
 //! # Deliberate differences from go-algorand
 //!
 //! - No signature verification, no elastic rate limiter (ERL), no canonical-encoding dedup.
-//! - The committed check runs before the backlog (step 3), as DESIGN.md orders it.
+//! - The committed check runs before the backlog (step 3).
+//! - The message size is checked here (step 0); upstream's network layer checks it before the
+//!   handler, with the same limit.
+//! - Rate-limiter keys are derived once per (origin, app) and cached (step 4); upstream derives
+//!   them for every message. Decisions are the same.
 //! - Time is the caller's: each [`Message`] carries its receive time (ns since the Unix epoch),
 //!   used for dedup rotation and the rate limiter; a penalty is charged at the rejected group's
 //!   receive time.
@@ -48,6 +58,14 @@
 //! workers after they empty the backlog, and drains what is left on the caller's thread: every
 //! [`Outcome::Enqueued`] group reaches the sink exactly once (`enqueued == pool_accepted +
 //! pool_rejected + sink_panicked` afterwards); later messages get [`Outcome::ShutDown`].
+//! Concurrent shutdowns all return only once that holds; a sink may call it (see
+//! [`TxHandler::shutdown`] for what that call waits for).
+//!
+//! # Workers and wake-ups
+//!
+//! An idle worker spins briefly, then parks; a `handle` call that enqueues unparks a parked
+//! worker, through a handshake of one `SeqCst` fence on each side (see `Inner::wake_one` in the
+//! source), so no enqueued group waits for the park timeout (5 ms, a backstop only).
 //!
 //! # Example
 //!
@@ -102,25 +120,27 @@
 
 mod backlog;
 mod dedup;
+mod keys;
 mod stats;
-mod sync;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, OnceLock};
-use std::thread::{JoinHandle, Thread};
+use std::sync::{Arc, OnceLock, PoisonError};
 use std::time::Duration;
 
-use crossbeam_utils::Backoff;
-use txgate_ratelimit::{AppRateLimiter, Origin};
+use crossbeam_utils::{Backoff, CachePadded};
+use txgate_ratelimit::{AppKey, AppRateLimiter, Origin};
+use txgate_sync::sync::thread::{self, JoinHandle, Thread, ThreadId};
+use txgate_sync::sync::{AtomicBool, Condvar, Mutex, fence};
 
 use crate::codec::{self, DecodeError, Txn};
 use crate::{Round, Txid};
 
 use backlog::Backlog;
 use dedup::{Check, DedupCache};
+use keys::{KeyBuf, KeyCache};
 pub use stats::HandlerStats;
-use stats::{Counters, bump};
-use sync::{AtomicUsize, Ordering};
+use stats::{Counter, Counters};
+use txgate_sync::sync::{AtomicUsize, Ordering};
 
 /// go-algorand `TxBacklogSize` default (config.Local, `version[27]:"26000"`): groups the backlog
 /// holds before it drops.
@@ -142,6 +162,16 @@ pub const DEFAULT_DEDUP_INTERVAL: Duration = Duration::from_secs(60);
 /// go-algorand `bounds.MaxTxGroupSize` (consensus `MaxTxGroupSize` = 16): transactions per group.
 pub const DEFAULT_MAX_GROUP_SIZE: usize = 16;
 
+/// Default of [`HandlerConfig::app_key_cache`]: (origin, app) keys remembered, 2^17 (32 bytes
+/// each: 4 MiB, allocated when the handler is built).
+pub const DEFAULT_APP_KEY_CACHE: usize = 131_072;
+
+/// go-algorand `protocol.TxnTagMaxSize` (protocol/tags.go, returned by
+/// `protocol.Tag.MaxMessageSize` for `TxnTag` = "TX"): bytes of a transaction message. Its
+/// network layer drops a longer message of that tag before any handler reads it; upstream
+/// chose it as "a bit bigger than a txn group can be" (see its `TestMaxSizesCorrect`).
+pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 5_000_000;
+
 /// The closed bit of `Inner::gate`.
 const CLOSED: usize = 1;
 
@@ -149,7 +179,8 @@ const CLOSED: usize = 1;
 const IN_FLIGHT_ONE: usize = 2;
 
 /// How long an idle worker sleeps before looking at the backlog again when no `handle` call wakes
-/// it (a backstop: enqueuing wakes an idle worker).
+/// it (a backstop: enqueuing wakes an idle worker; under loom there is no timeout, so the models
+/// check the wake-up alone).
 const IDLE_PARK: Duration = Duration::from_millis(5);
 
 /// The committed-transaction check the ledger implements: is `txid` in a block of a round in
@@ -235,6 +266,8 @@ pub enum Outcome {
     DecodeError,
     /// More transactions than `max_group_size`: rejected.
     GroupTooLarge,
+    /// More bytes than `max_message_size`: dropped unread (neither hashed nor decoded).
+    MessageTooLarge,
     /// A transaction of the group is already committed: dropped.
     AlreadyCommitted,
     /// The app rate limiter dropped it (backlog congested).
@@ -256,6 +289,11 @@ pub struct HandlerConfig {
     /// Consult the app rate limiter under congestion (default `true`, go-algorand
     /// `EnableTxBacklogAppRateLimiting`). Needs a limiter passed to [`TxHandler::new`].
     pub app_rate_limiting: bool,
+    /// Derived rate-limiter keys remembered, one per (origin, app id) pair, in a fixed
+    /// set-associative cache (default [`DEFAULT_APP_KEY_CACHE`] = 131,072, rounded up to a power
+    /// of two; 0 derives every key for every message, as go-algorand does). Only used with a
+    /// limiter.
+    pub app_key_cache: usize,
     /// Congestion threshold in percent of `backlog_capacity`, 0 to 100 (default
     /// [`DEFAULT_CONGESTION_PCT`] = 10): the limiter runs when `backlog.len() >
     /// backlog_capacity * congestion_pct / 100`.
@@ -272,6 +310,10 @@ pub struct HandlerConfig {
     pub dedup_salt: Option<[u8; 16]>,
     /// Most transactions in one group (default [`DEFAULT_MAX_GROUP_SIZE`] = 16).
     pub max_group_size: usize,
+    /// Most bytes in one message (default [`DEFAULT_MAX_MESSAGE_SIZE`] = 5,000,000, go-algorand's
+    /// limit for transaction messages); longer ones get [`Outcome::MessageTooLarge`] before any
+    /// other step.
+    pub max_message_size: usize,
     /// The message decoder (default [`codec::decode_txn_message`]).
     pub decoder: DecodeFn,
 }
@@ -281,12 +323,14 @@ impl Default for HandlerConfig {
         Self {
             backlog_capacity: DEFAULT_BACKLOG_CAPACITY,
             app_rate_limiting: true,
+            app_key_cache: DEFAULT_APP_KEY_CACHE,
             congestion_pct: DEFAULT_CONGESTION_PCT,
             dedup: true,
             dedup_max_size: DEFAULT_DEDUP_MAX_SIZE,
             dedup_interval: DEFAULT_DEDUP_INTERVAL,
             dedup_salt: None,
             max_group_size: DEFAULT_MAX_GROUP_SIZE,
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             decoder: codec::decode_txn_message,
         }
     }
@@ -321,6 +365,9 @@ pub enum HandlerConfigError {
     /// `max_group_size` is zero.
     #[error("max_group_size must be at least 1")]
     ZeroMaxGroupSize,
+    /// `max_message_size` is zero (every message would be dropped).
+    #[error("max_message_size must be at least 1")]
+    ZeroMaxMessageSize,
     /// `app_rate_limiting` is on but no limiter was given (go-algorand rejects an enabled app
     /// limiter of size zero).
     #[error("app_rate_limiting is on but no AppRateLimiter was given (pass one, or turn it off)")]
@@ -375,9 +422,12 @@ struct Inner {
     dedup: Option<DedupCache>,
     decoder: DecodeFn,
     max_group_size: usize,
+    max_message_size: usize,
     committed: Arc<dyn CommittedTxids + Send + Sync>,
     /// `None` when app rate limiting is off.
     limiter: Option<Arc<AppRateLimiter>>,
+    /// Keys derived by `limiter`; `None` without a limiter or with a zero-sized cache.
+    key_cache: Option<KeyCache>,
     congestion_threshold: usize,
     sink: Arc<dyn PoolSink>,
     backlog: Backlog<Group>,
@@ -390,12 +440,35 @@ struct Inner {
     // Invariant: once the closed bit is set and the count reads 0, no push onto the backlog can
     // follow.
     gate: AtomicUsize,
-    /// Workers parked or about to park.
-    idle_workers: AtomicUsize,
-    /// Round-robin cursor over `threads` for wake-ups.
-    next_wake: AtomicUsize,
-    threads: OnceLock<Box<[Thread]>>,
-    workers: std::sync::Mutex<Vec<JoinHandle<()>>>,
+    /// One slot per worker, set once (before the workers are spawned) by `start_workers`.
+    slots: OnceLock<Box<[CachePadded<WorkerSlot>]>>,
+    /// Join handles of the running workers; `shutdown` takes them.
+    workers: Mutex<Vec<JoinHandle<()>>>,
+    /// Where `shutdown` stands, and who runs it.
+    phase: Mutex<Phase>,
+    /// Signalled when `phase` becomes `Done`.
+    phase_done: Condvar,
+}
+
+/// A worker's wake-up slot.
+#[derive(Default)]
+struct WorkerSlot {
+    /// The worker's thread, set by the worker itself before it first processes a group.
+    thread: OnceLock<Thread>,
+    /// The worker is parked or about to park (see `Inner::wake_one`).
+    // Invariant: only set after `thread` is.
+    parked: AtomicBool,
+}
+
+/// Progress of `shutdown`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// No shutdown has started waiting and joining yet.
+    Open,
+    /// The thread with this id waits for `handle` calls in flight, joins the workers and drains.
+    Running(ThreadId),
+    /// Every enqueued group has been handed to the sink.
+    Done,
 }
 
 impl TxHandler {
@@ -405,8 +478,8 @@ impl TxHandler {
     ///
     /// # Errors
     ///
-    /// [`HandlerConfigError`] for a zero capacity, size, interval or group size, a percentage
-    /// above 100, rate limiting on without a limiter, or a failing OS random source.
+    /// [`HandlerConfigError`] for a zero capacity, size, interval, group size or message size, a
+    /// percentage above 100, rate limiting on without a limiter, or a failing OS random source.
     pub fn new(
         config: HandlerConfig,
         committed: Arc<dyn CommittedTxids + Send + Sync>,
@@ -421,6 +494,9 @@ impl TxHandler {
         }
         if config.max_group_size == 0 {
             return Err(HandlerConfigError::ZeroMaxGroupSize);
+        }
+        if config.max_message_size == 0 {
+            return Err(HandlerConfigError::ZeroMaxMessageSize);
         }
         let limiter = if config.app_rate_limiting {
             Some(limiter.ok_or(HandlerConfigError::MissingLimiter)?)
@@ -452,26 +528,37 @@ impl TxHandler {
                 dedup,
                 decoder: config.decoder,
                 max_group_size: config.max_group_size,
+                max_message_size: config.max_message_size,
                 committed,
+                key_cache: (limiter.is_some() && config.app_key_cache > 0)
+                    .then(|| KeyCache::new(config.app_key_cache)),
                 limiter,
                 congestion_threshold: config.congestion_threshold(),
                 sink,
                 backlog: Backlog::new(config.backlog_capacity),
                 counters: Counters::default(),
                 gate: AtomicUsize::new(0),
-                idle_workers: AtomicUsize::new(0),
-                next_wake: AtomicUsize::new(0),
-                threads: OnceLock::new(),
-                workers: std::sync::Mutex::new(Vec::new()),
+                slots: OnceLock::new(),
+                workers: Mutex::new(Vec::new()),
+                phase: Mutex::new(Phase::Open),
+                phase_done: Condvar::new(),
             }),
         })
     }
 
     /// Runs the synchronous part of the pipeline on `msg` (see the [module docs](self)) and
-    /// counts its outcome. Never blocks (beyond dashmap's shard locks in the dedup cache) and
+    /// counts its outcome. Never blocks, beyond dashmap's shard locks in the dedup cache and, at
+    /// a dedup rotation tick, the few atomic operations of the thread that steps the generation;
     /// never panics on any input.
     pub fn handle(&self, msg: &Message<'_>) -> Outcome {
         let inner = &*self.inner;
+        // Relaxed: a refusal that leaves the gate's count alone once the close is visible, so
+        // calls arriving after shutdown began cannot keep the count above zero and starve the
+        // wait for it; the RMW below decides for calls that race the close.
+        if inner.gate.load(Ordering::Relaxed) & CLOSED != 0 {
+            inner.counters.count(Outcome::ShutDown);
+            return Outcome::ShutDown;
+        }
         // Relaxed: entering orders nothing before it; what matters is this RMW's place in the
         // gate's modification order relative to shutdown's `fetch_or` (see `Inner::gate`).
         let gate = inner.gate.fetch_add(IN_FLIGHT_ONE, Ordering::Relaxed);
@@ -484,10 +571,10 @@ impl TxHandler {
             inner.pipeline(msg)
         };
         inner.counters.count(outcome);
-        drop(in_flight);
         if outcome == Outcome::Enqueued {
             inner.wake_one();
         }
+        drop(in_flight);
         outcome
     }
 
@@ -501,38 +588,37 @@ impl TxHandler {
         if n == 0 {
             return Err(WorkerError::ZeroWorkers);
         }
-        let mut workers = self.inner.workers.lock().unwrap_or_else(|e| e.into_inner());
+        let mut workers = self
+            .inner
+            .workers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         // Relaxed: shutdown sets the bit before it takes this lock, so under the lock the bit
         // is visible iff shutdown already took the workers.
         if self.inner.gate.load(Ordering::Relaxed) & CLOSED != 0 {
             return Err(WorkerError::ShutDown);
         }
-        if self.inner.threads.get().is_some() {
+        if self.inner.slots.get().is_some() {
             return Err(WorkerError::AlreadyStarted);
         }
-        let mut threads = Vec::with_capacity(n);
-        let mut failure = None;
+        // Set before any worker runs: a worker indexes its slot, and the spawn orders the set
+        // before the worker's first step.
+        let _ = self
+            .inner
+            .slots
+            .set((0..n).map(|_| CachePadded::default()).collect());
         for index in 0..n {
             let inner = Arc::clone(&self.inner);
-            match std::thread::Builder::new()
+            match thread::Builder::new()
                 .name(format!("txgate-handler-{index}"))
-                .spawn(move || inner.worker_loop())
+                .spawn(move || inner.worker_loop(index))
             {
-                Ok(handle) => {
-                    threads.push(handle.thread().clone());
-                    workers.push(handle);
-                }
-                Err(source) => {
-                    failure = Some(WorkerError::Spawn { index, source });
-                    break;
-                }
+                Ok(handle) => workers.push(handle),
+                // The slots of workers never spawned stay unset and are never woken.
+                Err(source) => return Err(WorkerError::Spawn { index, source }),
             }
         }
-        let _ = self.inner.threads.set(threads.into_boxed_slice());
-        match failure {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        Ok(())
     }
 
     /// Pops one group from the backlog and hands it to the sink on the caller's thread (the
@@ -562,6 +648,19 @@ impl TxHandler {
     /// flight, joins the workers once the backlog is empty, and drains any remainder on the
     /// caller's thread. Afterwards every enqueued group has been handed to the sink exactly once.
     /// Idempotent; also run on drop.
+    ///
+    /// Concurrent calls: one of them does the work and the others wait until it is done, so
+    /// every call returns only once the backlog has reached the sink. Two calls cannot wait:
+    ///
+    /// - on one of the handler's own workers (a [`PoolSink`] that shuts the handler down, or
+    ///   drops its last reference to it), the call closes the handler and returns at once: a
+    ///   thread cannot join itself. The workers still empty the backlog and exit; a later
+    ///   `shutdown` on another thread (or the drop) waits for them.
+    /// - from inside the sink while this same thread runs the shutdown's final drain, the call
+    ///   returns at once (the outer call finishes the work).
+    ///
+    /// Calling it from a [`CommittedTxids`] or decoder, inside a `handle` call, never returns:
+    /// shutdown waits for every `handle` call in flight, that one included.
     ///
     /// A worker that panicked (only possible through a bug in the handler itself: sink panics
     /// are caught and counted) is joined and ignored; its backlog share is drained here.
@@ -602,13 +701,17 @@ impl Drop for TxHandler {
 }
 
 impl Inner {
-    /// Steps 1 to 5 for an open handler.
+    /// Steps 0 to 5 for an open handler.
     fn pipeline(&self, msg: &Message<'_>) -> Outcome {
+        // 0. Size, before any work proportional to it.
+        if msg.bytes.len() > self.max_message_size {
+            return Outcome::MessageTooLarge;
+        }
         // 1. Raw-message dedup.
-        let key = match &self.dedup {
+        let inserted = match &self.dedup {
             Some(dedup) => match dedup.check_and_put(msg.bytes, msg.received_ns) {
                 Check::Duplicate => return Outcome::Duplicate,
-                Check::New(key) => Some(key),
+                Check::New(inserted) => Some(inserted),
             },
             None => None,
         };
@@ -633,8 +736,14 @@ impl Inner {
             && !app_ids.is_empty()
             && self.backlog.len() > self.congestion_threshold
         {
-            bump(&self.counters.limiter_checks);
-            if limiter.admit(&app_ids, origin, msg.received_ns).is_drop() {
+            self.counters.bump(Counter::LimiterChecks);
+            let now = msg.received_ns;
+            let decision = self
+                .with_cached_keys(limiter, origin, &app_ids, |keys| {
+                    limiter.admit_keys(keys, now)
+                })
+                .unwrap_or_else(|| limiter.admit(&app_ids, origin, now));
+            if !decision.is_admit() {
                 return Outcome::RateLimited;
             }
         }
@@ -648,8 +757,8 @@ impl Inner {
         match self.backlog.push(group) {
             Ok(()) => Outcome::Enqueued,
             Err(_) => {
-                if let (Some(dedup), Some(key)) = (&self.dedup, key) {
-                    dedup.remove(&key);
+                if let (Some(dedup), Some(inserted)) = (&self.dedup, inserted) {
+                    dedup.remove(&inserted);
                 }
                 Outcome::BacklogFull
             }
@@ -659,44 +768,96 @@ impl Inner {
     /// Hands `group` to the sink and counts the result; penalizes a peer's rejected app calls.
     fn process(&self, group: Group) {
         match catch_unwind(AssertUnwindSafe(|| self.sink.submit(&group))) {
-            Ok(Ok(())) => bump(&self.counters.pool_accepted),
+            Ok(Ok(())) => self.counters.bump(Counter::PoolAccepted),
             Ok(Err(_)) => {
-                bump(&self.counters.pool_rejected);
+                self.counters.bump(Counter::PoolRejected);
                 if let (Some(limiter), Source::Peer(origin)) = (&self.limiter, &group.source)
                     && !group.app_ids.is_empty()
                 {
-                    limiter.penalize(&group.app_ids, origin, group.received_ns);
-                    bump(&self.counters.penalized);
+                    let now = group.received_ns;
+                    let cached = self.with_cached_keys(limiter, origin, &group.app_ids, |keys| {
+                        limiter.penalize_keys(keys, now)
+                    });
+                    if cached.is_none() {
+                        limiter.penalize(&group.app_ids, origin, now);
+                    }
+                    self.counters.bump(Counter::Penalized);
                 }
             }
-            Err(_) => bump(&self.counters.sink_panicked),
+            Err(_) => self.counters.bump(Counter::SinkPanicked),
         }
     }
 
-    /// Unparks one worker if any is idle.
+    /// `f` of the limiter keys of `app_ids` from `origin`, taken from the key cache; `None` when
+    /// the cache is off (the caller then lets the limiter derive them).
+    fn with_cached_keys<R>(
+        &self,
+        limiter: &AppRateLimiter,
+        origin: &Origin,
+        app_ids: &[u64],
+        f: impl FnOnce(&[AppKey]) -> R,
+    ) -> Option<R> {
+        let cache = self.key_cache.as_ref()?;
+        let mut keys = KeyBuf::new();
+        cache.keys(limiter, origin, app_ids, &mut keys);
+        Some(f(keys.as_slice()))
+    }
+
+    /// After a push: unparks one parked worker, if any.
+    ///
+    /// The handshake with a worker going idle (`worker_loop`) is a store-load pair on each side,
+    /// made safe by a `SeqCst` fence on each side (C++20 [atomics.fences] and [atomics.order]
+    /// p4.4, the rules `std::sync::atomic` follows): this call writes the backlog then reads the
+    /// worker's `parked` flag; the worker writes its flag then reads the backlog. Of the two
+    /// fences, the one later in the single total order makes its thread see the other thread's
+    /// write: either the worker sees this group and does not park, or this call sees the flag and
+    /// unparks it. (Fences rather than `SeqCst` accesses: loom models the fences exactly but
+    /// treats `SeqCst` loads and stores as `AcqRel`, and the queue's own orderings are not ours
+    /// to rely on.) Which parked worker is woken does not matter: a woken worker empties the
+    /// backlog before it parks again.
     fn wake_one(&self) {
-        // SeqCst: pairs with the worker's SeqCst increment before its last look at the backlog
-        // (store-load on both sides): either the worker sees this group, or this sees it idle.
-        if self.idle_workers.load(Ordering::SeqCst) == 0 {
+        // SeqCst fence: orders the push before the flag loads below (see above).
+        fence(Ordering::SeqCst);
+        let Some(slots) = self.slots.get() else {
+            return; // no worker: the caller drains
+        };
+        for slot in slots.iter() {
+            // Acquire: pairs with the worker's Release store of the flag, so its `thread`, set
+            // before, is visible.
+            if slot.parked.load(Ordering::Acquire)
+                && let Some(thread) = slot.thread.get()
+            {
+                thread.unpark();
+                return;
+            }
+        }
+    }
+
+    /// `true` on one of this handler's worker threads.
+    fn on_worker_thread(&self, me: ThreadId) -> bool {
+        self.slots.get().is_some_and(|slots| {
+            slots
+                .iter()
+                .any(|slot| slot.thread.get().is_some_and(|t| t.id() == me))
+        })
+    }
+
+    /// The gate's latest value: `== CLOSED` once shutdown began and no `handle` call can push
+    /// any more; the closed bit with calls in flight while shutdown waits for them.
+    fn gate_now(&self) -> usize {
+        // Acquire: pairs with the Release exit of each `handle` call, so the push of the last
+        // one is visible to the pops that follow. A read-modify-write rather than a load: it
+        // reads the last value in the gate's modification order (C++20 [atomics.order] p10),
+        // never a stale one. Only idle workers and shutdown's wait run it.
+        self.gate.fetch_or(0, Ordering::Acquire)
+    }
+
+    fn worker_loop(&self, index: usize) {
+        let Some(slot) = self.slots.get().and_then(|slots| slots.get(index)) else {
+            debug_assert!(false, "worker {index} has no slot");
             return;
-        }
-        if let Some(threads) = self.threads.get()
-            && !threads.is_empty()
-        {
-            // Relaxed: any worker will do; the cursor only spreads wake-ups.
-            let i = self.next_wake.fetch_add(1, Ordering::Relaxed) % threads.len();
-            threads[i].unpark();
-        }
-    }
-
-    /// `true` once shutdown began and no `handle` call can push any more.
-    fn quiesced(&self) -> bool {
-        // Acquire: pairs with the Release exit of the last `handle` call, so its push is
-        // visible to the pops that follow.
-        self.gate.load(Ordering::Acquire) == CLOSED
-    }
-
-    fn worker_loop(&self) {
+        };
+        let _ = slot.thread.set(thread::current());
         let backoff = Backoff::new();
         loop {
             if let Some(group) = self.backlog.pop() {
@@ -704,24 +865,31 @@ impl Inner {
                 backoff.reset();
                 continue;
             }
-            if self.quiesced() {
-                // Nothing can be pushed any more: empty what is left, then exit.
+            if self.gate_now() & CLOSED != 0 {
+                // Shutting down: empty what is there and exit. Calls still in flight may push
+                // after this; shutdown waits for them and drains the rest itself.
                 while let Some(group) = self.backlog.pop() {
                     self.process(group);
                 }
                 return;
             }
-            if !backoff.is_completed() {
+            // Spin a little before parking (outside loom, whose models would only grow).
+            if !cfg!(loom) && !backoff.is_completed() {
                 backoff.snooze();
                 continue;
             }
-            // SeqCst: see `wake_one`.
-            self.idle_workers.fetch_add(1, Ordering::SeqCst);
-            if self.backlog.is_empty() && !self.quiesced() {
-                std::thread::park_timeout(IDLE_PARK);
+            // Release: see `wake_one`, whose Acquire load then sees `slot.thread`.
+            slot.parked.store(true, Ordering::Release);
+            // SeqCst fence: orders the flag store before the backlog read (see `wake_one`).
+            fence(Ordering::SeqCst);
+            // Shutdown closes the gate before it unparks the workers: a worker that does not see
+            // the closed bit here parks and gets that unpark (or has its token already).
+            if self.backlog.is_empty() && self.gate_now() & CLOSED == 0 {
+                thread::park_timeout(IDLE_PARK);
             }
-            // Relaxed: only the count matters; the next loop re-reads the backlog.
-            self.idle_workers.fetch_sub(1, Ordering::Relaxed);
+            // Relaxed: a stale `true` costs one needless unpark; the next loop re-reads the
+            // backlog.
+            slot.parked.store(false, Ordering::Relaxed);
         }
     }
 
@@ -729,16 +897,43 @@ impl Inner {
         // Relaxed: only the RMW's place in the gate's modification order matters (see `gate`);
         // the wait below acquires what in-flight calls did.
         self.gate.fetch_or(CLOSED, Ordering::Relaxed);
-        // Acquire: pairs with the Release exit of each `handle` call.
-        while self.gate.load(Ordering::Acquire) != CLOSED {
-            sync::yield_now();
+        let me = thread::current().id();
+        if self.on_worker_thread(me) {
+            return; // a sink on a worker: the workers finish the backlog and exit on their own
         }
-        let workers = std::mem::take(&mut *self.workers.lock().unwrap_or_else(|e| e.into_inner()));
+        {
+            let mut phase = self.phase.lock().unwrap_or_else(PoisonError::into_inner);
+            loop {
+                match *phase {
+                    Phase::Open => {
+                        *phase = Phase::Running(me);
+                        break;
+                    }
+                    // Re-entered from the sink during this thread's own drain below.
+                    Phase::Running(runner) if runner == me => return,
+                    Phase::Running(_) => {
+                        phase = self
+                            .phase_done
+                            .wait(phase)
+                            .unwrap_or_else(PoisonError::into_inner);
+                    }
+                    Phase::Done => return,
+                }
+            }
+        }
+        // Marks the shutdown done on every exit, unwinding included, so waiters never hang.
+        let _done = ShutdownDone(self);
+        // Waits for the calls in flight (their Release exits pair with `gate_now`'s Acquire).
+        while self.gate_now() != CLOSED {
+            thread::yield_now();
+        }
+        let workers =
+            std::mem::take(&mut *self.workers.lock().unwrap_or_else(PoisonError::into_inner));
         for w in &workers {
             w.thread().unpark();
         }
         for w in workers {
-            // A worker only panics through a handler bug; its remaining share is drained below.
+            // A worker only panicked through a handler bug; its remaining share is drained below.
             let _ = w.join();
         }
         while let Some(group) = self.backlog.pop() {
@@ -750,6 +945,16 @@ impl Inner {
 /// The distinct non-zero app ids of `txns`, in first-seen order.
 fn group_app_ids(txns: &[Txn]) -> Vec<u64> {
     crate::codec::distinct_app_ids(txns.iter().flat_map(|t| t.app_ids.iter().copied()))
+}
+
+/// The running shutdown; dropping it marks the shutdown done and wakes the calls waiting for it.
+struct ShutdownDone<'a>(&'a Inner);
+
+impl Drop for ShutdownDone<'_> {
+    fn drop(&mut self) {
+        *self.0.phase.lock().unwrap_or_else(PoisonError::into_inner) = Phase::Done;
+        self.0.phase_done.notify_all();
+    }
 }
 
 /// One `handle` call inside the shutdown gate; leaving it (on drop, so also on unwind)

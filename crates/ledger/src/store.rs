@@ -67,8 +67,6 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod reclaim;
-mod sync;
 mod window;
 
 use std::ops::RangeInclusive;

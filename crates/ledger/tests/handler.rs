@@ -232,6 +232,9 @@ fn every_outcome_is_triggered_and_counted_exactly() {
         h.handle(&at(&msg_bytes(&[committed_tx]), p, T0)),
         Outcome::AlreadyCommitted
     );
+    // go-algorand's limit for TX messages, 5,000,000 bytes (protocol/tags.go TxnTagMaxSize).
+    let huge = vec![0x80u8; 5_000_001];
+    assert_eq!(h.handle(&at(&huge, p, T0)), Outcome::MessageTooLarge);
     fill(h, 1, 10); // len 2 > 1: congested
     assert_eq!(
         h.handle(&at(&msg_bytes(&[tx(5, 20)]), p, T0)),
@@ -258,11 +261,12 @@ fn every_outcome_is_triggered_and_counted_exactly() {
     assert_eq!(st.duplicate, 1);
     assert_eq!(st.decode_error, 2);
     assert_eq!(st.group_too_large, 1);
+    assert_eq!(st.message_too_large, 1);
     assert_eq!(st.already_committed, 1);
     assert_eq!(st.rate_limited, 1);
     assert_eq!(st.backlog_full, 1);
     assert_eq!(st.shut_down, 1);
-    assert_eq!(st.handled(), 12);
+    assert_eq!(st.handled(), 13);
     assert_eq!(st.limiter_checks, 2);
     assert_eq!(
         (st.pool_accepted, st.pool_rejected, st.penalized),
@@ -811,6 +815,14 @@ fn config_errors_are_typed() {
         mk(z, l.clone()),
         Some(HandlerConfigError::ZeroMaxGroupSize)
     ));
+    let z = HandlerConfig {
+        max_message_size: 0,
+        ..config(10, 10)
+    };
+    assert!(matches!(
+        mk(z, l.clone()),
+        Some(HandlerConfigError::ZeroMaxMessageSize)
+    ));
     // Off: no limiter needed; a random salt works.
     let ok = HandlerConfig {
         app_rate_limiting: false,
@@ -829,6 +841,33 @@ fn config_errors_are_typed() {
         s.handler.start_workers(1),
         Err(WorkerError::AlreadyStarted)
     ));
+}
+
+#[test]
+fn message_of_max_size_passes_one_byte_more_is_dropped_unread() {
+    assert_eq!(HandlerConfig::default().max_message_size, 5_000_000);
+    let ok = msg_bytes(&[tx(0, 1)]);
+    let s = setup(
+        HandlerConfig {
+            max_message_size: ok.len(),
+            ..config(8, 100)
+        },
+        FakeLedger::default(),
+        FakePool::default(),
+        100,
+    );
+    let h = &s.handler;
+    let mut long = msg_bytes(&[tx(0, 2)]);
+    long.resize(ok.len() + 1, 0);
+    for _ in 0..2 {
+        // Not hashed into the dedup cache, not decoded: the same result every time.
+        assert_eq!(h.handle(&at(&long, peer(1), T0)), Outcome::MessageTooLarge);
+    }
+    assert_eq!(h.dedup_len(), 0);
+    assert!(s.ledger.queries.lock().unwrap().is_empty());
+    assert_eq!(h.handle(&at(&ok, peer(1), T0)), Outcome::Enqueued);
+    let st = h.stats();
+    assert_eq!((st.message_too_large, st.enqueued, st.handled()), (2, 1, 3));
 }
 
 #[test]
@@ -926,4 +965,200 @@ fn a_panic_inside_handle_does_not_hang_shutdown() {
         .recv_timeout(Duration::from_secs(20))
         .expect("shutdown returned");
     assert_eq!(stats.enqueued, 0);
+}
+
+/// A sink that blocks in its first call until released, so a shutdown is still joining a busy
+/// worker while a second shutdown runs.
+#[derive(Default)]
+struct GatedPool {
+    entered: std::sync::Mutex<bool>,
+    entered_cv: std::sync::Condvar,
+    open: std::sync::Mutex<bool>,
+    open_cv: std::sync::Condvar,
+    accepted: AtomicU64,
+}
+
+impl PoolSink for GatedPool {
+    fn submit(&self, _: &Group) -> Result<(), PoolReject> {
+        *self.entered.lock().unwrap() = true;
+        self.entered_cv.notify_all();
+        let mut open = self.open.lock().unwrap();
+        while !*open {
+            open = self.open_cv.wait(open).unwrap();
+        }
+        self.accepted.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// Two shutdowns at once: the second must not return before the first has handed every
+/// enqueued group to the sink (it used to find the workers already taken and return while a
+/// worker was still inside the sink).
+#[test]
+fn a_second_concurrent_shutdown_waits_for_the_first() {
+    let pool = Arc::new(GatedPool::default());
+    let h = Arc::new(
+        TxHandler::new(
+            config(8, 100),
+            Arc::new(FakeLedger::default()),
+            Some(limiter(100)),
+            pool.clone() as Arc<dyn PoolSink>,
+        )
+        .unwrap(),
+    );
+    h.start_workers(1).unwrap();
+    let b = msg_bytes(&[tx(0, 1)]);
+    assert_eq!(h.handle(&at(&b, peer(1), T0)), Outcome::Enqueued);
+    // The worker is inside the sink, holding the group.
+    let mut entered = pool.entered.lock().unwrap();
+    while !*entered {
+        entered = pool.entered_cv.wait(entered).unwrap();
+    }
+    drop(entered);
+    let shutdowns: Vec<_> = (0..2)
+        .map(|_| {
+            let (h, pool) = (h.clone(), pool.clone());
+            std::thread::spawn(move || {
+                h.shutdown();
+                // What this caller may rely on once shutdown returned.
+                (pool.accepted.load(Ordering::SeqCst), h.stats().processed())
+            })
+        })
+        .collect();
+    // Both calls are in (the handler refuses new messages) before the sink is released; a
+    // shutdown that returns early does so well within this pause.
+    while h.handle(&at(&b, peer(1), T0)) != Outcome::ShutDown {} // a duplicate until then
+    std::thread::sleep(Duration::from_millis(100));
+    *pool.open.lock().unwrap() = true;
+    pool.open_cv.notify_all();
+    for t in shutdowns {
+        assert_eq!(
+            t.join().unwrap(),
+            (1, 1),
+            "a shutdown returned before the drain"
+        );
+    }
+}
+
+/// A sink that shuts the handler down from a worker thread (and one that does so while the
+/// caller's own shutdown drains): shutdown neither joins the thread it runs on nor waits for
+/// itself, and every enqueued group still reaches the sink exactly once.
+#[test]
+fn a_sink_that_shuts_the_handler_down_neither_hangs_nor_panics() {
+    #[derive(Default)]
+    struct ShuttingPool {
+        handler: std::sync::OnceLock<std::sync::Weak<TxHandler>>,
+        accepted: AtomicU64,
+        on: Mutex<Vec<Option<String>>>,
+    }
+    impl PoolSink for ShuttingPool {
+        fn submit(&self, _: &Group) -> Result<(), PoolReject> {
+            self.on
+                .lock()
+                .unwrap()
+                .push(std::thread::current().name().map(str::to_owned));
+            if let Some(h) = self.handler.get().and_then(std::sync::Weak::upgrade) {
+                h.shutdown();
+            }
+            self.accepted.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+    }
+    for workers in [1, 0] {
+        let pool = Arc::new(ShuttingPool::default());
+        let h = Arc::new(
+            TxHandler::new(
+                config(64, 100),
+                Arc::new(FakeLedger::default()),
+                Some(limiter(100)),
+                pool.clone() as Arc<dyn PoolSink>,
+            )
+            .unwrap(),
+        );
+        pool.handler.set(Arc::downgrade(&h)).unwrap();
+        let mut enqueued = 0;
+        for i in 0..20 {
+            if h.handle(&at(&msg_bytes(&[tx(0, i)]), peer(1), T0)) == Outcome::Enqueued {
+                enqueued += 1;
+            }
+        }
+        if workers > 0 {
+            h.start_workers(workers).unwrap();
+        }
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let runner = h.clone();
+        std::thread::spawn(move || {
+            runner.shutdown();
+            done_tx.send(runner.stats()).unwrap();
+        });
+        let st = done_rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("shutdown returned");
+        assert_eq!(enqueued, 20, "nothing refused before the first group ran");
+        assert_eq!(st.sink_panicked, 0, "a shutdown joined its own thread");
+        assert_eq!((st.pool_accepted, st.processed()), (20, 20));
+        assert_eq!(pool.accepted.load(Ordering::SeqCst), 20);
+        if workers > 0 {
+            // The first group went through a worker, whose shutdown call returned at once.
+            assert_eq!(
+                pool.on.lock().unwrap()[0].as_deref(),
+                Some("txgate-handler-0")
+            );
+        }
+    }
+}
+
+/// The key cache changes no decision: two handlers, one deriving every key per message (as
+/// go-algorand) and one caching them (a cache of 64 keys, so it rotates often), see the same
+/// congested traffic over a few peers and apps at a small L and decide every message alike,
+/// penalties included.
+#[test]
+fn cached_limiter_keys_decide_like_derived_ones() {
+    let mk = |cache: usize| {
+        setup(
+            HandlerConfig {
+                app_key_cache: cache,
+                ..config(100_000, 0)
+            },
+            FakeLedger::default(),
+            FakePool {
+                reject_app: Some(3),
+                ..FakePool::default()
+            },
+            3,
+        )
+    };
+    let (derived, cached) = (mk(0), mk(64));
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    };
+    let mut outcomes = [0u64; 2];
+    for i in 0..3_000u64 {
+        let apps: Vec<Tx> = (0..1 + next(3))
+            .map(|j| tx(1 + next(8), i * 4 + j))
+            .collect();
+        let bytes = msg_bytes(&apps);
+        let (p, t) = (peer(next(12) as u8), T0 + i * 5_000_000);
+        let a = derived.handler.handle(&at(&bytes, p, t));
+        let b = cached.handler.handle(&at(&bytes, p, t));
+        assert_eq!(a, b, "message {i}");
+        outcomes[usize::from(a == Outcome::RateLimited)] += 1;
+        if i % 97 == 0 {
+            // Rejections of app 3 penalize through the keys of each handler's path.
+            derived.handler.drain();
+            cached.handler.drain();
+        }
+    }
+    assert!(outcomes[0] > 100 && outcomes[1] > 100, "{outcomes:?}");
+    let (d, c) = (derived.handler.stats(), cached.handler.stats());
+    assert_eq!((d.rate_limited, d.penalized), (c.rate_limited, c.penalized));
+    assert!(d.penalized > 0);
+    assert_eq!(
+        derived.limiter.tracked_keys(),
+        cached.limiter.tracked_keys()
+    );
 }

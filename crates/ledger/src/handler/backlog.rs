@@ -5,15 +5,19 @@
 //! default: drop }` on a buffered channel). crossbeam's queue is not loom-instrumented, so under
 //! `cfg(loom)` the same interface is backed by a loom `Mutex<VecDeque>` with the same capacity
 //! rule: the loom models check the handler's protocol around the queue (nothing lost, nothing
-//! duplicated, counters add up), not crossbeam's own algorithm, which crossbeam tests itself.
+//! duplicated, counters add up, no lost wake-up), not crossbeam's own algorithm, which crossbeam
+//! tests itself. The stand-in's `len` reads a length published with `Release` by every push and
+//! pop, without the lock, as `ArrayQueue::len` reads the head and tail indices without one: a
+//! lock there would order a worker's idle check after every earlier push and hide a missing
+//! fence in the handler's wake-up handshake.
 
 #[cfg(not(loom))]
 use crossbeam_queue::ArrayQueue;
 
 #[cfg(loom)]
-use super::sync::Mutex;
-#[cfg(loom)]
 use std::collections::VecDeque;
+#[cfg(loom)]
+use txgate_sync::sync::{AtomicUsize, Mutex, Ordering};
 
 /// A bounded FIFO of `T` with a non-blocking push.
 pub(crate) struct Backlog<T> {
@@ -24,6 +28,9 @@ pub(crate) struct Backlog<T> {
     queue: Mutex<VecDeque<T>>,
     #[cfg(loom)]
     capacity: usize,
+    /// `queue.len()` as of the last push or pop.
+    #[cfg(loom)]
+    len: AtomicUsize,
 }
 
 impl<T> Backlog<T> {
@@ -44,6 +51,7 @@ impl<T> Backlog<T> {
             Self {
                 queue: Mutex::new(VecDeque::with_capacity(capacity)),
                 capacity,
+                len: AtomicUsize::new(0),
             }
         }
     }
@@ -62,6 +70,8 @@ impl<T> Backlog<T> {
             }
             q.push_back(item);
             debug_assert!(q.len() <= self.capacity);
+            // Release: as `ArrayQueue::push` publishes its tail index.
+            self.len.store(q.len(), Ordering::Release);
             Ok(())
         }
     }
@@ -74,10 +84,11 @@ impl<T> Backlog<T> {
         }
         #[cfg(loom)]
         {
-            self.queue
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .pop_front()
+            let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+            let item = q.pop_front();
+            // Release: as `ArrayQueue::pop` publishes its head index.
+            self.len.store(q.len(), Ordering::Release);
+            item
         }
     }
 
@@ -89,7 +100,8 @@ impl<T> Backlog<T> {
         }
         #[cfg(loom)]
         {
-            self.queue.lock().unwrap_or_else(|e| e.into_inner()).len()
+            // Acquire: as `ArrayQueue::len` loads the indices.
+            self.len.load(Ordering::Acquire)
         }
     }
 

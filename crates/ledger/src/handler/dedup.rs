@@ -20,10 +20,14 @@
 //!   Default `max_size` = `TxIncomingFilterMaxSize` = 500,000 (config `version[28]`).
 //! - Time rotation: every `interval` (upstream: `msgCache.Start(ctx, 60*time.Second)` in
 //!   `TxHandler.Start`), whatever the sizes. Time is the caller's (`now_ns` of each message):
-//!   the rotation is done by the first message at or after each tick; when two or more ticks
-//!   passed without a message both generations are dropped, as upstream's timer would have done.
+//!   the rotation is done by the first message at or after each tick, and every message at or
+//!   after a tick is checked against the generations as they are after that tick's rotation;
+//!   when two or more ticks passed without a message both generations are dropped, as
+//!   upstream's timer would have done.
 //! - A message dropped because the backlog is full is removed again, so its sender may resend it
-//!   (`deleteFromCaches` -> `DeleteByKey`, both generations).
+//!   (`deleteFromCaches` -> `DeleteByKey`, both generations). Only the entry that message
+//!   inserted is removed: if rotations dropped it meanwhile and a later copy was inserted anew,
+//!   the later copy's entry stays.
 //!
 //! # Shape
 //!
@@ -36,11 +40,26 @@
 //! message exactly one is new, also while a rotation is in progress. (Two maps swapped under
 //! racing readers would let two copies both miss.)
 //!
+//! A time rotation must also be seen by every message whose time is past its tick, or two
+//! copies racing the first message after an idle gap could both be new: one copy rotating (two
+//! generations at once), the other inserting into the generation that rotation is about to drop.
+//! So a message that finds a tick due takes the rotation lock (waiting, if another thread holds
+//! it, for the few atomic operations of that thread's generation step; the sweep runs after the
+//! lock is released), and the rotating thread steps the generation *before* it publishes the new
+//! tick with `Release`: a message that reads the new tick (with `Acquire`) and so skips the lock
+//! also reads the new generation.
+//!
+//! The generation, the counts and the rotation lock go through `txgate_sync::sync`, so loom
+//! models explore their interleavings; the map itself does not (dashmap's shard locks are not
+//! loom-instrumented, and no loom operation runs while one is held, so loom never switches
+//! threads inside one: each check-and-insert is one step of the model).
+//!
 //! Sizes are exact single-threaded; under concurrency the count of current keys may be off by
 //! the number of inserts racing a rotation, which only moves the next size rotation a little.
-//! A thread stalled across two whole rotations between reading the generation and inserting
-//! would insert an already-absent key (a later copy is then new again): harmless, since the
-//! pool drops duplicates of pending transactions anyway.
+//! A thread stalled between reading the generation and inserting, while later messages trigger
+//! two rotations, inserts an entry that is already absent: its message counts as checked
+//! before those rotations (its time precedes their ticks), and a later copy is new, which is
+//! the sequential outcome.
 
 use std::hash::{BuildHasher, Hash, Hasher};
 
@@ -48,7 +67,7 @@ use dashmap::DashMap;
 use dashmap::mapref::entry::Entry;
 use sha2::{Digest as _, Sha256};
 
-use super::sync::{AtomicU64, AtomicUsize, Mutex, Ordering};
+use txgate_sync::sync::{AtomicU64, AtomicUsize, Mutex, Ordering};
 
 /// A salted 32-byte digest of a raw message: SHA-256(salt || message).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -102,8 +121,16 @@ impl BuildHasher for BuildKeyHasher {
 pub(crate) enum Check {
     /// The message is in current or previous: drop it.
     Duplicate,
-    /// The message was new and is now in current under this key.
-    New(MsgKey),
+    /// The message was new and is now in current: the entry it inserted.
+    New(Inserted),
+}
+
+/// The dedup entry one message inserted: its key and the generation it was tagged with, so that
+/// [`DedupCache::remove`] forgets this entry and never a later copy's.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct Inserted {
+    key: MsgKey,
+    generation: u64,
 }
 
 /// `rotated_at_ns` before the first message.
@@ -122,8 +149,12 @@ pub(crate) struct DedupCache {
     /// Keys inserted in the current generation (see the module docs on accuracy).
     current_len: AtomicUsize,
     /// The tick the time rotation counts from, or `NOT_STARTED`.
+    // Invariant: a rotator steps `generation` before it stores a new tick here, so a thread
+    // that reads a tick (Acquire) also reads the generation of that tick or a later one.
     rotated_at_ns: AtomicU64,
-    /// Taken (with `try_lock`, never waited on) by the one thread that rotates.
+    /// Held by the thread that steps the generation. Size rotations only try it (a skipped
+    /// size rotation just lets current grow a little); a message that finds a time tick due
+    /// waits for it (module docs).
     rotation: Mutex<()>,
     rotations: AtomicU64,
     max_size: usize,
@@ -173,8 +204,8 @@ impl DedupCache {
             }
             self.rotate_on_size();
         }
-        // Acquire: pairs with the AcqRel increment in `advance`, so an insert tagged with the
-        // new generation comes after the rotation that created it.
+        // Acquire: pairs with the AcqRel step in `advance`, so an insert tagged with the new
+        // generation comes after the rotation that created it.
         let generation = self.generation.load(Ordering::Acquire);
         let new = match self.map.entry(key) {
             Entry::Occupied(mut e) => {
@@ -193,7 +224,7 @@ impl DedupCache {
         if new {
             // Relaxed: a count, read as a hint.
             self.current_len.fetch_add(1, Ordering::Relaxed);
-            Check::New(key)
+            Check::New(Inserted { key, generation })
         } else {
             Check::Duplicate
         }
@@ -208,11 +239,15 @@ impl DedupCache {
             .is_some_and(|tag| Self::live(*tag, generation))
     }
 
-    /// Forgets `key` (both generations), so the message may be sent again.
-    pub(crate) fn remove(&self, key: &MsgKey) {
+    /// Forgets the entry `inserted` (in current or previous), so the message may be sent again.
+    /// An entry of the same key with another generation is a later copy's (the first was
+    /// dropped by rotations, and the key inserted anew): it stays.
+    pub(crate) fn remove(&self, inserted: &Inserted) {
         // Acquire: as in `check_and_put`.
         let generation = self.generation.load(Ordering::Acquire);
-        if let Some((_, tag)) = self.map.remove(key)
+        if let Some((_, tag)) = self
+            .map
+            .remove_if(&inserted.key, |_, tag| *tag == inserted.generation)
             && tag == generation
         {
             // Relaxed: a count. Saturating: a racing rotation may have reset it already.
@@ -238,62 +273,83 @@ impl DedupCache {
             .count()
     }
 
+    /// Rotates if a tick is due at `now_ns`; returns once the generations are those of the
+    /// latest tick at or before `now_ns` (or later ones).
     fn rotate_on_time(&self, now_ns: u64) {
-        // Relaxed: the tick is re-read under the rotation lock before it is acted on.
-        let at = self.rotated_at_ns.load(Ordering::Relaxed);
+        // Acquire: pairs with the Release store of a new tick below, so a message that sees the
+        // tick also sees the generation stepped before it.
+        let mut at = self.rotated_at_ns.load(Ordering::Acquire);
         if at == NOT_STARTED {
-            // Relaxed: whichever first message wins starts the clock; the value is all that
-            // matters.
-            let _ = self.rotated_at_ns.compare_exchange(
+            // AcqRel: a winner's value is all that matters; a loser acquires the tick it lost
+            // to, as the load above.
+            match self.rotated_at_ns.compare_exchange(
                 NOT_STARTED,
                 now_ns,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            );
-            return;
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return,
+                // Another first message started the clock; this one may already be past a tick.
+                Err(started) => at = started,
+            }
         }
         if now_ns.saturating_sub(at) < self.interval_ns {
             return;
         }
-        let Ok(_guard) = self.rotation.try_lock() else {
-            return; // another thread is rotating
-        };
+        // A tick is due at this message's time: its rotation must come first, so wait for a
+        // thread already rotating rather than skip it. Only atomic operations run under the lock,
+        // each leaving a valid state, so a poisoned lock (a panic in a debug assertion) is taken
+        // as is.
+        let guard = self
+            .rotation
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         // Relaxed: the lock orders this read after the previous rotator's store.
         let at = self.rotated_at_ns.load(Ordering::Relaxed);
         let ticks = now_ns.saturating_sub(at) / self.interval_ns;
         if ticks == 0 {
-            return;
+            return; // the thread that held the lock rotated for this tick
         }
-        // Relaxed: read only by rotators, under the lock.
+        let generation = self.advance(ticks.min(2));
+        // Release: publishes the step above with the new tick (the invariant on the field).
         self.rotated_at_ns.store(
             at.saturating_add(ticks.saturating_mul(self.interval_ns)),
-            Ordering::Relaxed,
+            Ordering::Release,
         );
-        self.advance(ticks.min(2));
+        drop(guard);
+        self.sweep(generation);
     }
 
     fn rotate_on_size(&self) {
-        let Ok(_guard) = self.rotation.try_lock() else {
+        let Ok(guard) = self.rotation.try_lock() else {
             return; // another thread is rotating
         };
         // Relaxed: a hint, re-read under the lock so that racing callers rotate once.
         if self.current_len.load(Ordering::Relaxed) >= self.max_size {
-            self.advance(1);
+            let generation = self.advance(1);
+            drop(guard);
+            self.sweep(generation);
         }
     }
 
-    /// Moves `steps` (1 or 2) generations on and sweeps what became absent. Caller holds
+    /// Moves `steps` (1 or 2) generations on; returns the new generation. Caller holds
     /// `rotation`.
-    fn advance(&self, steps: u64) {
+    fn advance(&self, steps: u64) -> u64 {
         debug_assert!(steps == 1 || steps == 2);
         // AcqRel: Release publishes the new generation to the Acquire loads of inserters;
-        // Acquire orders the sweep below after every insert tagged with an older generation that
-        // this increment follows.
+        // Acquire orders the sweep that follows after every insert tagged with an older
+        // generation that this step follows.
         let generation = self.generation.fetch_add(steps, Ordering::AcqRel) + steps;
         // Relaxed: a count, hint only.
         self.current_len.store(0, Ordering::Relaxed);
         // Relaxed: a statistic.
         self.rotations.fetch_add(steps, Ordering::Relaxed);
+        generation
+    }
+
+    /// Drops the entries absent at `generation`. Runs outside the rotation lock: sweeps of
+    /// successive rotations may overlap, and each only drops entries already absent.
+    fn sweep(&self, generation: u64) {
         self.map.retain(|_, tag| Self::live(*tag, generation));
     }
 }
@@ -353,19 +409,42 @@ mod tests {
         assert_eq!(c.rotations(), 4);
     }
 
+    fn inserted(c: &DedupCache, msg: &[u8], now: u64) -> Inserted {
+        match c.check_and_put(msg, now) {
+            Check::New(inserted) => inserted,
+            Check::Duplicate => panic!("{msg:?} is new"),
+        }
+    }
+
     #[test]
     fn remove_forgets_from_either_generation() {
         let c = DedupCache::new([3; 16], 1, 3600 * S);
-        let Check::New(ka) = c.check_and_put(b"a", 0) else {
-            panic!("a is new")
-        };
-        let Check::New(kb) = c.check_and_put(b"b", 0) else {
-            panic!("b is new")
-        }; // a in previous, b in current
+        let ka = inserted(&c, b"a", 0);
+        let kb = inserted(&c, b"b", 0); // a in previous, b in current
         c.remove(&ka);
         c.remove(&kb);
         assert_eq!(c.live_len(), 0);
         assert!(is_new(&c, b"a", 0));
+    }
+
+    #[test]
+    fn a_stale_remove_keeps_a_later_copys_entry() {
+        // A copy inserted at t0; two intervals pass (both generations dropped) and a second copy
+        // is inserted anew; the first copy's late backlog-full removal must leave the second's
+        // entry alone.
+        let c = DedupCache::new([6; 16], 1000, S);
+        let first = inserted(&c, b"m", 1);
+        let second = inserted(&c, b"m", 2 * S + 1);
+        assert_eq!(c.rotations(), 2);
+        assert_ne!(first, second);
+        c.remove(&first);
+        assert!(
+            !is_new(&c, b"m", 2 * S + 2),
+            "the second copy's entry was removed"
+        );
+        assert_eq!(c.live_len(), 1);
+        c.remove(&second);
+        assert_eq!(c.live_len(), 0);
     }
 
     #[test]

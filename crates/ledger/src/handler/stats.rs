@@ -1,16 +1,19 @@
 //! Outcome counters of the handler and their snapshot.
 
+use crossbeam_utils::CachePadded;
+use txgate_sync::sync::{AtomicU64, Ordering, thread_index};
+
 use super::Outcome;
-use super::sync::{AtomicU64, Ordering};
 
 /// A snapshot of a [`TxHandler`](super::TxHandler)'s counters: one per outcome of
 /// [`TxHandler::handle`](super::TxHandler::handle), one per result of the workers, and gauges.
 ///
-/// Counters are relaxed atomics read one by one: a snapshot taken while messages flow may be a
+/// Counters are relaxed atomics, striped by thread (so concurrent `handle` calls do not share a
+/// cache line for them) and summed field by field: a snapshot taken while messages flow may be a
 /// few counts apart between fields; once the handler is quiet (or after
 /// [`shutdown`](super::TxHandler::shutdown)) they add up exactly:
 ///
-/// - messages handled = [`HandlerStats::handled`] = the sum of the eight `handle` outcomes;
+/// - messages handled = [`HandlerStats::handled`] = the sum of the nine `handle` outcomes;
 /// - `enqueued` = `pool_accepted + pool_rejected + sink_panicked + backlog_len` (plus groups a
 ///   worker is holding right now).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -24,6 +27,9 @@ pub struct HandlerStats {
     /// [`Outcome::GroupTooLarge`]: more transactions than `max_group_size`
     /// (go-algorand `TransactionMessageTxGroupExcessive`).
     pub group_too_large: u64,
+    /// [`Outcome::MessageTooLarge`]: more bytes than `max_message_size` (go-algorand's network
+    /// layer drops these before its handler, by the tag's maximum size).
+    pub message_too_large: u64,
     /// [`Outcome::AlreadyCommitted`]: a transaction of the group is already in the ledger
     /// (go-algorand `TransactionMessagesAlreadyCommitted`).
     pub already_committed: u64,
@@ -56,12 +62,13 @@ pub struct HandlerStats {
 }
 
 impl HandlerStats {
-    /// Messages offered to [`TxHandler::handle`](super::TxHandler::handle): the sum of its eight
+    /// Messages offered to [`TxHandler::handle`](super::TxHandler::handle): the sum of its nine
     /// outcome counters.
     pub fn handled(&self) -> u64 {
         self.duplicate
             + self.decode_error
             + self.group_too_large
+            + self.message_too_large
             + self.already_committed
             + self.rate_limited
             + self.backlog_full
@@ -75,63 +82,103 @@ impl HandlerStats {
     }
 }
 
-/// The live counters.
-#[derive(Default)]
-pub(crate) struct Counters {
-    duplicate: AtomicU64,
-    decode_error: AtomicU64,
-    group_too_large: AtomicU64,
-    already_committed: AtomicU64,
-    rate_limited: AtomicU64,
-    backlog_full: AtomicU64,
-    shut_down: AtomicU64,
-    enqueued: AtomicU64,
-    pub(crate) limiter_checks: AtomicU64,
-    pub(crate) pool_accepted: AtomicU64,
-    pub(crate) pool_rejected: AtomicU64,
-    pub(crate) penalized: AtomicU64,
-    pub(crate) sink_panicked: AtomicU64,
+/// One counter of [`Counters`]: the index of its word in every stripe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Counter {
+    Duplicate,
+    DecodeError,
+    GroupTooLarge,
+    MessageTooLarge,
+    AlreadyCommitted,
+    RateLimited,
+    BacklogFull,
+    ShutDown,
+    Enqueued,
+    LimiterChecks,
+    PoolAccepted,
+    PoolRejected,
+    Penalized,
+    SinkPanicked,
 }
 
-/// Adds one to a counter.
-pub(crate) fn bump(counter: &AtomicU64) {
-    // Relaxed: counters order nothing; readers take snapshots.
-    counter.fetch_add(1, Ordering::Relaxed);
+/// Number of [`Counter`]s.
+const COUNTERS: usize = Counter::SinkPanicked as usize + 1;
+
+/// Stripes of the counters: a thread counts in the stripe of its [`thread_index`], so threads
+/// that handle messages at once rarely write the same cache line (the limiter's decision
+/// counters are striped the same way). One under loom, whose threads all have index 0.
+const STRIPES: usize = if cfg!(loom) { 1 } else { 16 };
+
+/// One stripe: every counter once.
+struct Stripe([AtomicU64; COUNTERS]);
+
+/// The live counters, striped by thread; a snapshot sums the stripes.
+pub(crate) struct Counters {
+    // Invariant: `STRIPES` entries (a power of two).
+    stripes: Box<[CachePadded<Stripe>]>,
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Self {
+            stripes: (0..STRIPES)
+                .map(|_| CachePadded::new(Stripe(std::array::from_fn(|_| AtomicU64::new(0)))))
+                .collect(),
+        }
+    }
 }
 
 impl Counters {
+    /// Adds one to `counter`, in the calling thread's stripe.
+    #[inline]
+    pub(crate) fn bump(&self, counter: Counter) {
+        let stripe = &self.stripes[thread_index() & (STRIPES - 1)];
+        // Relaxed: counters order nothing; readers take snapshots.
+        stripe.0[counter as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Counts one `handle` outcome.
+    #[inline]
     pub(crate) fn count(&self, outcome: Outcome) {
-        bump(match outcome {
-            Outcome::Enqueued => &self.enqueued,
-            Outcome::Duplicate => &self.duplicate,
-            Outcome::DecodeError => &self.decode_error,
-            Outcome::GroupTooLarge => &self.group_too_large,
-            Outcome::AlreadyCommitted => &self.already_committed,
-            Outcome::RateLimited => &self.rate_limited,
-            Outcome::BacklogFull => &self.backlog_full,
-            Outcome::ShutDown => &self.shut_down,
+        self.bump(match outcome {
+            Outcome::Enqueued => Counter::Enqueued,
+            Outcome::Duplicate => Counter::Duplicate,
+            Outcome::DecodeError => Counter::DecodeError,
+            Outcome::GroupTooLarge => Counter::GroupTooLarge,
+            Outcome::MessageTooLarge => Counter::MessageTooLarge,
+            Outcome::AlreadyCommitted => Counter::AlreadyCommitted,
+            Outcome::RateLimited => Counter::RateLimited,
+            Outcome::BacklogFull => Counter::BacklogFull,
+            Outcome::ShutDown => Counter::ShutDown,
         });
+    }
+
+    /// The sum of `counter` over the stripes.
+    fn total(&self, counter: Counter) -> u64 {
+        self.stripes
+            .iter()
+            // Relaxed: see `bump`.
+            .map(|stripe| stripe.0[counter as usize].load(Ordering::Relaxed))
+            .sum()
     }
 
     /// A snapshot (gauges filled in by the caller).
     pub(crate) fn snapshot(&self) -> HandlerStats {
-        // Relaxed: see `bump`.
-        let r = |c: &AtomicU64| c.load(Ordering::Relaxed);
         HandlerStats {
-            duplicate: r(&self.duplicate),
-            decode_error: r(&self.decode_error),
-            group_too_large: r(&self.group_too_large),
-            already_committed: r(&self.already_committed),
-            rate_limited: r(&self.rate_limited),
-            backlog_full: r(&self.backlog_full),
-            shut_down: r(&self.shut_down),
-            enqueued: r(&self.enqueued),
-            limiter_checks: r(&self.limiter_checks),
-            pool_accepted: r(&self.pool_accepted),
-            pool_rejected: r(&self.pool_rejected),
-            penalized: r(&self.penalized),
-            sink_panicked: r(&self.sink_panicked),
+            duplicate: self.total(Counter::Duplicate),
+            decode_error: self.total(Counter::DecodeError),
+            group_too_large: self.total(Counter::GroupTooLarge),
+            message_too_large: self.total(Counter::MessageTooLarge),
+            already_committed: self.total(Counter::AlreadyCommitted),
+            rate_limited: self.total(Counter::RateLimited),
+            backlog_full: self.total(Counter::BacklogFull),
+            shut_down: self.total(Counter::ShutDown),
+            enqueued: self.total(Counter::Enqueued),
+            limiter_checks: self.total(Counter::LimiterChecks),
+            pool_accepted: self.total(Counter::PoolAccepted),
+            pool_rejected: self.total(Counter::PoolRejected),
+            penalized: self.total(Counter::Penalized),
+            sink_panicked: self.total(Counter::SinkPanicked),
             dedup_rotations: 0,
             backlog_len: 0,
         }

@@ -3,61 +3,33 @@
 //! A ring of `capacity` slots (MaxTxnLife + 1 for the ledger): round `r` lives in slot
 //! `r % capacity`, as an [`RoundEntry`] (the round number and its value) behind an `AtomicPtr`.
 //! One writer publishes rounds in order: it swaps the new entry into its slot, which replaces
-//! the entry of round `r - capacity` (the round that just left the window), retires the old
-//! entry through [`super::reclaim`], and only then stores the new latest round with `Release`.
-//! A reader loads the latest round with `Acquire`, so every slot it then loads holds that round's
-//! entry or a newer one; it checks the entry's round against the one it wants, so a slot that a
-//! newer round took over reads as "outside the window", never as the wrong round.
+//! the entry of round `r - capacity` (the round that just left the window), stores the new
+//! latest round with `Release`, and only then retires the old entry through
+//! [`txgate_sync::reclaim`] (seize; a strict stand-in under loom). A reader loads the latest
+//! round with `Acquire`, so every slot it then loads holds that round's entry or a newer one; it
+//! checks the entry's round against the one it wants, so a slot that a newer round took over
+//! reads as "outside the window", never as the wrong round. Every access to an entry goes
+//! through [`Guard::check`], which under loom fails the model if a collector could already have
+//! freed the entry.
 
 use std::marker::PhantomData;
 use std::ops::Deref;
 use std::sync::RwLock;
 
-use super::reclaim::{Collector, Guard};
-use super::sync::{AtomicPtr, AtomicU64, Ordering};
+use txgate_sync::reclaim::{Collector, Guard};
+use txgate_sync::sync::{AtomicPtr, AtomicU64, Ordering};
+
 use crate::Round;
+
+/// Retired entries per thread before seize tries to free a batch (seize's own default is
+/// max(32, CPUs)): a replaced bloom is freed at most a batch of rounds late, which bounds the
+/// memory held beyond the window.
+const RECLAIM_BATCH: usize = 32;
 
 /// One round of the window: its number and its value (the ledger's bloom).
 pub(crate) struct RoundEntry<T> {
     round: Round,
     value: T,
-    /// Set by the loom stand-in of the collector when the entry counts as reclaimed (a test
-    /// oracle, not shared state of the algorithm).
-    #[cfg(loom)]
-    poisoned: std::sync::atomic::AtomicBool,
-}
-
-impl<T> RoundEntry<T> {
-    fn new(round: Round, value: T) -> Self {
-        Self {
-            round,
-            value,
-            #[cfg(loom)]
-            poisoned: std::sync::atomic::AtomicBool::new(false),
-        }
-    }
-
-    /// Marks the entry reclaimed (loom stand-in only).
-    #[cfg(loom)]
-    pub(crate) fn poison(&self) {
-        // SeqCst: a test oracle outside the model (a std atomic); loom runs one thread at a
-        // time, so any ordering reads back exactly what was stored.
-        self.poisoned
-            .store(true, std::sync::atomic::Ordering::SeqCst);
-    }
-
-    /// Panics if the entry counts as reclaimed: a reader touched it after the collector was
-    /// free to free it (loom only; a no-op otherwise).
-    #[inline]
-    fn check_live(&self) {
-        #[cfg(loom)]
-        // SeqCst: as in `poison`.
-        assert!(
-            !self.poisoned.load(std::sync::atomic::Ordering::SeqCst),
-            "window entry of round {} used after reclamation",
-            self.round
-        );
-    }
 }
 
 /// The ring of published rounds. One writer at a time calls [`Window::publish`] (the ledger's
@@ -69,7 +41,9 @@ pub(crate) struct Window<T> {
     // Invariant: 0 while nothing is published, else the latest published round + 1. Only
     // increases.
     published: AtomicU64,
-    collector: Collector<T>,
+    // Dropped after the slots' entries (`Drop` below): it frees what was retired but not yet
+    // freed.
+    collector: Collector,
     // Entries are read through `&T` on any thread and dropped on whichever thread reclaims them:
     // the window is `Sync` only for `T: Send + Sync` and `Send` only for `T: Send`, which is
     // exactly what `RwLock<T>` requires of `T` for the same two traits.
@@ -90,6 +64,7 @@ pub(crate) enum Probe<'r, T> {
 /// A window entry that a reader's guard keeps alive.
 pub(crate) struct EntryRef<'r, T> {
     entry: &'r RoundEntry<T>,
+    guard: &'r Guard<'r>,
 }
 
 impl<T> Deref for EntryRef<'_, T> {
@@ -97,7 +72,7 @@ impl<T> Deref for EntryRef<'_, T> {
 
     #[inline]
     fn deref(&self) -> &T {
-        self.entry.check_live();
+        self.guard.check(self.entry);
         &self.entry.value
     }
 }
@@ -107,7 +82,7 @@ impl<T> Deref for EntryRef<'_, T> {
 /// only after every reader that could have loaded them is gone.
 pub(crate) struct Reader<'w, T> {
     window: &'w Window<T>,
-    guard: Guard<'w, T>,
+    guard: Guard<'w>,
 }
 
 impl<T> Window<T> {
@@ -123,7 +98,7 @@ impl<T> Window<T> {
                 .map(|_| AtomicPtr::new(std::ptr::null_mut()))
                 .collect(),
             published: AtomicU64::new(0),
-            collector: Collector::new(),
+            collector: Collector::new(RECLAIM_BATCH),
             _values: PhantomData,
         }
     }
@@ -163,7 +138,7 @@ impl<T> Window<T> {
             debug_assert!(false, "round u64::MAX published");
             return;
         };
-        let entry = Box::into_raw(Box::new(RoundEntry::new(round, value)));
+        let entry = Box::into_raw(Box::new(RoundEntry { round, value }));
         // AcqRel: Release publishes the entry's fields to readers that load it; Acquire orders
         // the old entry's fields (written by the writer that published it) before we retire it.
         let old = self.slot(round).swap(entry, Ordering::AcqRel);
@@ -171,10 +146,11 @@ impl<T> Window<T> {
         // latest round is never visible before its entry.
         self.published.store(published, Ordering::Release);
         if !old.is_null() {
+            let guard = self.collector.enter();
             // SAFETY: (1) every non-null slot value came from `Box::into_raw` above and was
             // swapped out exactly once, here; (2) the slot now holds `entry`, so no load that
             // starts after the swap returns `old`.
-            unsafe { self.collector.retire(old) };
+            unsafe { guard.retire_box(old) };
         }
     }
 
@@ -206,17 +182,21 @@ impl<'w, T> Reader<'w, T> {
         let entry = self
             .guard
             .protect(self.window.slot(round), Ordering::Acquire);
+        if entry.is_null() {
+            return Probe::Outside;
+        }
+        self.guard.check(entry);
         // SAFETY: the guard protects what `protect` returned until the guard drops, which
         // outlives the borrow of `self` that the returned reference carries; a non-null slot
         // value points at a live `Box`-allocated entry (the field invariant).
-        let Some(entry) = (unsafe { entry.as_ref() }) else {
-            return Probe::Outside;
-        };
-        entry.check_live();
+        let entry = unsafe { &*entry };
         // The slot holds `round` or, if the writer published `capacity` more rounds since we read
         // `latest`, a newer round: then `round` has left the window.
         if entry.round == round {
-            Probe::Hit(EntryRef { entry })
+            Probe::Hit(EntryRef {
+                entry,
+                guard: &self.guard,
+            })
         } else {
             debug_assert!(entry.round > round, "slot of {round} holds {}", entry.round);
             Probe::Outside
@@ -323,8 +303,9 @@ mod tests {
 }
 
 /// loom models (run with `RUSTFLAGS="--cfg loom" cargo test -p txgate-ledger --release --lib
-/// store::window`): the window with the loom stand-in of the collector, which poisons a retired
-/// entry as soon as no guard is alive.
+/// store::window`): the window with `txgate_sync`'s loom stand-in of the collector, which adds
+/// no happens-before edge of its own and poisons a retired entry as soon as every guard alive at
+/// its retirement has dropped.
 #[cfg(all(test, loom))]
 mod loom_models {
     use super::*;

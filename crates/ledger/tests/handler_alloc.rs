@@ -1,0 +1,192 @@
+//! Allocations per handled message, counted by a per-thread counting global allocator (as the
+//! limiter's `alloc` test): with warm limiter keys and key cache, consulting the app rate limiter
+//! allocates nothing, so a message costs the same allocations with the limiter on as off.
+//!
+//! The messages are real gossip bytes from the ledger's encoder (`synth::encode_txn_message`):
+//! groups of 1 to 16 transactions, most calling apps, from 64 peers over 32 apps.
+#![cfg(not(loom))]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::Arc;
+use std::time::Duration;
+
+use txgate_ledger::handler::{
+    CommittedTxids, Group, HandlerConfig, Message, Outcome, PoolReject, PoolSink, Source, TxHandler,
+};
+use txgate_ledger::synth::{SynthTxn, encode_txn_message};
+use txgate_ledger::{Round, Txid};
+use txgate_ratelimit::{AppRateLimiter, Config, Origin};
+
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+// SAFETY: forwards every call to `System` unchanged; only counts on the side.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract, which `System` shares.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `System.alloc` with `layout` (every allocation goes there).
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+        // SAFETY: as in `dealloc`, and the caller upholds `realloc`'s contract.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocations_during(f: impl FnOnce()) -> u64 {
+    let before = ALLOCATIONS.with(Cell::get);
+    f();
+    ALLOCATIONS.with(Cell::get) - before
+}
+
+const T0: u64 = 1_700_000_000 * 1_000_000_000;
+/// Past two dedup intervals and two limiter windows: a pass starts on empty dedup generations
+/// and fresh limiter counts, with the limiter's keys and the key cache warm.
+const GAP: u64 = 150 * 1_000_000_000;
+
+struct NothingCommitted;
+
+impl CommittedTxids for NothingCommitted {
+    fn is_committed(&self, _: &Txid, _: Round, _: Round) -> bool {
+        false
+    }
+}
+
+struct Accept;
+
+impl PoolSink for Accept {
+    fn submit(&self, _: &Group) -> Result<(), PoolReject> {
+        Ok(())
+    }
+}
+
+/// One message: its bytes, its sender, its transactions, whether it calls apps.
+type Msg = (Vec<u8>, Origin, usize, bool);
+
+/// `n` distinct messages.
+fn messages(n: u64) -> Vec<Msg> {
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = |m: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % m
+    };
+    (0..n)
+        .map(|i| {
+            let size = if next(2) == 0 { 1 } else { 2 + next(15) };
+            let calls = next(10) < 8;
+            let p = next(64) as u32;
+            let txns: Vec<SynthTxn> = (0..size)
+                .map(|j| {
+                    let t = if calls {
+                        SynthTxn::app_call([p as u8 + 1; 32], 1, 1001, vec![1 + next(32)])
+                    } else {
+                        SynthTxn::payment([p as u8 + 1; 32], 1, 1001)
+                    };
+                    SynthTxn {
+                        note: format!("{i}/{j}").into_bytes(),
+                        group: (size > 1).then_some([i as u8; 32]),
+                        ..t
+                    }
+                })
+                .collect();
+            (
+                encode_txn_message(&txns, "alloc-v1", &[7; 32]),
+                Origin::from_peer_id(&p.to_le_bytes()),
+                size as usize,
+                calls,
+            )
+        })
+        .collect()
+}
+
+/// Handles every message at `now` on this thread (the limiter, when on, runs for all but the
+/// first: the backlog is never empty after it, and the threshold is 0); returns allocations.
+fn pass(h: &TxHandler, msgs: &[Msg], now: u64) -> u64 {
+    let a = allocations_during(|| {
+        for (bytes, origin, _, _) in msgs {
+            let m = Message {
+                bytes,
+                source: Source::Peer(*origin),
+                received_ns: now,
+            };
+            assert_eq!(h.handle(&m), Outcome::Enqueued);
+        }
+    });
+    assert_eq!(h.drain(), msgs.len());
+    a
+}
+
+fn handler(limited: bool, capacity: usize) -> TxHandler {
+    let limiter = limited.then(|| {
+        Arc::new(
+            AppRateLimiter::new(Config {
+                max_size: 1 << 16,
+                rate_per_second: 6553,
+                window: Duration::from_secs(10),
+                shards: 16,
+                salt: Some([4; 16]),
+            })
+            .unwrap(),
+        )
+    });
+    TxHandler::new(
+        HandlerConfig {
+            backlog_capacity: capacity,
+            congestion_pct: 0,
+            app_rate_limiting: limited,
+            dedup_salt: Some([2; 16]),
+            ..HandlerConfig::default()
+        },
+        Arc::new(NothingCommitted),
+        limiter,
+        Arc::new(Accept),
+    )
+    .unwrap()
+}
+
+#[test]
+fn the_limiter_adds_no_allocation_per_message_once_warm() {
+    let msgs = messages(2_000);
+    let txns: usize = msgs.iter().map(|m| m.2).sum();
+    let mut per_message = [0.0; 2];
+    for limited in [false, true] {
+        let h = handler(limited, msgs.len());
+        let cold = pass(&h, &msgs, T0);
+        let warm = pass(&h, &msgs, T0 + GAP);
+        let again = pass(&h, &msgs, T0 + 2 * GAP);
+        assert_eq!(warm, again, "steady state");
+        let st = h.stats();
+        // Every app-calling message but the first of each pass (the backlog is empty before it).
+        let app_msgs = msgs[1..].iter().filter(|m| m.3).count() as u64;
+        assert_eq!(st.limiter_checks, if limited { 3 * app_msgs } else { 0 });
+        per_message[usize::from(limited)] = warm as f64 / msgs.len() as f64;
+        println!(
+            "limiter {}: {:.2} allocations per message warm ({:.2} per transaction), {:.2} in \
+             the first pass",
+            if limited { "on " } else { "off" },
+            warm as f64 / msgs.len() as f64,
+            warm as f64 / txns as f64,
+            cold as f64 / msgs.len() as f64,
+        );
+    }
+    assert_eq!(
+        per_message[0], per_message[1],
+        "the limiter path allocates once warm"
+    );
+}
