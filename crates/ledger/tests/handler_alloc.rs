@@ -1,6 +1,10 @@
 //! Allocations per handled message, counted by a per-thread counting global allocator (as the
 //! limiter's `alloc` test): with warm limiter keys and key cache, consulting the app rate limiter
-//! allocates nothing, so a message costs the same allocations with the limiter on as off.
+//! allocates nothing of its own, so a message costs the same allocations with the limiter on as
+//! off, but for the memory reclaimer's bookkeeping: seize allocates a batch (two allocations)
+//! per 512 records a thread retires, and a multi-app group retires one record, which comes back
+//! to the thread's pool only when its batch is reclaimed. Measured: about 13 allocations per
+//! 2,000 messages once warm, against none per message.
 //!
 //! The messages are real gossip bytes from the ledger's encoder (`synth::encode_txn_message`):
 //! groups of 1 to 16 transactions, most calling apps, from 64 peers over 32 apps.
@@ -164,18 +168,23 @@ fn handler(limited: bool, capacity: usize) -> TxHandler {
 fn the_limiter_adds_no_allocation_per_message_once_warm() {
     let msgs = messages(2_000);
     let txns: usize = msgs.iter().map(|m| m.2).sum();
-    let mut per_message = [0.0; 2];
+    let mut steady = [0u64; 2];
+    const PASSES: u64 = 10;
     for limited in [false, true] {
         let h = handler(limited, msgs.len());
         let cold = pass(&h, &msgs, T0);
-        let warm = pass(&h, &msgs, T0 + GAP);
-        let again = pass(&h, &msgs, T0 + 2 * GAP);
-        assert_eq!(warm, again, "steady state");
+        // The limiter recycles a group's operation record once a batch of them is reclaimed:
+        // seven passes warm it; the last two are the steady state.
+        for k in 1..PASSES - 2 {
+            let _ = pass(&h, &msgs, T0 + k * GAP);
+        }
+        let warm = pass(&h, &msgs, T0 + (PASSES - 2) * GAP);
+        let again = pass(&h, &msgs, T0 + (PASSES - 1) * GAP);
         let st = h.stats();
         // Every app-calling message but the first of each pass (the backlog is empty before it).
         let app_msgs = msgs[1..].iter().filter(|m| m.3).count() as u64;
-        assert_eq!(st.limiter_checks, if limited { 3 * app_msgs } else { 0 });
-        per_message[usize::from(limited)] = warm as f64 / msgs.len() as f64;
+        assert_eq!(st.limiter_checks, if limited { PASSES * app_msgs } else { 0 });
+        steady[usize::from(limited)] = warm + again;
         println!(
             "limiter {}: {:.2} allocations per message warm ({:.2} per transaction), {:.2} in \
              the first pass",
@@ -185,8 +194,13 @@ fn the_limiter_adds_no_allocation_per_message_once_warm() {
             cold as f64 / msgs.len() as f64,
         );
     }
-    assert_eq!(
-        per_message[0], per_message[1],
-        "the limiter path allocates once warm"
+    // Far below one per message: at most one per 100 messages over the two passes (a limiter
+    // that allocated per group would add thousands).
+    let bound = 2 * msgs.len() as u64 / 100;
+    assert!(
+        steady[1].abs_diff(steady[0]) <= bound,
+        "the limiter path allocates once warm: {} with it, {} without (bound {bound})",
+        steady[1],
+        steady[0]
     );
 }
