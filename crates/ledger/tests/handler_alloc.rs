@@ -183,7 +183,10 @@ fn the_limiter_adds_no_allocation_per_message_once_warm() {
         let st = h.stats();
         // Every app-calling message but the first of each pass (the backlog is empty before it).
         let app_msgs = msgs[1..].iter().filter(|m| m.3).count() as u64;
-        assert_eq!(st.limiter_checks, if limited { PASSES * app_msgs } else { 0 });
+        assert_eq!(
+            st.limiter_checks,
+            if limited { PASSES * app_msgs } else { 0 }
+        );
         steady[usize::from(limited)] = warm + again;
         println!(
             "limiter {}: {:.2} allocations per message warm ({:.2} per transaction), {:.2} in \
