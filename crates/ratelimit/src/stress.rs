@@ -207,7 +207,8 @@ fn a_full_small_shard_without_new_keys_never_evicts() {
 #[test]
 fn racing_admits_on_a_new_key_admit_exactly_l() {
     let (threads, keys, per) = if cfg!(miri) { (3, 2, 6) } else { (4, 200, 40) };
-    let l = limiter(20, 8192, 1); // L = 20
+    // L = 20; one shard of 8,192 keys (264 sets of 31 ways), 128 (5 sets) under Miri.
+    let l = limiter(20, if cfg!(miri) { 128 } else { 8192 }, 1);
     for k in 0..keys {
         let key = l.app_key(7, &origin(k));
         let admitted = AtomicUsize::new(0);
