@@ -63,7 +63,7 @@ fn admissions_of_tracked_keys_allocate_nothing() {
     // Track the keys (and let seize set up this thread's state) first. Groups of several apps
     // reuse their operation records once the collector has reclaimed a batch of them (512
     // retirements per thread), so warm up past two batches.
-    for i in 0..if cfg!(miri) { 8 } else { 1100 } {
+    for i in 0..if cfg!(miri) { 32 } else { 1100 } {
         assert!(l.admit(&apps16, &origins[i % 16], T0).is_admit());
         l.penalize(&[6], &origins[i % 16], T0 + 30_000_000_000);
     }
@@ -97,7 +97,8 @@ fn admissions_of_tracked_keys_allocate_nothing() {
         ..l.config().clone()
     })
     .unwrap();
-    for i in 0..if cfg!(miri) { 8 } else { 1100 } {
+    // L = 10: eleven rounds over the origins make every key full.
+    for i in 0..if cfg!(miri) { 11 * 16 } else { 1100 } {
         let _ = full.admit(&[7, 8], &origins[i % 16], T0);
     }
     let a = allocations_during(|| {
