@@ -1,15 +1,21 @@
-//! loom models of `AtomicBlockedBloom`'s concurrent inserts. Run with
+//! loom models of `AtomicBlockedBloom`'s concurrent inserts, for both block layouts. Run with
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release -p txgate-bloom --test loom`.
 #![cfg(loom)]
 
 use loom::sync::Arc;
 use loom::thread;
-use txgate_bloom::{AtomicBlockedBloom, BloomBuilder};
+use txgate_bloom::{AtomicBlockedBloom, Block512, BlockLayout, BloomBuilder};
 
 fn one_block() -> AtomicBlockedBloom {
+    one_block_of()
+}
+
+fn one_block_of<B: BlockLayout>() -> AtomicBlockedBloom<B> {
     BloomBuilder::with_num_blocks(1)
         .unwrap()
         .seed(9)
+        .layout::<B>()
+        .unwrap()
         .build_atomic()
         .unwrap()
 }
@@ -57,9 +63,58 @@ fn shared_bits(a: u64, b: u64) -> u64 {
         f.to_bytes()
     };
     let (x, y) = (alone(a), alone(b));
-    x.iter()
-        .zip(&y)
-        .skip(32)
+    // The blocks, between the 32-byte header and the 8-byte checksum.
+    x[32..64]
+        .iter()
+        .zip(&y[32..64])
         .map(|(p, q)| u64::from((p & q).count_ones()))
         .sum()
+}
+
+/// The first model on a 512-bit block, whose key's bits are spread over eight `AtomicU64`s (one
+/// bit each, so each word is its own load-then-`fetch_or`): at least one racing insert reports
+/// the new key, and it is present after the joins.
+#[test]
+fn racing_inserts_of_one_key_in_a_512_bit_block() {
+    loom::model(|| {
+        let filter = Arc::new(one_block_of::<Block512>());
+        let key = 0x0123_4567_89ab_cdefu64;
+        let f = Arc::clone(&filter);
+        let t = thread::spawn(move || f.insert_hash(key));
+        let here = filter.insert_hash(key);
+        let there = t.join().unwrap();
+        assert!(here || there, "neither racing insert reported the new key");
+        assert!(filter.contains_hash(key));
+        assert!(!filter.insert_hash(key));
+        assert_eq!(filter.count_ones(), 8);
+    });
+}
+
+/// Two keys into one 512-bit block from two threads: both are present after the joins and
+/// both report themselves new (each has a bit the other never sets).
+#[test]
+fn racing_inserts_of_two_keys_in_one_512_bit_block() {
+    loom::model(|| {
+        let filter = Arc::new(one_block_of::<Block512>());
+        let (a, b) = (0x1111_2222_3333_4444u64, 0x5555_6666_7777_8888u64);
+        let f = Arc::clone(&filter);
+        let t = thread::spawn(move || f.insert_hash(b));
+        let a_new = filter.insert_hash(a);
+        let b_new = t.join().unwrap();
+        assert!(a_new && b_new);
+        assert!(filter.contains_hash(a) && filter.contains_hash(b));
+        let alone = |h| {
+            let f = one_block_of::<Block512>();
+            f.insert_hash(h);
+            f.to_bytes()
+        };
+        let (x, y) = (alone(a), alone(b));
+        let shared: u64 = x[32..96]
+            .iter()
+            .zip(&y[32..96])
+            .map(|(p, q)| u64::from((p & q).count_ones()))
+            .sum();
+        assert!(shared < 8, "the keys must differ in some bit");
+        assert_eq!(filter.count_ones(), 16 - shared);
+    });
 }
