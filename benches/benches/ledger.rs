@@ -8,7 +8,8 @@
 //! ```
 //! Groups:
 //! - `lookup_miss`: `lookup_txid` of random absent txids (seeded, never the all-zero id) in
-//!   random rounds of the window; `blooms` vs `baseline`.
+//!   random rounds of the window; `blooms` (the default layout) vs `baseline`, and `blooms256`,
+//!   `blooms512` with each bloom layout.
 //! - `lookup_hit`: `lookup_txid` of present txids in their rounds.
 //! - `add_block`: one 1,000-txn round per iteration (encoding outside the timing; each commit
 //!   is durable, so the figure includes an fsync); `blooms`, `baseline`, and `bloom_only`
@@ -28,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
-use txgate_bloom::BloomBuilder;
+use txgate_bloom::{BloomBuilder, Layout};
 use txgate_ledger::codec::decode_block;
 use txgate_ledger::store::{Ledger, LedgerConfig};
 use txgate_ledger::synth::{SynthTxn, encode_block};
@@ -77,7 +78,11 @@ fn bloom_only() -> LedgerConfig {
 
 /// A ledger of rounds `0..rounds` in `dir`; returns each round's txids.
 fn build(dir: &Path, blooms: bool, rounds: Round) -> (Ledger, Vec<Vec<Txid>>) {
-    let (ledger, _) = Ledger::open(dir, config(blooms)).unwrap();
+    build_with(dir, config(blooms), rounds)
+}
+
+fn build_with(dir: &Path, config: LedgerConfig, rounds: Round) -> (Ledger, Vec<Vec<Txid>>) {
+    let (ledger, _) = Ledger::open(dir, config).unwrap();
     let mut ids = Vec::new();
     for round in 0..rounds {
         let (raw, txids) = round_block(round);
@@ -95,9 +100,18 @@ fn random_txid(rng: &mut SmallRng) -> Txid {
 }
 
 fn lookups(c: &mut Criterion) {
-    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let dirs: Vec<_> = (0..4).map(|_| tempfile::tempdir().unwrap()).collect();
     let (with, ids) = build(dirs[0].path(), true, LOOKUP_ROUNDS);
     let (without, _) = build(dirs[1].path(), false, LOOKUP_ROUNDS);
+    let in_layout = |dir: &Path, bloom_layout| {
+        let config = LedgerConfig {
+            bloom_layout,
+            ..config(true)
+        };
+        build_with(dir, config, LOOKUP_ROUNDS).0
+    };
+    let small = in_layout(dirs[2].path(), Layout::Block256);
+    let large = in_layout(dirs[3].path(), Layout::Block512);
     let mut rng = SmallRng::seed_from_u64(7);
     let misses: Vec<(Txid, Round)> = (0..1024)
         .map(|_| (random_txid(&mut rng), rng.random_range(0..LOOKUP_ROUNDS)))
@@ -114,7 +128,12 @@ fn lookups(c: &mut Criterion) {
     for (name, queries, present) in [("lookup_miss", &misses, false), ("lookup_hit", &hits, true)] {
         let mut g = c.benchmark_group(name);
         g.throughput(Throughput::Elements(1));
-        for (mode, ledger) in [("blooms", &with), ("baseline", &without)] {
+        for (mode, ledger) in [
+            ("blooms", &with),
+            ("baseline", &without),
+            ("blooms256", &small),
+            ("blooms512", &large),
+        ] {
             let mut i = 0;
             g.bench_function(mode, |b| {
                 b.iter(|| {
