@@ -59,73 +59,27 @@ pub struct AtomicBlock256([AtomicU64; WORDS_PER_BLOCK / 2]);
 
 const _: () = assert!(size_of::<AtomicBlock256>() == BLOCK_BYTES);
 
-impl Block256 {
-    /// The one-bit mask of each word for fingerprint `x` (the scalar form of the SIMD kernels).
-    #[inline(always)]
-    pub(crate) fn masks(x: u32) -> [u32; WORDS_PER_BLOCK] {
-        core::array::from_fn(|i| 1u32 << (x.wrapping_mul(SALT[i]) >> BIT_SHIFT))
-    }
-
-    /// Scalar kernel: whether every bit of `x` is set.
-    #[inline]
-    pub(crate) fn contains_scalar(&self, x: u32) -> bool {
-        let mut missing = 0;
-        for (word, mask) in self.0.iter().zip(Self::masks(x)) {
-            missing |= mask & !word;
-        }
-        missing == 0
-    }
-
-    /// Scalar kernel: set every bit of `x`; whether any of them was clear before.
-    #[inline]
-    pub(crate) fn insert_scalar(&mut self, x: u32) -> bool {
-        let mut missing = 0;
-        for (word, mask) in self.0.iter_mut().zip(Self::masks(x)) {
-            missing |= mask & !*word;
-            *word |= mask;
-        }
-        missing != 0
-    }
-}
-
 impl BlockLayout for Block256 {
     const LAYOUT: Layout = Layout::Block256;
 }
 
 impl Sealed for Block256 {
     const ZERO: Self = Block256([0; WORDS_PER_BLOCK]);
+    const SHIFT: u32 = BIT_SHIFT;
+    type Word = u32;
     type Atomic = AtomicBlock256;
     type Masks = [u64; WORDS_PER_BLOCK / 2];
 
-    fn read_le(bytes: &[u8]) -> Self {
-        debug_assert_eq!(bytes.len(), BLOCK_BYTES);
-        let mut words = [0u32; WORDS_PER_BLOCK];
-        for (word, le) in words.iter_mut().zip(bytes.chunks_exact(4)) {
-            *word = u32::from_le_bytes([le[0], le[1], le[2], le[3]]);
-        }
+    fn from_words(words: [u32; WORDS_PER_BLOCK]) -> Self {
         Block256(words)
     }
 
-    fn write_le(&self, out: &mut Vec<u8>) {
-        for word in self.0 {
-            out.extend_from_slice(&word.to_le_bytes());
-        }
+    fn words(&self) -> &[u32; WORDS_PER_BLOCK] {
+        &self.0
     }
 
-    fn or_assign(&mut self, other: &Self) {
-        for (a, b) in self.0.iter_mut().zip(other.0) {
-            *a |= b;
-        }
-    }
-
-    fn and_assign(&mut self, other: &Self) {
-        for (a, b) in self.0.iter_mut().zip(other.0) {
-            *a &= b;
-        }
-    }
-
-    fn count_ones(&self) -> u32 {
-        self.0.iter().map(|w| w.count_ones()).sum()
+    fn words_mut(&mut self) -> &mut [u32; WORDS_PER_BLOCK] {
+        &mut self.0
     }
 
     #[inline(always)]

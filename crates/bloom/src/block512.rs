@@ -11,7 +11,7 @@
 //! variable rotate of a 512-bit register, and a query is one 512-bit compare; with AVX2 the same
 //! work runs in two 256-bit halves; the scalar path is eight shifts.
 
-use crate::block::{SALT, WORDS_PER_BLOCK};
+use crate::block::WORDS_PER_BLOCK;
 use crate::layout::{BlockLayout, Layout, sealed::Sealed};
 use crate::simd::{self, Backend, Kernel};
 use txgate_sync::sync::{AtomicU64, Ordering};
@@ -51,75 +51,27 @@ pub struct AtomicBlock512([AtomicU64; WORDS_PER_BLOCK]);
 
 const _: () = assert!(size_of::<AtomicBlock512>() == BLOCK512_BYTES);
 
-impl Block512 {
-    /// The one-bit mask of each word for fingerprint `x` (the scalar form of the SIMD kernels).
-    #[inline(always)]
-    pub(crate) fn masks(x: u32) -> [u64; WORDS_PER_BLOCK] {
-        core::array::from_fn(|i| 1u64 << (x.wrapping_mul(SALT[i]) >> BIT_SHIFT512))
-    }
-
-    /// Scalar kernel: whether every bit of `x` is set.
-    #[inline]
-    pub(crate) fn contains_scalar(&self, x: u32) -> bool {
-        let mut missing = 0;
-        for (word, mask) in self.0.iter().zip(Self::masks(x)) {
-            missing |= mask & !word;
-        }
-        missing == 0
-    }
-
-    /// Scalar kernel: set every bit of `x`; whether any of them was clear before.
-    #[inline]
-    pub(crate) fn insert_scalar(&mut self, x: u32) -> bool {
-        let mut missing = 0;
-        for (word, mask) in self.0.iter_mut().zip(Self::masks(x)) {
-            missing |= mask & !*word;
-            *word |= mask;
-        }
-        missing != 0
-    }
-}
-
 impl BlockLayout for Block512 {
     const LAYOUT: Layout = Layout::Block512;
 }
 
 impl Sealed for Block512 {
     const ZERO: Self = Block512([0; WORDS_PER_BLOCK]);
+    const SHIFT: u32 = BIT_SHIFT512;
+    type Word = u64;
     type Atomic = AtomicBlock512;
     type Masks = [u64; WORDS_PER_BLOCK];
 
-    fn read_le(bytes: &[u8]) -> Self {
-        debug_assert_eq!(bytes.len(), BLOCK512_BYTES);
-        let mut words = [0u64; WORDS_PER_BLOCK];
-        for (word, le) in words.iter_mut().zip(bytes.chunks_exact(8)) {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(le);
-            *word = u64::from_le_bytes(w);
-        }
+    fn from_words(words: [u64; WORDS_PER_BLOCK]) -> Self {
         Block512(words)
     }
 
-    fn write_le(&self, out: &mut Vec<u8>) {
-        for word in self.0 {
-            out.extend_from_slice(&word.to_le_bytes());
-        }
+    fn words(&self) -> &[u64; WORDS_PER_BLOCK] {
+        &self.0
     }
 
-    fn or_assign(&mut self, other: &Self) {
-        for (a, b) in self.0.iter_mut().zip(other.0) {
-            *a |= b;
-        }
-    }
-
-    fn and_assign(&mut self, other: &Self) {
-        for (a, b) in self.0.iter_mut().zip(other.0) {
-            *a &= b;
-        }
-    }
-
-    fn count_ones(&self) -> u32 {
-        self.0.iter().map(|w| w.count_ones()).sum()
+    fn words_mut(&mut self) -> &mut [u64; WORDS_PER_BLOCK] {
+        &mut self.0
     }
 
     #[inline(always)]

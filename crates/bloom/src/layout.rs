@@ -141,29 +141,67 @@ pub trait BlockLayout: sealed::Sealed {
 
 pub(crate) mod sealed {
     use super::Kernel;
+    use crate::words::{self, Word, Words};
 
     /// What the filters need from a block type. Sealed: the kernels' safety rests on these
-    /// implementations.
+    /// implementations. The scalar operations are written once, here, over the block's eight
+    /// words.
     pub trait Sealed:
         Copy + Default + PartialEq + Eq + std::fmt::Debug + Send + Sync + 'static
     {
         /// The block with no bit set.
         const ZERO: Self;
+        /// Right shift of `x * SALT[i]` (32 bits) that leaves a bit index of the word.
+        const SHIFT: u32;
+        /// The word: `u32` or `u64`.
+        type Word: Word;
         /// The block as atomic words, for [`AtomicBlockedBloom`](crate::AtomicBlockedBloom).
         type Atomic: Send + Sync + std::fmt::Debug;
         /// A key's bits as the atomic block's 64-bit words, one mask per atomic word.
         type Masks: AsRef<[u64]>;
 
+        /// The block of these words.
+        fn from_words(words: Words<Self::Word>) -> Self;
+        /// The block's words.
+        fn words(&self) -> &Words<Self::Word>;
+        /// The block's words, to change.
+        fn words_mut(&mut self) -> &mut Words<Self::Word>;
+
+        /// The one-bit mask of each word for fingerprint `x` (the scalar form of the kernels).
+        #[inline(always)]
+        fn masks(x: u32) -> Words<Self::Word> {
+            words::masks(x, Self::SHIFT)
+        }
+        /// Scalar kernel: whether every bit of `x` is set.
+        #[inline]
+        fn contains_scalar(&self, x: u32) -> bool {
+            words::contains(self.words(), Self::masks(x))
+        }
+        /// Scalar kernel: sets every bit of `x`; whether any of them was clear before.
+        #[inline]
+        fn insert_scalar(&mut self, x: u32) -> bool {
+            words::insert(self.words_mut(), Self::masks(x))
+        }
         /// Reads a block from its little-endian bytes (`bytes.len()` is the block size).
-        fn read_le(bytes: &[u8]) -> Self;
+        fn read_le(bytes: &[u8]) -> Self {
+            Self::from_words(words::read_le(bytes))
+        }
         /// Appends the block's little-endian bytes.
-        fn write_le(&self, out: &mut Vec<u8>);
+        fn write_le(&self, out: &mut Vec<u8>) {
+            words::write_le(self.words(), out);
+        }
         /// Bitwise OR of `other` into `self`.
-        fn or_assign(&mut self, other: &Self);
+        fn or_assign(&mut self, other: &Self) {
+            words::or(self.words_mut(), other.words());
+        }
         /// Bitwise AND of `other` into `self`.
-        fn and_assign(&mut self, other: &Self);
+        fn and_assign(&mut self, other: &Self) {
+            words::and(self.words_mut(), other.words());
+        }
         /// Bits set.
-        fn count_ones(&self) -> u32;
+        fn count_ones(&self) -> u32 {
+            words::count_ones(self.words())
+        }
 
         /// Whether every bit of fingerprint `x` is set in `block`.
         fn contains(kernel: Kernel, block: &Self, x: u32) -> bool;

@@ -85,6 +85,7 @@ pub mod layout;
 mod sbbf;
 mod simd;
 mod sizing;
+mod words;
 
 pub use any::AnyBloom;
 pub use atomic::AtomicBlockedBloom;

@@ -371,7 +371,7 @@ fn sizing_meets_the_target() {
 }
 
 fn sizing_meets_the_target_of<B: BlockLayout>() {
-    let (items, fpr) = if MIRI { (200, 0.05) } else { (100_000, 0.001) };
+    let (items, fpr) = if MIRI { (100, 0.05) } else { (100_000, 0.001) };
     let mut filter = BloomBuilder::with_false_positive_rate(items, fpr)
         .unwrap()
         .layout::<B>()
@@ -383,7 +383,7 @@ fn sizing_meets_the_target_of<B: BlockLayout>() {
     for _ in 0..items {
         filter.insert_hash(rng.next());
     }
-    let probes = if MIRI { 2_000 } else { 2_000_000 };
+    let probes = if MIRI { 500 } else { 2_000_000 };
     let hits = (0..probes)
         .filter(|_| filter.contains_hash(rng.next()))
         .count();
