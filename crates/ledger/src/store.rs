@@ -82,7 +82,7 @@ use window::{Probe, Window};
 /// this many rounds after its first valid round (1000 in every consensus version since v7).
 pub const DEFAULT_MAX_TXN_LIFE: u64 = 1000;
 
-/// Default target false-positive rate of a round's bloom (the 0.1 %).
+/// Default target false-positive rate of a round's bloom: 0.1 %.
 pub const DEFAULT_FALSE_POSITIVE_RATE: f64 = 0.001;
 
 /// Default block layout of the round blooms: 256-bit blocks. Measured on an AMD EPYC (Zen 4,
