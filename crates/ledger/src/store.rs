@@ -136,11 +136,11 @@ pub const BLOOMS: TableDefinition<'static, u64, &[u8]> = TableDefinition::new("b
 /// ```text
 /// offset          size  field
 ///      0             4  n, the round's txn count (u32 LE)
-///      4             2  g, bytes of the block's genesis id (u16 LE)
-///      6             g  the genesis id
-///  6 + g            32  the genesis hash
-/// 38 + g        4 * n  the first 4 bytes of each txn's txid, in payset order
-/// 38 + g + 4n   4 * n  the byte offset of each txn's payset entry in the stored block (u32 LE)
+///      4             4  g, bytes of the block's genesis id (u32 LE)
+///      8             g  the genesis id
+///  8 + g            32  the genesis hash
+/// 40 + g        4 * n  the first 4 bytes of each txn's txid, in payset order
+/// 40 + g + 4n   4 * n  the byte offset of each txn's payset entry in the stored block (u32 LE)
 /// ```
 ///
 /// (The genesis id and hash complete an entry's txn map before hashing, go-algorand's rule.)
@@ -709,10 +709,15 @@ impl Ledger {
                 found: offsets.len(),
             });
         }
-        let genesis_id = &block.genesis_id[..block.genesis_id.len().min(u16::MAX as usize)];
-        let mut row = Vec::with_capacity(38 + genesis_id.len() + count * PREFIX_ENTRY_BYTES);
+        let genesis_id = &block.genesis_id;
+        let genesis_len =
+            u32::try_from(genesis_id.len()).map_err(|_| LedgerError::BlockTooLarge {
+                round,
+                bytes: raw.len(),
+            })?;
+        let mut row = Vec::with_capacity(40 + genesis_id.len() + count * PREFIX_ENTRY_BYTES);
         row.extend_from_slice(&(count as u32).to_le_bytes());
-        row.extend_from_slice(&(genesis_id.len() as u16).to_le_bytes());
+        row.extend_from_slice(&genesis_len.to_le_bytes());
         row.extend_from_slice(genesis_id);
         row.extend_from_slice(&block.genesis_hash);
         for txn in &block.txns {
@@ -1126,10 +1131,10 @@ impl<'a> PrefixIndex<'a> {
     /// The row's fields, or `None` when its length does not match its header.
     fn parse(row: &'a [u8]) -> Option<Self> {
         let n = u32::from_le_bytes(row.get(0..4)?.try_into().ok()?) as usize;
-        let g = usize::from(u16::from_le_bytes(row.get(4..6)?.try_into().ok()?));
-        let genesis_id = row.get(6..6 + g)?;
-        let genesis_hash = row.get(6 + g..38 + g)?.try_into().ok()?;
-        let body = row.get(38 + g..)?;
+        let g = u32::from_le_bytes(row.get(4..8)?.try_into().ok()?) as usize;
+        let genesis_id = row.get(8..8usize.checked_add(g)?)?;
+        let genesis_hash = row.get(8 + g..40 + g)?.try_into().ok()?;
+        let body = row.get(40 + g..)?;
         if body.len() != n.checked_mul(PREFIX_ENTRY_BYTES)? {
             return None;
         }
@@ -1717,6 +1722,31 @@ mod tests {
         assert!(maybes > 20, "{maybes} absent txids got past the bloom");
     }
 
+    /// A compact index row whose length does not match its header (a damaged file) is not
+    /// trusted: the block answers, exactly.
+    #[test]
+    fn a_malformed_index_row_is_answered_from_the_block() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rng = Rng(13);
+        let model = {
+            let (l, _) = open(dir.path(), LedgerConfig::default());
+            fill(&l, 0..=1, &mut rng, |_| 20)
+        };
+        {
+            let db = Database::create(dir.path().join(DB_FILE)).unwrap();
+            let txn = db.begin_write().unwrap();
+            {
+                let mut t = txn.open_table(TXID_PREFIXES).unwrap();
+                let row = t.get(1).unwrap().unwrap().value().to_vec();
+                t.insert(1, &row[..row.len() - 1]).unwrap();
+            }
+            txn.commit().unwrap();
+        }
+        let (l, _) = open(dir.path(), LedgerConfig::default());
+        assert_lookups(&l, &model);
+        assert_eq!(l.lookup_txid(&rng.txid(), 1).unwrap(), None);
+    }
+
     /// A ledger a format-1 build wrote (36-byte rows in `txids`, format 1 in `meta`) opens as
     /// format 2: its rows still answer, new rounds get compact rows, and a later format is
     /// refused.
@@ -1881,8 +1911,8 @@ mod tests {
                     (k.value(), v.value().len())
                 })
                 .collect();
-            // Header 4 + 2 + 4 ("test") + 32, then 8 bytes for each of the 4 txns.
-            let len = 42 + 4 * PREFIX_ENTRY_BYTES;
+            // Header 4 + 4 + 4 ("test") + 32, then 8 bytes for each of the 4 txns.
+            let len = 44 + 4 * PREFIX_ENTRY_BYTES;
             assert_eq!(rows, vec![(16, len), (17, len), (18, len), (19, len)]);
             let t = txn.open_table(BLOOMS).unwrap();
             assert_eq!(t.iter().unwrap().count(), 4);

@@ -107,7 +107,7 @@ fn rows(dir: &Path) -> (Vec<Round>, Vec<Round>, Vec<(Round, usize)>) {
             let (k, v) = r.unwrap();
             let v = v.value();
             let n = u32::from_le_bytes(v[..4].try_into().unwrap()) as usize;
-            let header = 4 + 2 + GEN.len() + 32;
+            let header = 4 + 4 + GEN.len() + 32;
             assert_eq!(
                 v.len(),
                 header + n * PREFIX_ENTRY_BYTES,
