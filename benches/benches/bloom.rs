@@ -1,49 +1,81 @@
-//! txgate-bloom against fastbloom, sbbf-rs-safe and bloomfilter, in one run (ratios, not
-//! absolute times, are what this noisy 2-core machine can show).
+//! txgate-bloom (both block layouts) against fastbloom, sbbf-rs-safe and bloomfilter, in one
+//! run (ratios, not absolute times, are what this noisy 2-core machine can show).
 //!
 //! ```text
 //! cargo bench -p txgate-benches --bench bloom
 //! ```
-//! Groups (2^20 keys at 10 bits per key unless said otherwise; each iteration is a pass over a
-//! fixed slice of seeded random keys, `Throughput::Elements` = keys per pass):
+//! Rows named `txgate` (or `txgate-<backend>`) are the 256-bit layout, `txgate512` the 512-bit
+//! one. Groups (2^20 keys at 10 bits per key unless said otherwise; each iteration is a pass over
+//! a fixed slice of seeded random keys, `Throughput::Elements` = keys per pass):
 //! - `prehashed`: pre-hashed `u64` keys, for every filter that takes them (txgate, fastbloom,
-//!   sbbf-rs-safe): insert into an empty filter, contains hit, contains miss.
+//!   sbbf-rs-safe): insert into an empty filter, contains hit, contains miss; txgate once per
+//!   backend (the AVX-512 backend runs the AVX2 kernel on 256-bit blocks, so that row is not
+//!   repeated for them).
 //! - `ids`: 32-byte ids hashed by each filter's own hashing (sbbf-rs-safe has none: XXH3 as its
 //!   docs suggest): insert, contains hit, contains miss.
 //! - `atomic_insert`: txgate's atomic insert next to its plain insert and fastbloom's atomic
-//!   filter, each into an empty filter; and both txgate variants' batch `insert_many`
+//!   filter, each into an empty filter; and the txgate variants' batch `insert_many`
 //!   (prefetching), which is where the atomic one's read-modify-writes stop waiting on misses.
-//! - `dram`: 256 MiB filters holding 2^24 keys, probed with 2^22 random keys per pass (so the
-//!   lines touched do not fit any cache): contains one by one, txgate's batch `contains_many`
-//!   (prefetching), and the peers' contains.
+//! - `dram`: filters of 4x the last-level cache (read at run time from sysfs; at least 1 GiB,
+//!   `TXGATE_DRAM_BYTES` overrides) holding 2^24 keys, probed with 2^22 random keys per pass
+//!   (more lines than any cache holds): contains one by one, txgate's batch `contains_many`
+//!   (prefetching [`PREFETCH_AHEAD`] keys ahead), the peers' contains, and two baselines with
+//!   no filter work: `line_read` reads one word of the same number of random 64-byte lines of a
+//!   buffer of the same size, prefetching as far ahead as `contains_many` (the physical limit of
+//!   this core), and `line_read_no_prefetch` the same without prefetching. One filter is in
+//!   memory at a time.
 
 use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use rand::{Rng, SeedableRng, rngs::SmallRng};
 use txgate_benches::{random_ids, random_u64s};
-use txgate_bloom::{AtomicBlockedBloom, Backend, BlockedBloom, BloomBuilder};
+use txgate_bloom::{
+    AtomicBlockedBloom, Backend, Block256, Block512, BlockLayout, BlockedBloom, BloomBuilder,
+    Layout, PREFETCH_AHEAD,
+};
 
 const KEYS: usize = 1 << 20;
 const BITS_PER_KEY: usize = 10;
 const PASS: usize = 1 << 16;
 const DRAM_PROBES: usize = 1 << 22;
 
-fn txgate(bits: usize, backend: Backend) -> BlockedBloom {
+fn builder<B: BlockLayout>(bits: usize) -> BloomBuilder<B> {
     BloomBuilder::with_num_bits(bits as u64)
         .unwrap()
         .seed(1)
-        .backend(backend)
-        .build()
+        .layout::<B>()
         .unwrap()
 }
 
-fn txgate_atomic(bits: usize) -> AtomicBlockedBloom {
-    BloomBuilder::with_num_bits(bits as u64)
-        .unwrap()
-        .seed(1)
-        .build_atomic()
-        .unwrap()
+fn txgate<B: BlockLayout>(bits: usize, backend: Backend) -> BlockedBloom<B> {
+    builder::<B>(bits).backend(backend).build().unwrap()
+}
+
+fn txgate_atomic<B: BlockLayout>(bits: usize) -> AtomicBlockedBloom<B> {
+    builder::<B>(bits).build_atomic().unwrap()
+}
+
+/// The backends worth a row for layout `B`: all for 512-bit blocks; for 256-bit blocks the
+/// AVX-512 backend runs the AVX2 kernel, so not that one.
+fn backends(layout: Layout) -> Vec<Backend> {
+    Backend::available()
+        .into_iter()
+        .filter(|&b| layout == Layout::Block512 || b != Backend::Avx512)
+        .collect()
+}
+
+/// The row name of txgate layout `B` with `backend`: `txgate-Avx2`, `txgate512-Avx512`, ...
+fn name<B: BlockLayout>(backend: Option<Backend>) -> String {
+    let layout = match B::LAYOUT {
+        Layout::Block256 => "txgate",
+        _ => "txgate512",
+    };
+    match backend {
+        Some(b) => format!("{layout}-{b:?}"),
+        None => layout.to_owned(),
+    }
 }
 
 fn fastbloom(bits: usize, items: usize) -> fastbloom::BloomFilter {
@@ -80,18 +112,8 @@ fn prehashed(c: &mut Criterion) {
     let mut g = c.benchmark_group("prehashed");
 
     g.throughput(Throughput::Elements(KEYS as u64));
-    for backend in Backend::available() {
-        g.bench_function(
-            BenchmarkId::new("insert", format!("txgate-{backend:?}")),
-            |b| {
-                b.iter_batched_ref(
-                    || txgate(bits, backend),
-                    |f| keys.iter().for_each(|&k| sink(f.insert_hash(k))),
-                    BatchSize::LargeInput,
-                )
-            },
-        );
-    }
+    prehashed_insert::<Block256>(&mut g, &keys, bits);
+    prehashed_insert::<Block512>(&mut g, &keys, bits);
     g.bench_function(BenchmarkId::new("insert", "fastbloom"), |b| {
         b.iter_batched_ref(
             || fastbloom(bits, KEYS),
@@ -108,19 +130,29 @@ fn prehashed(c: &mut Criterion) {
     });
 
     g.throughput(Throughput::Elements(PASS as u64));
-    let mut filters: Vec<(String, BlockedBloom)> = Backend::available()
+    let mut small: Vec<(String, BlockedBloom)> = backends(Layout::Block256)
         .into_iter()
-        .map(|b| (format!("txgate-{b:?}"), txgate(bits, b)))
+        .map(|b| (name::<Block256>(Some(b)), txgate(bits, b)))
+        .collect();
+    let mut large: Vec<(String, BlockedBloom<Block512>)> = backends(Layout::Block512)
+        .into_iter()
+        .map(|b| (name::<Block512>(Some(b)), txgate(bits, b)))
         .collect();
     let mut fb = fastbloom(bits, KEYS);
     let mut sb = sbbf(bits, KEYS);
     for &k in &keys {
-        filters.iter_mut().for_each(|(_, f)| sink(f.insert_hash(k)));
+        small.iter_mut().for_each(|(_, f)| sink(f.insert_hash(k)));
+        large.iter_mut().for_each(|(_, f)| sink(f.insert_hash(k)));
         fb.insert_hash(k);
         sb.insert_hash(k);
     }
     for (case, probe) in [("contains_hit", hits), ("contains_miss", &misses[..])] {
-        for (name, f) in &filters {
+        for (name, f) in &small {
+            g.bench_function(BenchmarkId::new(case, name), |b| {
+                b.iter(|| count(probe, |k| f.contains_hash(k)))
+            });
+        }
+        for (name, f) in &large {
             g.bench_function(BenchmarkId::new(case, name), |b| {
                 b.iter(|| count(probe, |k| f.contains_hash(k)))
             });
@@ -135,6 +167,23 @@ fn prehashed(c: &mut Criterion) {
     g.finish();
 }
 
+/// Inserts of every key into an empty txgate filter of layout `B`, one row per backend.
+fn prehashed_insert<B: BlockLayout>(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    keys: &[u64],
+    bits: usize,
+) {
+    for backend in backends(B::LAYOUT) {
+        g.bench_function(BenchmarkId::new("insert", name::<B>(Some(backend))), |b| {
+            b.iter_batched_ref(
+                || txgate::<B>(bits, backend),
+                |f| keys.iter().for_each(|&k| sink(f.insert_hash(k))),
+                BatchSize::LargeInput,
+            )
+        });
+    }
+}
+
 fn ids(c: &mut Criterion) {
     let keys = random_ids(KEYS, 3);
     let misses = random_ids(PASS, 4);
@@ -146,7 +195,14 @@ fn ids(c: &mut Criterion) {
     g.throughput(Throughput::Elements(KEYS as u64));
     g.bench_function(BenchmarkId::new("insert", "txgate"), |b| {
         b.iter_batched_ref(
-            || txgate(bits, Backend::detect()),
+            || txgate::<Block256>(bits, Backend::detect()),
+            |f| keys.iter().for_each(|k| sink(f.insert_id(k))),
+            BatchSize::LargeInput,
+        )
+    });
+    g.bench_function(BenchmarkId::new("insert", "txgate512"), |b| {
+        b.iter_batched_ref(
+            || txgate::<Block512>(bits, Backend::detect()),
             |f| keys.iter().for_each(|k| sink(f.insert_id(k))),
             BatchSize::LargeInput,
         )
@@ -174,12 +230,14 @@ fn ids(c: &mut Criterion) {
     });
 
     g.throughput(Throughput::Elements(PASS as u64));
-    let mut tg = txgate(bits, Backend::detect());
+    let mut tg = txgate::<Block256>(bits, Backend::detect());
+    let mut tg512 = txgate::<Block512>(bits, Backend::detect());
     let mut fb = fastbloom(bits, KEYS);
     let mut sb = sbbf(bits, KEYS);
     let mut bf = bloomfilter::Bloom::<[u8; 32]>::new(bits / 8, KEYS).unwrap();
     for k in &keys {
         tg.insert_id(k);
+        tg512.insert_id(k);
         fb.insert(k);
         sb.insert_hash(xxh3(k));
         bf.set(k);
@@ -187,6 +245,9 @@ fn ids(c: &mut Criterion) {
     for (case, probe) in [("contains_hit", hits), ("contains_miss", &misses[..])] {
         g.bench_function(BenchmarkId::new(case, "txgate"), |b| {
             b.iter(|| probe.iter().filter(|k| tg.contains_id(k)).count())
+        });
+        g.bench_function(BenchmarkId::new(case, "txgate512"), |b| {
+            b.iter(|| probe.iter().filter(|k| tg512.contains_id(k)).count())
         });
         g.bench_function(BenchmarkId::new(case, "fastbloom"), |b| {
             b.iter(|| probe.iter().filter(|k| fb.contains(*k)).count())
@@ -206,34 +267,8 @@ fn atomic_insert(c: &mut Criterion) {
     let bits = KEYS * BITS_PER_KEY;
     let mut g = c.benchmark_group("atomic_insert");
     g.throughput(Throughput::Elements(KEYS as u64));
-    g.bench_function("txgate-plain", |b| {
-        b.iter_batched_ref(
-            || txgate(bits, Backend::detect()),
-            |f| keys.iter().for_each(|&k| sink(f.insert_hash(k))),
-            BatchSize::LargeInput,
-        )
-    });
-    g.bench_function("txgate-atomic", |b| {
-        b.iter_batched_ref(
-            || txgate_atomic(bits),
-            |f| keys.iter().for_each(|&k| sink(f.insert_hash(k))),
-            BatchSize::LargeInput,
-        )
-    });
-    g.bench_function("txgate-plain-insert_many", |b| {
-        b.iter_batched_ref(
-            || txgate(bits, Backend::detect()),
-            |f| f.insert_many(&keys),
-            BatchSize::LargeInput,
-        )
-    });
-    g.bench_function("txgate-atomic-insert_many", |b| {
-        b.iter_batched_ref(
-            || txgate_atomic(bits),
-            |f| f.insert_many(&keys),
-            BatchSize::LargeInput,
-        )
-    });
+    atomic_insert_of::<Block256>(&mut g, &keys, bits);
+    atomic_insert_of::<Block512>(&mut g, &keys, bits);
     g.bench_function("fastbloom-atomic", |b| {
         b.iter_batched_ref(
             || fastbloom_atomic(bits, KEYS),
@@ -244,41 +279,188 @@ fn atomic_insert(c: &mut Criterion) {
     g.finish();
 }
 
-fn dram(c: &mut Criterion) {
-    const BYTES: usize = 256 << 20;
-    const FILL: usize = 1 << 24;
-    let bits = BYTES * 8;
-    let keys = random_u64s(FILL, 6);
-    // 2^22 probes touch 2^22 distinct lines (256 MiB): far more than any cache, so every pass
-    // goes to DRAM (a small probe set would stay in L3 between passes).
-    let probes = random_u64s(DRAM_PROBES, 7);
-    let mut tg = txgate(bits, Backend::detect());
-    let mut fb = fastbloom(bits, FILL);
-    let mut sb = sbbf(bits, FILL);
-    for &k in &keys {
-        tg.insert_hash(k);
-        fb.insert_hash(k);
-        sb.insert_hash(k);
-    }
-    drop(keys);
-    let mut g = c.benchmark_group("dram");
-    g.throughput(Throughput::Elements(DRAM_PROBES as u64));
-    g.bench_function("txgate-contains", |b| {
-        b.iter(|| count(&probes, |k| tg.contains_hash(k)))
+/// Plain and atomic inserts, one by one and batched, into empty txgate filters of layout `B`.
+fn atomic_insert_of<B: BlockLayout>(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    keys: &[u64],
+    bits: usize,
+) {
+    let name = name::<B>(None);
+    g.bench_function(format!("{name}-plain"), |b| {
+        b.iter_batched_ref(
+            || txgate::<B>(bits, Backend::detect()),
+            |f| keys.iter().for_each(|&k| sink(f.insert_hash(k))),
+            BatchSize::LargeInput,
+        )
     });
-    let mut out = vec![false; DRAM_PROBES];
-    g.bench_function("txgate-contains_many", |b| {
+    g.bench_function(format!("{name}-atomic"), |b| {
+        b.iter_batched_ref(
+            || txgate_atomic::<B>(bits),
+            |f| keys.iter().for_each(|&k| sink(f.insert_hash(k))),
+            BatchSize::LargeInput,
+        )
+    });
+    g.bench_function(format!("{name}-plain-insert_many"), |b| {
+        b.iter_batched_ref(
+            || txgate::<B>(bits, Backend::detect()),
+            |f| f.insert_many(keys),
+            BatchSize::LargeInput,
+        )
+    });
+    g.bench_function(format!("{name}-atomic-insert_many"), |b| {
+        b.iter_batched_ref(
+            || txgate_atomic::<B>(bits),
+            |f| f.insert_many(keys),
+            BatchSize::LargeInput,
+        )
+    });
+}
+
+/// The last-level cache's size in bytes (the largest `size` under
+/// /sys/devices/system/cpu/cpu0/cache), if sysfs tells it.
+fn last_level_cache_bytes() -> Option<u64> {
+    let dir = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache").ok()?;
+    dir.filter_map(|entry| {
+        let size = std::fs::read_to_string(entry.ok()?.path().join("size")).ok()?;
+        let size = size.trim();
+        let (digits, unit) = size.split_at(size.find(|c: char| !c.is_ascii_digit())?);
+        let n: u64 = digits.parse().ok()?;
+        Some(match unit {
+            "K" => n << 10,
+            "M" => n << 20,
+            "G" => n << 30,
+            _ => n,
+        })
+    })
+    .max()
+}
+
+/// Bytes of each DRAM-group filter: `TXGATE_DRAM_BYTES`, or 4x the last-level cache and at
+/// least 1 GiB, rounded up to a power of two.
+fn dram_bytes() -> usize {
+    if let Some(bytes) = std::env::var("TXGATE_DRAM_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        return bytes;
+    }
+    let l3 = last_level_cache_bytes().unwrap_or(0);
+    (4 * l3).max(1 << 30).next_power_of_two() as usize
+}
+
+/// One 64-byte cache line of the baseline buffer.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Line([u64; 8]);
+
+/// `probes.len()` random line reads over `lines` (the line of hash `h` is `(h * n) >> 64`, as a
+/// filter picks its block), one word each, prefetching the line `ahead` probes on (none when
+/// `ahead == 0`); the xor of the words read, so that no read is optimised away.
+fn line_reads(lines: &[Line], probes: &[u64], ahead: usize) -> u64 {
+    let n = lines.len() as u64;
+    let line = |h: u64| &lines[((u128::from(h) * u128::from(n)) >> 64) as usize];
+    let mut acc = 0;
+    for (i, &h) in probes.iter().enumerate() {
+        if ahead > 0
+            && let Some(&next) = probes.get(i + ahead)
+        {
+            prefetch(line(next));
+        }
+        acc ^= black_box(line(h)).0[0];
+    }
+    acc
+}
+
+fn prefetch(line: &Line) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint: it never faults and reads nothing the program sees.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+            (line as *const Line).cast(),
+        )
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = line;
+}
+
+/// 2^24 seeded random keys, generated again for each filter (not kept: 128 MiB).
+fn fill_keys() -> impl Iterator<Item = u64> {
+    let mut rng = SmallRng::seed_from_u64(6);
+    (0..FILL).map(move |_| rng.random())
+}
+
+const FILL: usize = 1 << 24;
+
+/// txgate's rows of the DRAM group for layout `B`: one by one and `contains_many`.
+fn dram_txgate<B: BlockLayout>(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    bytes: usize,
+    probes: &[u64],
+) {
+    let mut filter = txgate::<B>(bytes * 8, Backend::detect());
+    let keys: Vec<u64> = fill_keys().collect();
+    filter.insert_many(&keys);
+    drop(keys);
+    let name = name::<B>(None);
+    g.bench_function(format!("{name}-contains"), |b| {
+        b.iter(|| count(probes, |k| filter.contains_hash(k)))
+    });
+    let mut out = vec![false; probes.len()];
+    g.bench_function(format!("{name}-contains_many"), |b| {
         b.iter(|| {
-            tg.contains_many(&probes, &mut out);
+            filter.contains_many(probes, &mut out);
             out.iter().filter(|&&x| x).count()
         })
     });
-    g.bench_function("fastbloom-contains", |b| {
-        b.iter(|| count(&probes, |k| fb.contains_hash(k)))
-    });
-    g.bench_function("sbbf-rs-safe-contains", |b| {
-        b.iter(|| count(&probes, |k| sb.contains_hash(k)))
-    });
+}
+
+fn dram(c: &mut Criterion) {
+    let bytes = dram_bytes();
+    eprintln!(
+        "dram: filters of {} MiB (last-level cache {:?} bytes), {DRAM_PROBES} probes per pass",
+        bytes >> 20,
+        last_level_cache_bytes()
+    );
+    // 2^22 probes touch 2^22 distinct lines: far more than any cache, so every pass goes to
+    // DRAM (a small probe set would stay in the cache between passes).
+    let probes = random_u64s(DRAM_PROBES, 7);
+    let mut g = c.benchmark_group("dram");
+    g.throughput(Throughput::Elements(DRAM_PROBES as u64));
+    {
+        // Every line written (a fresh allocation would read the shared zero page).
+        let mut rng = SmallRng::seed_from_u64(8);
+        let lines: Vec<Line> = (0..bytes / 64).map(|_| Line([rng.random(); 8])).collect();
+        g.bench_function("line_read", |b| {
+            b.iter(|| line_reads(&lines, &probes, PREFETCH_AHEAD))
+        });
+        g.bench_function("line_read_no_prefetch", |b| {
+            b.iter(|| line_reads(&lines, &probes, 0))
+        });
+    }
+    dram_txgate::<Block256>(&mut g, bytes, &probes);
+    dram_txgate::<Block512>(&mut g, bytes, &probes);
+    {
+        // k = 8 as in the blocked filters: `expected_items` would pick hundreds of hashes for
+        // this sparse fill, and a fill of 2^24 keys would take minutes.
+        let mut fb = fastbloom::BloomFilter::with_num_bits(bytes * 8)
+            .seed(&1)
+            .hashes(8);
+        fill_keys().for_each(|k| {
+            fb.insert_hash(k);
+        });
+        g.bench_function("fastbloom-contains", |b| {
+            b.iter(|| count(&probes, |k| fb.contains_hash(k)))
+        });
+    }
+    {
+        let mut sb = sbbf(bytes * 8, FILL);
+        fill_keys().for_each(|k| {
+            sb.insert_hash(k);
+        });
+        g.bench_function("sbbf-rs-safe-contains", |b| {
+            b.iter(|| count(&probes, |k| sb.contains_hash(k)))
+        });
+    }
     g.finish();
 }
 

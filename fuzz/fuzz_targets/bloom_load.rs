@@ -1,17 +1,45 @@
 //! Arbitrary bytes into every txgate-bloom loader: an error or a filter, never a panic; a filter
-//! that loads writes the same bytes back.
+//! that loads writes the same bytes back (format version 2), or, from version 1, the version-2
+//! form of the same filter (the same header and blocks with the version set to 2 and the checksum
+//! appended); a damaged version-2 filter (its checksum no longer matching) never loads.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use txgate_bloom::{AtomicBlockedBloom, BlockedBloom, Sbbf};
+use txgate_bloom::{AnyBloom, AtomicBlockedBloom, Block256, Block512, BlockedBloom, Sbbf};
+
+/// What a filter loaded from `bytes` must write back.
+fn written_back(bytes: &[u8]) -> Vec<u8> {
+    if bytes[8] == 1 {
+        let mut v2 = bytes.to_vec();
+        v2[8] = 2;
+        let checksum = xxhash_rust::xxh3::xxh3_64(&v2);
+        v2.extend_from_slice(&checksum.to_le_bytes());
+        v2
+    } else {
+        bytes.to_vec()
+    }
+}
 
 fuzz_target!(|bytes: &[u8]| {
-    if let Ok(filter) = BlockedBloom::from_bytes(bytes) {
-        assert_eq!(filter.to_bytes(), bytes);
-        let _ = filter.contains(&bytes.len());
+    let written = [
+        BlockedBloom::<Block256>::from_bytes(bytes).map(|f| f.to_bytes()),
+        BlockedBloom::<Block512>::from_bytes(bytes).map(|f| f.to_bytes()),
+        AtomicBlockedBloom::<Block256>::from_bytes(bytes).map(|f| f.to_bytes()),
+        AtomicBlockedBloom::<Block512>::from_bytes(bytes).map(|f| f.to_bytes()),
+    ];
+    let loaded = written.iter().filter(|w| w.is_ok()).count();
+    // At most one layout's pair of loaders accepts the bytes, and both of that pair do.
+    assert!(loaded == 0 || loaded == 2, "{loaded} loaders accepted");
+    for w in written.into_iter().flatten() {
+        assert_eq!(w, written_back(bytes));
     }
-    if let Ok(filter) = AtomicBlockedBloom::from_bytes(bytes) {
-        assert_eq!(filter.to_bytes(), bytes);
+    match AnyBloom::from_bytes(bytes) {
+        Ok(filter) => {
+            assert_eq!(loaded, 2);
+            assert_eq!(filter.to_bytes(), written_back(bytes));
+            let _ = filter.contains(&bytes.len());
+        }
+        Err(_) => assert_eq!(loaded, 0),
     }
     if let Ok((filter, used)) = Sbbf::from_parquet(bytes) {
         assert_eq!(filter.to_parquet(), &bytes[..used]);

@@ -1,14 +1,18 @@
 //! Differential fuzzing of txgate-bloom against a `HashSet` model: any sequence of inserts,
-//! queries, clears, unions and reloads, on both filter variants. The filters may answer "maybe"
-//! for keys the model lacks (false positives) but never "no" for a key it holds, and the plain and
-//! atomic variants must agree bit for bit.
+//! queries, clears, unions and reloads, on both filter variants and either block layout. The
+//! filters may answer "maybe" for keys the model lacks (false positives) but never "no" for a key
+//! it holds; the plain and atomic variants must agree bit for bit, and a run on the scalar backend
+//! must agree with one on the detected (SIMD) backend.
 #![no_main]
 
 use std::collections::HashSet;
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use txgate_bloom::{AtomicBlockedBloom, BlockedBloom, BloomBuilder};
+use txgate_bloom::{
+    AnyBloom, AtomicBlockedBloom, Backend, Block256, Block512, BlockLayout, BlockedBloom,
+    BloomBuilder,
+};
 
 #[derive(Arbitrary, Debug, Clone, PartialEq, Eq, Hash)]
 enum Key {
@@ -32,10 +36,15 @@ enum Op {
 struct Input {
     blocks: u8,
     seed: u64,
+    wide: bool,
     ops: Vec<Op>,
 }
 
-fn insert(plain: &mut BlockedBloom, atomic: &AtomicBlockedBloom, key: &Key) -> (bool, bool) {
+fn insert<B: BlockLayout>(
+    plain: &mut BlockedBloom<B>,
+    atomic: &AtomicBlockedBloom<B>,
+    key: &Key,
+) -> (bool, bool) {
     match key {
         Key::Bytes(b) => (plain.insert(b), atomic.insert(b)),
         Key::Id(id) => (plain.insert_id(id), atomic.insert_id(id)),
@@ -43,7 +52,11 @@ fn insert(plain: &mut BlockedBloom, atomic: &AtomicBlockedBloom, key: &Key) -> (
     }
 }
 
-fn contains(plain: &BlockedBloom, atomic: &AtomicBlockedBloom, key: &Key) -> (bool, bool) {
+fn contains<B: BlockLayout>(
+    plain: &BlockedBloom<B>,
+    atomic: &AtomicBlockedBloom<B>,
+    key: &Key,
+) -> (bool, bool) {
     match key {
         Key::Bytes(b) => (plain.contains(b), atomic.contains(b)),
         Key::Id(id) => (plain.contains_id(id), atomic.contains_id(id)),
@@ -51,10 +64,14 @@ fn contains(plain: &BlockedBloom, atomic: &AtomicBlockedBloom, key: &Key) -> (bo
     }
 }
 
-fuzz_target!(|input: Input| {
+/// Runs the ops on layout `B` with `backend`; returns the final bits.
+fn run<B: BlockLayout>(input: &Input, backend: Backend) -> Vec<u8> {
     let builder = BloomBuilder::with_num_blocks(u64::from(input.blocks) + 1)
         .unwrap()
-        .seed(input.seed);
+        .seed(input.seed)
+        .backend(backend)
+        .layout::<B>()
+        .unwrap();
     let mut plain = builder.build().unwrap();
     let mut atomic = builder.build_atomic().unwrap();
     let mut model: HashSet<Key> = HashSet::new();
@@ -93,8 +110,11 @@ fuzz_target!(|input: Input| {
             }
             Op::Reload => {
                 let bytes = plain.to_bytes();
-                plain = BlockedBloom::from_bytes(&bytes).unwrap();
-                atomic = AtomicBlockedBloom::from_bytes(&atomic.to_bytes()).unwrap();
+                plain = BlockedBloom::<B>::from_bytes(&bytes).unwrap();
+                atomic = AtomicBlockedBloom::<B>::from_bytes(&atomic.to_bytes()).unwrap();
+                let any = AnyBloom::from_bytes(&bytes).unwrap();
+                assert_eq!(any.layout(), B::LAYOUT);
+                assert_eq!(any.to_bytes(), bytes);
             }
         }
         assert_eq!(plain.to_bytes(), atomic.to_bytes(), "variants' bits differ");
@@ -105,4 +125,20 @@ fuzz_target!(|input: Input| {
             "false negative at the end"
         );
     }
+    plain.to_bytes()
+}
+
+fuzz_target!(|input: Input| {
+    let (scalar, detected) = if input.wide {
+        (
+            run::<Block512>(&input, Backend::Scalar),
+            run::<Block512>(&input, Backend::detect()),
+        )
+    } else {
+        (
+            run::<Block256>(&input, Backend::Scalar),
+            run::<Block256>(&input, Backend::detect()),
+        )
+    };
+    assert_eq!(scalar, detected, "backends disagree");
 });

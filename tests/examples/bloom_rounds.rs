@@ -8,7 +8,7 @@
 
 use std::time::Instant;
 
-use txgate_bloom::{Backend, BlockedBloom, BloomBuilder, false_positive_rate};
+use txgate_bloom::{Backend, Block256, Block512, BlockLayout, BlockedBloom, BloomBuilder};
 use txgate_tests::real_round_txids;
 
 /// SplitMix64: reproducible well-mixed probe hashes.
@@ -91,41 +91,50 @@ fn fpr_table() {
         "false-positive rate, {KEYS} keys, {PROBES} probes (fixed seeds), measured vs Putze et al. formula"
     );
     println!(
-        "{:<8} {:<9} {:<7} {:>12} {:>12} {:>9}",
-        "bits/key", "variant", "backend", "measured %", "formula %", "ratio"
+        "{:<8} {:<8} {:<9} {:<7} {:>12} {:>12} {:>9}",
+        "bits/key", "layout", "variant", "backend", "measured %", "formula %", "ratio"
     );
     for bits_per_key in [8u64, 10, 16] {
-        let blocks = KEYS * bits_per_key / txgate_bloom::BITS_PER_BLOCK;
-        let expected = false_positive_rate(KEYS, blocks);
-        for backend in Backend::available() {
-            let builder = BloomBuilder::with_num_blocks(blocks)
-                .expect("blocks")
-                .seed(1)
-                .backend(backend);
-            let mut plain = builder.build().expect("filter");
-            let atomic = builder.build_atomic().expect("filter");
-            let mut s = 0xfeed;
-            for _ in 0..KEYS {
-                let h = splitmix(&mut s);
-                plain.insert_hash(h);
-                atomic.insert_hash(h);
-            }
-            let plain_contains = |h| plain.contains_hash(h);
-            let atomic_contains = |h| atomic.contains_hash(h);
-            let variants: [(&str, &dyn Fn(u64) -> bool); 2] =
-                [("plain", &plain_contains), ("atomic", &atomic_contains)];
-            for (variant, contains) in variants {
-                let mut s = 0xbeef;
-                let hits = (0..PROBES).filter(|_| contains(splitmix(&mut s))).count();
-                let got = hits as f64 / PROBES as f64;
-                println!(
-                    "{bits_per_key:<8} {variant:<9} {:<7} {:>12.4} {:>12.4} {:>9.3}",
-                    format!("{backend:?}"),
-                    100.0 * got,
-                    100.0 * expected,
-                    got / expected
-                );
-            }
+        fpr_rows::<Block256>(KEYS, PROBES, bits_per_key);
+        fpr_rows::<Block512>(KEYS, PROBES, bits_per_key);
+    }
+}
+
+/// The table's rows of layout `B` at `bits_per_key`: plain and atomic, every backend.
+fn fpr_rows<B: BlockLayout>(keys: u64, probes: u64, bits_per_key: u64) {
+    let blocks = keys * bits_per_key / B::LAYOUT.bits_per_block();
+    let expected = B::LAYOUT.false_positive_rate(keys, blocks);
+    let layout = format!("{}-bit", B::LAYOUT.bits_per_block());
+    for backend in Backend::available() {
+        let builder = BloomBuilder::with_num_blocks(blocks)
+            .expect("blocks")
+            .seed(1)
+            .backend(backend)
+            .layout::<B>()
+            .expect("layout");
+        let mut plain = builder.build().expect("filter");
+        let atomic = builder.build_atomic().expect("filter");
+        let mut s = 0xfeed;
+        for _ in 0..keys {
+            let h = splitmix(&mut s);
+            plain.insert_hash(h);
+            atomic.insert_hash(h);
+        }
+        let plain_contains = |h| plain.contains_hash(h);
+        let atomic_contains = |h| atomic.contains_hash(h);
+        let variants: [(&str, &dyn Fn(u64) -> bool); 2] =
+            [("plain", &plain_contains), ("atomic", &atomic_contains)];
+        for (variant, contains) in variants {
+            let mut s = 0xbeef;
+            let hits = (0..probes).filter(|_| contains(splitmix(&mut s))).count();
+            let got = hits as f64 / probes as f64;
+            println!(
+                "{bits_per_key:<8} {layout:<8} {variant:<9} {:<7} {:>12.4} {:>12.4} {:>9.3}",
+                format!("{backend:?}"),
+                100.0 * got,
+                100.0 * expected,
+                got / expected
+            );
         }
     }
 }

@@ -2,45 +2,22 @@
 
 use std::hash::Hash;
 
-use crate::block::{
-    BITS_PER_BLOCK, BLOCK_BYTES, Block, WORDS_PER_BLOCK, block_index, fingerprint, from_pairs,
-    to_pairs,
-};
+use crate::block::{Block256, block_index, fingerprint};
 use crate::builder::{hash_id, hash_key, try_alloc};
 use crate::error::{BuildError, LoadError, ShapeError};
 use crate::filter::{BlockedBloom, estimate_len};
+use crate::format;
+use crate::layout::{BlockLayout, Layout};
 use crate::simd::{Backend, Kernel, PREFETCH_AHEAD, prefetch};
-use crate::sync::{AtomicU64, Ordering};
-use crate::{format, sizing};
+use txgate_sync::sync::Ordering;
 
-/// One block as four atomic 64-bit words (each holding two of the block's 32-bit words, see
-/// [`to_pairs`]), 32-byte aligned like [`Block`] so that it lies inside one cache line.
-#[derive(Debug, Default)]
-#[repr(C, align(32))]
-struct AtomicBlock([AtomicU64; WORDS_PER_BLOCK / 2]);
-
-const _: () = assert!(size_of::<AtomicBlock>() == BLOCK_BYTES);
-
-impl AtomicBlock {
-    fn new(block: Block) -> Self {
-        AtomicBlock(to_pairs(block.0).map(AtomicU64::new))
-    }
-
-    /// A snapshot of the words (each read on its own; see the type docs on concurrency).
-    fn load(&self) -> Block {
-        // Relaxed: a snapshot for serialization or counting; words are independent and callers
-        // order it against inserts with their own synchronisation (as for `contains`).
-        Block(from_pairs(core::array::from_fn(|j| {
-            self.0[j].load(Ordering::Relaxed)
-        })))
-    }
-}
-
-/// A blocked bloom filter that many threads insert into at once, through `&self`. The block's
-/// eight 32-bit words are held as four `AtomicU64`s; each gets the key's two bits with one
-/// `fetch_or`, skipped when a plain load shows both are already set (the common case once the
-/// filter fills, and it keeps the line shared instead of bouncing it between cores): at most four
-/// read-modify-writes per insert. Same bits, hashes and serialized form as [`BlockedBloom`].
+/// A blocked bloom filter that many threads insert into at once, through `&self`. The block is
+/// held as `AtomicU64`s: a [`Block256`]'s eight 32-bit words as four (two words each), a
+/// [`Block512`](crate::Block512)'s as its eight. Each gets its share of the key's bits with one
+/// `fetch_or`, skipped when a plain load shows they are already set (the common case once the
+/// filter fills, and it keeps the line shared instead of bouncing it between cores): at most
+/// four (256-bit) or eight (512-bit) read-modify-writes per insert. Same bits, hashes and
+/// serialized form as [`BlockedBloom`].
 ///
 /// # Concurrency
 /// - Every insert that happens-before a query (a thread join, a channel, a Release store read by
@@ -73,17 +50,18 @@ impl AtomicBlock {
 /// assert!((0..4u64).all(|t| (0..100u64).all(|i| seen.contains(&(t * 1000 + i)))));
 /// # Ok::<(), txgate_bloom::BuildError>(())
 /// ```
-pub struct AtomicBlockedBloom {
+pub struct AtomicBlockedBloom<B: BlockLayout = Block256> {
     // Invariant: blocks.len() == num_blocks > 0.
-    blocks: Box<[AtomicBlock]>,
+    blocks: Box<[B::Atomic]>,
     num_blocks: u64,
     seed: u64,
     kernel: Kernel,
 }
 
-impl std::fmt::Debug for AtomicBlockedBloom {
+impl<B: BlockLayout> std::fmt::Debug for AtomicBlockedBloom<B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AtomicBlockedBloom")
+            .field("layout", &B::LAYOUT)
             .field("num_blocks", &self.num_blocks)
             .field("seed", &self.seed)
             .field("backend", &self.kernel.backend())
@@ -91,17 +69,17 @@ impl std::fmt::Debug for AtomicBlockedBloom {
     }
 }
 
-impl AtomicBlockedBloom {
+impl<B: BlockLayout> AtomicBlockedBloom<B> {
     pub(crate) fn from_parts(
         num_blocks: u64,
         seed: u64,
         kernel: Kernel,
     ) -> Result<Self, BuildError> {
-        let blocks = try_alloc(num_blocks, || AtomicBlock::new(Block::ZERO))?;
+        let blocks = try_alloc(num_blocks, || B::to_atomic(B::ZERO))?;
         Ok(Self::from_blocks(blocks, seed, kernel))
     }
 
-    fn from_blocks(blocks: Box<[AtomicBlock]>, seed: u64, kernel: Kernel) -> Self {
+    fn from_blocks(blocks: Box<[B::Atomic]>, seed: u64, kernel: Kernel) -> Self {
         debug_assert!(!blocks.is_empty());
         AtomicBlockedBloom {
             num_blocks: blocks.len() as u64,
@@ -112,7 +90,7 @@ impl AtomicBlockedBloom {
     }
 
     #[inline(always)]
-    fn block(&self, hash: u64) -> &AtomicBlock {
+    fn block(&self, hash: u64) -> &B::Atomic {
         let index = block_index(hash, self.num_blocks) as usize;
         debug_assert!(index < self.blocks.len());
         // SAFETY: `block_index` is below `num_blocks`, which equals `blocks.len()` (invariant).
@@ -148,13 +126,10 @@ impl AtomicBlockedBloom {
     /// [`insert`](Self::insert).
     #[inline(always)]
     pub fn insert_hash(&self, hash: u64) -> bool {
-        let block = self.block(hash);
+        let block = B::atomic_words(self.block(hash));
+        let masks = B::atomic_masks(self.kernel, fingerprint(hash));
         let mut saw_clear = false;
-        for (word, mask) in block
-            .0
-            .iter()
-            .zip(self.kernel.mask_pairs(fingerprint(hash)))
-        {
+        for (word, &mask) in block.iter().zip(masks.as_ref()) {
             // Relaxed (load and fetch_or): bits publish nothing else; only each word's own
             // modification order matters. The result of fetch_or is not used, so x86 emits a
             // plain `lock or` rather than a compare-exchange loop.
@@ -196,13 +171,10 @@ impl AtomicBlockedBloom {
     /// Whether the key with this 64-bit hash may be in the filter.
     #[inline(always)]
     pub fn contains_hash(&self, hash: u64) -> bool {
-        let block = self.block(hash);
+        let block = B::atomic_words(self.block(hash));
+        let masks = B::atomic_masks(self.kernel, fingerprint(hash));
         let mut missing = 0;
-        for (word, mask) in block
-            .0
-            .iter()
-            .zip(self.kernel.mask_pairs(fingerprint(hash)))
-        {
+        for (word, &mask) in block.iter().zip(masks.as_ref()) {
             // Relaxed: see the type docs; inserts are ordered before this by the caller.
             missing |= mask & !word.load(Ordering::Relaxed);
         }
@@ -233,10 +205,13 @@ impl AtomicBlockedBloom {
     ///
     /// # Errors
     /// [`ShapeError`] when the filters differ in blocks or seed; nothing changes then.
-    pub fn union(&self, other: &BlockedBloom) -> Result<(), ShapeError> {
+    pub fn union(&self, other: &BlockedBloom<B>) -> Result<(), ShapeError> {
         self.check_shape(other.num_blocks(), other.seed())?;
         for (ours, theirs) in self.blocks.iter().zip(other.blocks()) {
-            for (word, bits) in ours.0.iter().zip(to_pairs(theirs.0)) {
+            for (word, &bits) in B::atomic_words(ours)
+                .iter()
+                .zip(B::atomic_bits(theirs).as_ref())
+            {
                 if bits != 0 {
                     // Relaxed: as in insert_hash.
                     word.fetch_or(bits, Ordering::Relaxed);
@@ -251,11 +226,12 @@ impl AtomicBlockedBloom {
     ///
     /// # Errors
     /// [`ShapeError`] when the filters differ in blocks or seed; nothing changes then.
-    pub fn intersect(&mut self, other: &BlockedBloom) -> Result<(), ShapeError> {
+    pub fn intersect(&mut self, other: &BlockedBloom<B>) -> Result<(), ShapeError> {
         self.check_shape(other.num_blocks(), other.seed())?;
         for (ours, theirs) in self.blocks.iter_mut().zip(other.blocks()) {
-            let current = ours.load();
-            *ours = AtomicBlock::new(Block(core::array::from_fn(|i| current.0[i] & theirs.0[i])));
+            let mut current = B::load_atomic(ours);
+            current.and_assign(theirs);
+            *ours = B::to_atomic(current);
         }
         Ok(())
     }
@@ -267,7 +243,7 @@ impl AtomicBlockedBloom {
     /// Removes every key (`&mut self`: no insert can race it).
     pub fn clear(&mut self) {
         for block in self.blocks.iter_mut() {
-            *block = AtomicBlock::new(Block::ZERO);
+            *block = B::to_atomic(B::ZERO);
         }
     }
 
@@ -276,8 +252,7 @@ impl AtomicBlockedBloom {
     pub fn count_ones(&self) -> u64 {
         self.blocks
             .iter()
-            .flat_map(|b| b.load().0)
-            .map(|w| u64::from(w.count_ones()))
+            .map(|b| u64::from(B::load_atomic(b).count_ones()))
             .sum()
     }
 
@@ -288,22 +263,27 @@ impl AtomicBlockedBloom {
 
     /// The false-positive rate the formula expects after `items` distinct inserts.
     pub fn expected_false_positive_rate(&self, items: u64) -> f64 {
-        sizing::false_positive_rate(items, self.num_blocks)
+        B::LAYOUT.false_positive_rate(items, self.num_blocks)
     }
 
-    /// Blocks (cache lines) in the filter.
+    /// The block layout.
+    pub fn layout(&self) -> Layout {
+        B::LAYOUT
+    }
+
+    /// Blocks in the filter.
     pub fn num_blocks(&self) -> u64 {
         self.num_blocks
     }
 
-    /// Bits in the filter (`num_blocks * 256`).
+    /// Bits in the filter (`num_blocks * 256` or `* 512`).
     pub fn num_bits(&self) -> u64 {
-        self.num_blocks * BITS_PER_BLOCK
+        self.num_blocks * B::LAYOUT.bits_per_block()
     }
 
-    /// Bytes of filter memory (`num_blocks * 32`).
+    /// Bytes of filter memory (`num_blocks * 32` or `* 64`).
     pub fn memory_bytes(&self) -> u64 {
-        self.num_blocks * BLOCK_BYTES as u64
+        self.num_blocks * B::LAYOUT.block_bytes() as u64
     }
 
     /// The hash seed.
@@ -322,18 +302,18 @@ impl AtomicBlockedBloom {
         format::encode(
             self.seed,
             self.num_blocks,
-            self.blocks.iter().map(AtomicBlock::load),
+            self.blocks.iter().map(B::load_atomic),
         )
     }
 
-    /// Loads a filter written by either filter type's `to_bytes`.
+    /// Loads a filter of layout `B` written by either filter type's `to_bytes`.
     ///
     /// # Errors
     /// As [`BlockedBloom::from_bytes`].
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, LoadError> {
-        let (header, mut blocks) = format::decode(bytes)?;
+        let (header, mut blocks) = format::decode::<B>(bytes)?;
         let loaded = try_alloc(header.num_blocks, || {
-            AtomicBlock::new(blocks.next().unwrap_or(Block::ZERO))
+            B::to_atomic(blocks.next().unwrap_or(B::ZERO))
         })?;
         Ok(Self::from_blocks(loaded, header.seed, Kernel::detect()))
     }
@@ -342,19 +322,18 @@ impl AtomicBlockedBloom {
     ///
     /// # Errors
     /// [`BuildError::AllocationFailed`] when the copy cannot be allocated.
-    pub fn to_plain(&self) -> Result<BlockedBloom, BuildError> {
+    pub fn to_plain(&self) -> Result<BlockedBloom<B>, BuildError> {
         let mut it = self.blocks.iter();
         let blocks = try_alloc(self.num_blocks, || {
-            it.next().map_or(Block::ZERO, AtomicBlock::load)
+            it.next().map_or(B::ZERO, B::load_atomic)
         })?;
         Ok(BlockedBloom::from_raw(blocks, self.seed, self.kernel))
     }
 }
 
-impl From<BlockedBloom> for AtomicBlockedBloom {
-    fn from(plain: BlockedBloom) -> Self {
-        let (blocks, seed, kernel) = plain.into_blocks();
-        let atomic: Box<[AtomicBlock]> = blocks.iter().map(|b| AtomicBlock::new(*b)).collect();
-        AtomicBlockedBloom::from_blocks(atomic, seed, kernel)
+impl<B: BlockLayout> From<BlockedBloom<B>> for AtomicBlockedBloom<B> {
+    fn from(plain: BlockedBloom<B>) -> Self {
+        let atomic: Box<[B::Atomic]> = plain.blocks().iter().map(|&b| B::to_atomic(b)).collect();
+        AtomicBlockedBloom::from_blocks(atomic, plain.seed(), plain.kernel())
     }
 }

@@ -1,26 +1,26 @@
-//! The block: 256 bits as eight 32-bit words, and where a hash lands in it.
+//! [`Block256`]: 256 bits as eight 32-bit words, and where a hash lands in a block.
 //!
-//! Layout (split-block, the block of Parquet's SBBF): a key's 64-bit hash `h` picks one block
+//! Layout (split block, the block of Parquet's SBBF): a key's 64-bit hash `h` picks one block
 //! and its low 32 bits `x` set exactly one bit in each of the block's eight words: bit
 //! `(x * SALT[i]) mod 2^32 >> 27` of word `i`. A block is 32 bytes at a 32-byte-aligned address,
 //! so it never straddles a 64-byte cache line: one line per insert or query. On x86-64 a block is
 //! one AVX2 register, and its mask is one multiply, one shift and one variable shift.
 //!
-//! Why 256-bit blocks and not a whole 512-bit line: at equal memory a 512-bit block of 8 x u64
-//! has a 17-31 % lower false-positive rate (1.05 % vs 1.26 % at 10 bits per key, 0.091 % vs
-//! 0.132 % at 16), but its
-//! query takes twice the vector work, and on the machines measured here that made a query 1.3-1.5x
-//! slower than a 256-bit one (the CPU keeps fewer queries in flight), and an atomic insert needs
-//! eight 64-bit read-modify-writes instead of four. The speed of "no" is what this crate is for.
+//! The other native layout, [`Block512`](crate::Block512), fills the whole line (see the
+//! [`layout`](crate::layout) module for the trade-off).
 
-/// Bytes in one block.
+use crate::layout::{BlockLayout, Layout, sealed::Sealed};
+use crate::simd::{self, Backend, Kernel};
+use txgate_sync::sync::{AtomicU64, Ordering};
+
+/// Bytes in one [`Block256`].
 pub const BLOCK_BYTES: usize = 32;
-/// 32-bit words in one block.
+/// 32-bit words in one [`Block256`] (and 64-bit words in one [`Block512`](crate::Block512)).
 pub const WORDS_PER_BLOCK: usize = 8;
-/// Bits in one block.
+/// Bits in one [`Block256`].
 pub const BITS_PER_BLOCK: u64 = 256;
-/// Bits each key sets (and each query tests): one per word. This is the `k` of the bloom
-/// filter literature, not the memory per key (`m / n`, "bits per key").
+/// Bits each key sets (and each query tests), in both layouts: one per word. This is the `k`
+/// of the bloom filter literature, not the memory per key (`m / n`, "bits per key").
 pub const BITS_SET_PER_KEY: u32 = WORDS_PER_BLOCK as u32;
 /// Right shift that keeps the top 5 bits of a 32-bit product: a bit index in `0..32`.
 pub(crate) const BIT_SHIFT: u32 = 32 - 5;
@@ -28,8 +28,8 @@ pub(crate) const BIT_SHIFT: u32 = 32 - 5;
 /// The eight odd multipliers that spread a key's 32-bit fingerprint over the eight words.
 ///
 /// These are the salts of the Parquet split-block bloom filter specification
-/// (apache/parquet-format, BloomFilter.md), which [`Sbbf`](crate::Sbbf) must use; the native
-/// filter uses them too.
+/// (apache/parquet-format, BloomFilter.md), which [`Sbbf`](crate::Sbbf) must use; both native
+/// layouts use them too.
 pub(crate) const SALT: [u32; 8] = [
     0x47b6_137b,
     0x4497_4d91,
@@ -41,40 +41,127 @@ pub(crate) const SALT: [u32; 8] = [
     0x5c6b_fb31,
 ];
 
-/// One block: eight words, 32-byte aligned so that it lies inside one cache line.
+/// The 256-bit block layout ([`Layout::Block256`]), the default `B` of
+/// [`BlockedBloom<B>`](crate::BlockedBloom): eight 32-bit words, one bit per key in each, 32
+/// bytes at a 32-byte-aligned address.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C, align(32))]
-pub(crate) struct Block(pub(crate) [u32; WORDS_PER_BLOCK]);
+pub struct Block256(pub(crate) [u32; WORDS_PER_BLOCK]);
 
-const _: () = assert!(size_of::<Block>() == BLOCK_BYTES && align_of::<Block>() == BLOCK_BYTES);
+const _: () =
+    assert!(size_of::<Block256>() == BLOCK_BYTES && align_of::<Block256>() == BLOCK_BYTES);
 
-impl Block {
-    /// The empty block.
-    pub(crate) const ZERO: Block = Block([0; WORDS_PER_BLOCK]);
+/// A [`Block256`] as four atomic 64-bit words (each holding two of the block's 32-bit words, see
+/// [`to_pairs`]), 32-byte aligned like the block so that it lies inside one cache line.
+#[derive(Debug, Default)]
+#[repr(C, align(32))]
+pub struct AtomicBlock256([AtomicU64; WORDS_PER_BLOCK / 2]);
 
-    /// Reads a block from 32 bytes of little-endian words.
-    pub(crate) fn from_le_bytes(bytes: &[u8; BLOCK_BYTES]) -> Block {
-        Block(core::array::from_fn(|w| {
-            u32::from_le_bytes([
-                bytes[4 * w],
-                bytes[4 * w + 1],
-                bytes[4 * w + 2],
-                bytes[4 * w + 3],
-            ])
-        }))
+const _: () = assert!(size_of::<AtomicBlock256>() == BLOCK_BYTES);
+
+impl BlockLayout for Block256 {
+    const LAYOUT: Layout = Layout::Block256;
+}
+
+impl Sealed for Block256 {
+    const ZERO: Self = Block256([0; WORDS_PER_BLOCK]);
+    const SHIFT: u32 = BIT_SHIFT;
+    type Word = u32;
+    type Atomic = AtomicBlock256;
+    type Masks = [u64; WORDS_PER_BLOCK / 2];
+
+    fn from_words(words: [u32; WORDS_PER_BLOCK]) -> Self {
+        Block256(words)
     }
 
-    /// Appends the block as 32 bytes of little-endian words.
-    pub(crate) fn write_le_bytes(&self, out: &mut Vec<u8>) {
-        for word in self.0 {
-            out.extend_from_slice(&word.to_le_bytes());
+    fn words(&self) -> &[u32; WORDS_PER_BLOCK] {
+        &self.0
+    }
+
+    fn words_mut(&mut self) -> &mut [u32; WORDS_PER_BLOCK] {
+        &mut self.0
+    }
+
+    #[inline(always)]
+    fn contains(kernel: Kernel, block: &Self, x: u32) -> bool {
+        match kernel.backend() {
+            // The AVX-512 backend runs the AVX2 kernel on 256-bit blocks: an AVX-512VL form
+            // (a k-mask compare instead of `vptest`; the mask is the same three instructions)
+            // measured no faster, 1.84 vs 1.80 ns per query (2^20 keys at 10 bits per key, AMD
+            // EPYC Zen 4).
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            Backend::Avx2 | Backend::Avx512 => {
+                debug_assert!(Backend::Avx2.is_available());
+                // SAFETY: a `Kernel` holds a backend that `is_available` approved (its
+                // invariant), and both of these require AVX2.
+                unsafe { simd::avx2::contains256(block, x) }
+            }
+            _ => block.contains_scalar(x),
         }
+    }
+
+    #[inline(always)]
+    fn insert(kernel: Kernel, block: &mut Self, x: u32) -> bool {
+        match kernel.backend() {
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            Backend::Avx2 | Backend::Avx512 => {
+                debug_assert!(Backend::Avx2.is_available());
+                // SAFETY: as in `contains`: the kernel's backend implies AVX2.
+                unsafe { simd::avx2::insert256(block, x) }
+            }
+            _ => block.insert_scalar(x),
+        }
+    }
+
+    fn contains_many(kernel: Kernel, blocks: &[Self], hashes: &[u64], out: &mut [bool]) {
+        match kernel.backend() {
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            Backend::Avx2 | Backend::Avx512 => {
+                debug_assert!(Backend::Avx2.is_available());
+                // SAFETY: as in `contains`: the kernel's backend implies AVX2.
+                unsafe { simd::avx2::contains_many256(blocks, hashes, out) }
+            }
+            _ => simd::contains_many_with(blocks, hashes, out, Block256::contains_scalar),
+        }
+    }
+
+    fn to_atomic(block: Self) -> AtomicBlock256 {
+        AtomicBlock256(to_pairs(block.0).map(AtomicU64::new))
+    }
+
+    fn load_atomic(block: &AtomicBlock256) -> Self {
+        // Relaxed: a snapshot for serialization or counting; words are independent and callers
+        // order it against inserts with their own synchronisation (as for `contains`).
+        Block256(from_pairs(core::array::from_fn(|j| {
+            block.0[j].load(Ordering::Relaxed)
+        })))
+    }
+
+    fn atomic_words(block: &AtomicBlock256) -> &[AtomicU64] {
+        &block.0
+    }
+
+    #[inline(always)]
+    fn atomic_masks(kernel: Kernel, x: u32) -> [u64; WORDS_PER_BLOCK / 2] {
+        match kernel.backend() {
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            Backend::Avx2 | Backend::Avx512 => {
+                debug_assert!(Backend::Avx2.is_available());
+                // SAFETY: as in `contains`: the kernel's backend implies AVX2.
+                unsafe { simd::avx2::mask_pairs256(x) }
+            }
+            _ => to_pairs(Block256::masks(x)),
+        }
+    }
+
+    fn atomic_bits(block: &Self) -> [u64; WORDS_PER_BLOCK / 2] {
+        to_pairs(block.0)
     }
 }
 
 /// The native filter's block for hash `h`, in `0..num_blocks`: `(h * num_blocks) >> 64` in
 /// 128-bit arithmetic (Lemire's multiply-shift range reduction), so that filters of more than
-/// 2^32 bits or blocks index every block.
+/// 2^32 bits or blocks index every block. Both native layouts use it.
 #[inline(always)]
 pub(crate) fn block_index(hash: u64, num_blocks: u64) -> u64 {
     ((u128::from(hash) * u128::from(num_blocks)) >> 64) as u64
@@ -85,33 +172,6 @@ pub(crate) fn block_index(hash: u64, num_blocks: u64) -> u64 {
 #[inline(always)]
 pub(crate) fn fingerprint(hash: u64) -> u32 {
     hash as u32
-}
-
-/// The one-bit mask of each word for fingerprint `x` (the scalar form of the SIMD kernels).
-#[inline(always)]
-pub(crate) fn masks(x: u32) -> [u32; WORDS_PER_BLOCK] {
-    core::array::from_fn(|i| 1u32 << (x.wrapping_mul(SALT[i]) >> BIT_SHIFT))
-}
-
-/// Scalar kernel: whether every bit of `x` is set in `block`.
-#[inline]
-pub(crate) fn contains_scalar(block: &Block, x: u32) -> bool {
-    let mut missing = 0;
-    for (word, mask) in block.0.iter().zip(masks(x)) {
-        missing |= mask & !word;
-    }
-    missing == 0
-}
-
-/// Scalar kernel: set every bit of `x` in `block`; whether any of them was clear before.
-#[inline]
-pub(crate) fn insert_scalar(block: &mut Block, x: u32) -> bool {
-    let mut missing = 0;
-    for (word, mask) in block.0.iter_mut().zip(masks(x)) {
-        missing |= mask & !*word;
-        *word |= mask;
-    }
-    missing != 0
 }
 
 /// Words 2j and 2j + 1 of a block as one 64-bit value (word 2j in the low half): the unit the

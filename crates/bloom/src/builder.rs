@@ -1,73 +1,123 @@
 //! Sizing, seeding and allocating a filter: [`BloomBuilder`].
 
 use std::hash::{BuildHasher, Hash, Hasher};
+use std::marker::PhantomData;
 
-use crate::block::BITS_PER_BLOCK;
+use crate::any::AnyBloom;
+use crate::block::Block256;
+use crate::block512::Block512;
 use crate::error::BuildError;
+use crate::layout::{BlockLayout, Layout};
 use crate::simd::{Backend, Kernel};
-use crate::sizing::{MAX_BLOCKS, num_blocks_for, num_blocks_for_bits};
 use crate::{AtomicBlockedBloom, BlockedBloom};
 
-/// The shape, seed and backend of a filter to build; both [`BlockedBloom`] and
-/// [`AtomicBlockedBloom`] are built from one.
+/// The shape, seed, backend and block layout of a filter to build; [`BlockedBloom`],
+/// [`AtomicBlockedBloom`] and [`AnyBloom`] are built from one.
+///
+/// The constructors size a filter of the default layout, [`Block256`];
+/// [`layout`](Self::layout) switches to another one and sizes it again from the same request.
 ///
 /// # Examples
 /// ```
-/// use txgate_bloom::BloomBuilder;
+/// use txgate_bloom::{Block512, BloomBuilder};
 /// // Room for 10,000 txids at a 0.1 % false-positive rate, with a reproducible seed.
 /// let mut filter = BloomBuilder::with_false_positive_rate(10_000, 0.001)?.seed(7).build()?;
 /// filter.insert_id(&[0xab; 32]);
 /// assert!(filter.contains_id(&[0xab; 32]));
+/// // The same request in 512-bit blocks needs fewer bytes.
+/// let wide = BloomBuilder::with_false_positive_rate(10_000, 0.001)?.layout::<Block512>()?;
+/// assert!(wide.num_blocks() * 64 < filter.memory_bytes());
 /// # Ok::<(), txgate_bloom::BuildError>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BloomBuilder {
+#[derive(Debug, Clone, PartialEq)]
+pub struct BloomBuilder<B: BlockLayout = Block256> {
+    request: Request,
+    // Invariant: num_blocks == request.num_blocks(B::LAYOUT), which is Ok.
     num_blocks: u64,
     seed: Option<u64>,
     backend: Option<Backend>,
+    layout: PhantomData<B>,
+}
+
+/// How the size of a filter was asked for, kept so that a change of layout can size it again.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Request {
+    /// The fewest blocks for `items` keys at or below rate `fpr`.
+    FalsePositiveRate { items: u64, fpr: f64 },
+    /// At least this many bits.
+    Bits(u64),
+    /// Exactly this many blocks.
+    Blocks(u64),
+}
+
+impl Request {
+    fn num_blocks(self, layout: Layout) -> Result<u64, BuildError> {
+        match self {
+            Request::FalsePositiveRate { items, fpr } => layout.num_blocks_for(items, fpr),
+            Request::Bits(bits) => layout.num_blocks_for_bits(bits),
+            Request::Blocks(0) => Err(BuildError::ZeroSize),
+            Request::Blocks(n) if n > layout.max_blocks() => Err(BuildError::TooLarge {
+                bits: u128::from(n) * u128::from(layout.bits_per_block()),
+            }),
+            Request::Blocks(n) => Ok(n),
+        }
+    }
 }
 
 impl BloomBuilder {
-    /// The smallest filter that holds `items` keys at or below false-positive rate `fpr`, by the
-    /// blocked-filter formula of Putze et al. ([`num_blocks_for`]).
+    /// The smallest 256-bit-block filter that holds `items` keys at or below false-positive rate
+    /// `fpr`, by the blocked-filter formula of Putze et al. ([`Layout::num_blocks_for`]).
     ///
     /// # Errors
     /// [`BuildError::InvalidFalsePositiveRate`] unless `0 < fpr < 1`; [`BuildError::TooLarge`].
     pub fn with_false_positive_rate(items: u64, fpr: f64) -> Result<Self, BuildError> {
-        Ok(Self::blocks(num_blocks_for(items, fpr)?))
+        Self::request(Request::FalsePositiveRate { items, fpr })
     }
 
-    /// A filter of at least `bits` bits (rounded up to whole 256-bit blocks).
+    /// A filter of at least `bits` bits (rounded up to whole blocks).
     ///
     /// # Errors
     /// [`BuildError::ZeroSize`] for 0 bits; [`BuildError::TooLarge`].
     pub fn with_num_bits(bits: u64) -> Result<Self, BuildError> {
-        Ok(Self::blocks(num_blocks_for_bits(bits)?))
+        Self::request(Request::Bits(bits))
     }
 
-    /// A filter of exactly `num_blocks` blocks of 256 bits.
+    /// A filter of exactly `num_blocks` blocks (of whichever layout it is built in).
     ///
     /// # Errors
     /// [`BuildError::ZeroSize`] for 0 blocks; [`BuildError::TooLarge`] past
-    /// [`MAX_BLOCKS`](crate::MAX_BLOCKS).
+    /// [`Layout::max_blocks`].
     pub fn with_num_blocks(num_blocks: u64) -> Result<Self, BuildError> {
-        if num_blocks == 0 {
-            return Err(BuildError::ZeroSize);
-        }
-        if num_blocks > MAX_BLOCKS {
-            return Err(BuildError::TooLarge {
-                bits: u128::from(num_blocks) * u128::from(BITS_PER_BLOCK),
-            });
-        }
-        Ok(Self::blocks(num_blocks))
+        Self::request(Request::Blocks(num_blocks))
     }
+}
 
-    fn blocks(num_blocks: u64) -> Self {
-        BloomBuilder {
-            num_blocks,
+impl<B: BlockLayout> BloomBuilder<B> {
+    fn request(request: Request) -> Result<Self, BuildError> {
+        Ok(BloomBuilder {
+            num_blocks: request.num_blocks(B::LAYOUT)?,
+            request,
             seed: None,
             backend: None,
-        }
+            layout: PhantomData,
+        })
+    }
+
+    /// The same request (size, seed, backend) in block layout `C`, sized again for it: a
+    /// false-positive target gets the fewest blocks of `C` that meet it, a bit count is rounded
+    /// up to whole blocks of `C`, a block count stays.
+    ///
+    /// # Errors
+    /// [`BuildError::TooLarge`] when the request does not fit layout `C`
+    /// ([`Layout::max_blocks`]).
+    pub fn layout<C: BlockLayout>(self) -> Result<BloomBuilder<C>, BuildError> {
+        Ok(BloomBuilder {
+            num_blocks: self.request.num_blocks(C::LAYOUT)?,
+            request: self.request,
+            seed: self.seed,
+            backend: self.backend,
+            layout: PhantomData,
+        })
     }
 
     /// Hash keys with this seed (reproducible runs, or filters that will be unioned). Without
@@ -89,32 +139,50 @@ impl BloomBuilder {
     }
 
     /// Resolves seed and backend.
-    pub(crate) fn parts(&self) -> Result<(u64, u64, Kernel), BuildError> {
+    fn parts(&self) -> Result<(u64, Kernel), BuildError> {
         let kernel = Kernel::new(self.backend.unwrap_or_else(Backend::detect))?;
-        Ok((
-            self.num_blocks,
-            self.seed.unwrap_or_else(random_seed),
-            kernel,
-        ))
+        Ok((self.seed.unwrap_or_else(random_seed), kernel))
     }
 
-    /// Allocates an empty [`BlockedBloom`].
+    /// Allocates an empty [`BlockedBloom`] of layout `B`.
     ///
     /// # Errors
     /// [`BuildError::AllocationFailed`] when the memory is not available;
     /// [`BuildError::BackendUnavailable`] when a backend this CPU lacks was asked for.
-    pub fn build(&self) -> Result<BlockedBloom, BuildError> {
-        let (num_blocks, seed, kernel) = self.parts()?;
-        BlockedBloom::from_parts(num_blocks, seed, kernel)
+    pub fn build(&self) -> Result<BlockedBloom<B>, BuildError> {
+        let (seed, kernel) = self.parts()?;
+        BlockedBloom::from_parts(self.num_blocks, seed, kernel)
     }
 
-    /// Allocates an empty [`AtomicBlockedBloom`].
+    /// Allocates an empty [`AtomicBlockedBloom`] of layout `B`.
     ///
     /// # Errors
     /// As [`BloomBuilder::build`].
-    pub fn build_atomic(&self) -> Result<AtomicBlockedBloom, BuildError> {
-        let (num_blocks, seed, kernel) = self.parts()?;
-        AtomicBlockedBloom::from_parts(num_blocks, seed, kernel)
+    pub fn build_atomic(&self) -> Result<AtomicBlockedBloom<B>, BuildError> {
+        let (seed, kernel) = self.parts()?;
+        AtomicBlockedBloom::from_parts(self.num_blocks, seed, kernel)
+    }
+
+    /// Allocates an empty plain filter of the layout named at run time (sized again for it, as
+    /// [`layout`](Self::layout) does).
+    ///
+    /// # Errors
+    /// As [`layout`](Self::layout) and [`BloomBuilder::build`].
+    ///
+    /// # Examples
+    /// ```
+    /// use txgate_bloom::{BloomBuilder, Layout};
+    /// let mut f = BloomBuilder::with_false_positive_rate(100, 0.01)?.build_any(Layout::Block512)?;
+    /// f.insert_id(&[3; 32]);
+    /// assert!(f.contains_id(&[3; 32]));
+    /// assert_eq!(f.layout(), Layout::Block512);
+    /// # Ok::<(), txgate_bloom::BuildError>(())
+    /// ```
+    pub fn build_any(&self, layout: Layout) -> Result<AnyBloom, BuildError> {
+        Ok(match layout {
+            Layout::Block256 => AnyBloom::Block256(self.clone().layout::<Block256>()?.build()?),
+            Layout::Block512 => AnyBloom::Block512(self.clone().layout::<Block512>()?.build()?),
+        })
     }
 }
 

@@ -1,5 +1,6 @@
 //! Typed errors: building, combining and loading filters.
 
+use crate::layout::Layout;
 use crate::simd::Backend;
 
 /// Why a filter could not be sized or built.
@@ -84,13 +85,23 @@ pub enum LoadError {
     /// A format version this build does not read.
     #[error("unsupported format version {0}")]
     UnsupportedVersion(u16),
-    /// The header describes a block layout other than this type's.
-    #[error("block layout mismatch: header says {found}, this filter type uses {expected}")]
-    ShapeMismatch {
-        /// Layout code this type reads.
-        expected: u8,
-        /// Layout code in the header.
-        found: u8,
+    /// The header's block layout code is none that its format version defines (version 1
+    /// knows code 1, version 2 codes 1 and 2).
+    #[error("unknown block layout code {code} for format version {version}")]
+    UnknownLayout {
+        /// The header's format version.
+        version: u16,
+        /// The header's layout code.
+        code: u8,
+    },
+    /// The bytes hold a filter of another block layout than the type loading them (load them
+    /// with that layout's type, or with [`AnyBloom`](crate::AnyBloom), which takes either).
+    #[error("block layout mismatch: the bytes hold {found}, this filter type uses {expected}")]
+    LayoutMismatch {
+        /// The loading type's layout.
+        expected: Layout,
+        /// The layout in the header.
+        found: Layout,
     },
     /// Reserved header bytes are not zero.
     #[error("reserved header bytes are not zero")]
@@ -108,6 +119,15 @@ pub enum LoadError {
         expected: u64,
         /// Total bytes given.
         actual: u64,
+    },
+    /// The stored XXH3-64 checksum (format version 2) does not match the header and blocks:
+    /// the bytes were damaged.
+    #[error("checksum mismatch: stored {stored:#018x}, computed {computed:#018x}")]
+    ChecksumMismatch {
+        /// The checksum in the bytes.
+        stored: u64,
+        /// XXH3-64 of the header and blocks as given.
+        computed: u64,
     },
     /// A Parquet bloom filter header that is not the SBBF / XXH64 / uncompressed one.
     #[error("unsupported Parquet bloom filter header: {0}")]

@@ -2,17 +2,19 @@
 
 use std::hash::Hash;
 
-use crate::block::{
-    BITS_PER_BLOCK, BITS_SET_PER_KEY, BLOCK_BYTES, Block, block_index, fingerprint,
-};
+use crate::block::{BITS_SET_PER_KEY, Block256, block_index, fingerprint};
 use crate::builder::{BloomBuilder, hash_id, hash_key, try_alloc};
 use crate::error::{BuildError, LoadError, ShapeError};
+use crate::format;
+use crate::layout::{BlockLayout, Layout};
 use crate::simd::{Backend, Kernel, PREFETCH_AHEAD, prefetch};
-use crate::{format, sizing};
 
-/// A blocked bloom filter: every key sets 8 bits inside one 256-bit block that lies in one
-/// cache line, so an insert or a query touches exactly one line. Insert needs `&mut self`; see [`AtomicBlockedBloom`] for
-/// concurrent inserts through `&self`.
+/// A blocked bloom filter: every key sets 8 bits inside one block that lies in one cache line,
+/// so an insert or a query touches exactly one line. The block layout is the type parameter:
+/// [`Block256`] (the default: eight 32-bit words) or [`Block512`](crate::Block512) (eight
+/// 64-bit words, a whole line; fewer false positives at equal memory). Insert needs `&mut self`;
+/// see [`AtomicBlockedBloom`] for concurrent inserts through `&self`, and
+/// [`AnyBloom`](crate::AnyBloom) for a filter whose layout is chosen at run time.
 ///
 /// A key is hashed once to 64 bits (`Hash` keys with wyhash and 32-byte ids with XXH3, both
 /// keyed with the filter's seed, or pre-hashed by the caller); the hash picks the block and the
@@ -23,25 +25,32 @@ use crate::{format, sizing};
 ///
 /// # Examples
 /// ```
-/// use txgate_bloom::BlockedBloom;
+/// use txgate_bloom::{Block512, BlockedBloom, BloomBuilder};
 /// let mut seen = BlockedBloom::with_false_positive_rate(1000, 0.01)?;
 /// assert!(seen.insert("txid-1"));   // new
 /// assert!(!seen.insert("txid-1"));  // already there
 /// assert!(seen.contains("txid-1"));
+///
+/// // The same with 512-bit blocks: the builder picks the layout.
+/// let mut wide: BlockedBloom<Block512> =
+///     BloomBuilder::with_false_positive_rate(1000, 0.01)?.layout()?.build()?;
+/// assert!(wide.insert("txid-1"));
+/// assert!(wide.memory_bytes() < seen.memory_bytes());
 /// # Ok::<(), txgate_bloom::BuildError>(())
 /// ```
 #[derive(Clone)]
-pub struct BlockedBloom {
+pub struct BlockedBloom<B: BlockLayout = Block256> {
     // Invariant: blocks.len() == num_blocks > 0.
-    blocks: Box<[Block]>,
+    blocks: Box<[B]>,
     num_blocks: u64,
     seed: u64,
     kernel: Kernel,
 }
 
-impl std::fmt::Debug for BlockedBloom {
+impl<B: BlockLayout> std::fmt::Debug for BlockedBloom<B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BlockedBloom")
+            .field("layout", &B::LAYOUT)
             .field("num_blocks", &self.num_blocks)
             .field("seed", &self.seed)
             .field("backend", &self.kernel.backend())
@@ -50,9 +59,10 @@ impl std::fmt::Debug for BlockedBloom {
 }
 
 impl BlockedBloom {
-    /// An empty filter sized for `items` keys at false-positive rate `fpr`, with a random seed
-    /// and the detected backend. Shorthand for
-    /// [`BloomBuilder::with_false_positive_rate`]`(items, fpr)?.build()`.
+    /// An empty 256-bit-block filter sized for `items` keys at false-positive rate `fpr`, with a
+    /// random seed and the detected backend. Shorthand for
+    /// [`BloomBuilder::with_false_positive_rate`]`(items, fpr)?.build()` (the builder also
+    /// chooses other layouts).
     ///
     /// # Errors
     /// As [`BloomBuilder::with_false_positive_rate`] and [`BloomBuilder::build`].
@@ -60,24 +70,27 @@ impl BlockedBloom {
         BloomBuilder::with_false_positive_rate(items, fpr)?.build()
     }
 
-    /// An empty filter of at least `bits` bits, with a random seed and the detected backend.
+    /// An empty 256-bit-block filter of at least `bits` bits, with a random seed and the
+    /// detected backend.
     ///
     /// # Errors
     /// As [`BloomBuilder::with_num_bits`] and [`BloomBuilder::build`].
     pub fn with_num_bits(bits: u64) -> Result<Self, BuildError> {
         BloomBuilder::with_num_bits(bits)?.build()
     }
+}
 
+impl<B: BlockLayout> BlockedBloom<B> {
     pub(crate) fn from_parts(
         num_blocks: u64,
         seed: u64,
         kernel: Kernel,
     ) -> Result<Self, BuildError> {
-        let blocks = try_alloc(num_blocks, || Block::ZERO)?;
+        let blocks = try_alloc(num_blocks, || B::ZERO)?;
         Ok(Self::from_blocks(blocks, seed, kernel))
     }
 
-    fn from_blocks(blocks: Box<[Block]>, seed: u64, kernel: Kernel) -> Self {
+    fn from_blocks(blocks: Box<[B]>, seed: u64, kernel: Kernel) -> Self {
         debug_assert!(!blocks.is_empty());
         BlockedBloom {
             num_blocks: blocks.len() as u64,
@@ -88,7 +101,7 @@ impl BlockedBloom {
     }
 
     #[inline(always)]
-    fn block(&self, hash: u64) -> &Block {
+    fn block(&self, hash: u64) -> &B {
         let index = block_index(hash, self.num_blocks) as usize;
         debug_assert!(index < self.blocks.len());
         // SAFETY: `block_index` is below `num_blocks`, which equals `blocks.len()` (invariant).
@@ -96,7 +109,7 @@ impl BlockedBloom {
     }
 
     #[inline(always)]
-    fn block_mut(&mut self, hash: u64) -> &mut Block {
+    fn block_mut(&mut self, hash: u64) -> &mut B {
         let index = block_index(hash, self.num_blocks) as usize;
         debug_assert!(index < self.blocks.len());
         // SAFETY: `block_index` is below `num_blocks`, which equals `blocks.len()` (invariant).
@@ -133,7 +146,7 @@ impl BlockedBloom {
     #[inline(always)]
     pub fn insert_hash(&mut self, hash: u64) -> bool {
         let kernel = self.kernel;
-        kernel.insert(self.block_mut(hash), fingerprint(hash))
+        B::insert(kernel, self.block_mut(hash), fingerprint(hash))
     }
 
     /// Inserts every key of `hashes` (pre-hashed, as [`insert_hash`](Self::insert_hash)),
@@ -165,7 +178,7 @@ impl BlockedBloom {
     /// Whether the key with this 64-bit hash may be in the filter.
     #[inline(always)]
     pub fn contains_hash(&self, hash: u64) -> bool {
-        self.kernel.contains(self.block(hash), fingerprint(hash))
+        B::contains(self.kernel, self.block(hash), fingerprint(hash))
     }
 
     /// Answers [`contains_hash`](Self::contains_hash) for every hash, writing `out[i]` for
@@ -180,19 +193,17 @@ impl BlockedBloom {
             out.len(),
             "contains_many: one output per hash"
         );
-        self.kernel.contains_many(&self.blocks, hashes, out);
+        B::contains_many(self.kernel, &self.blocks, hashes, out);
     }
 
     /// Adds every key of `other` (bitwise OR).
     ///
     /// # Errors
     /// [`ShapeError`] when the filters differ in blocks or seed; `self` is unchanged then.
-    pub fn union(&mut self, other: &BlockedBloom) -> Result<(), ShapeError> {
+    pub fn union(&mut self, other: &BlockedBloom<B>) -> Result<(), ShapeError> {
         self.check_shape(other.num_blocks, other.seed)?;
         for (ours, theirs) in self.blocks.iter_mut().zip(other.blocks.iter()) {
-            for (a, b) in ours.0.iter_mut().zip(theirs.0) {
-                *a |= b;
-            }
+            ours.or_assign(theirs);
         }
         Ok(())
     }
@@ -202,12 +213,10 @@ impl BlockedBloom {
     ///
     /// # Errors
     /// [`ShapeError`] when the filters differ in blocks or seed; `self` is unchanged then.
-    pub fn intersect(&mut self, other: &BlockedBloom) -> Result<(), ShapeError> {
+    pub fn intersect(&mut self, other: &BlockedBloom<B>) -> Result<(), ShapeError> {
         self.check_shape(other.num_blocks, other.seed)?;
         for (ours, theirs) in self.blocks.iter_mut().zip(other.blocks.iter()) {
-            for (a, b) in ours.0.iter_mut().zip(theirs.0) {
-                *a &= b;
-            }
+            ours.and_assign(theirs);
         }
         Ok(())
     }
@@ -218,21 +227,17 @@ impl BlockedBloom {
 
     /// Removes every key.
     pub fn clear(&mut self) {
-        self.blocks.fill(Block::ZERO);
+        self.blocks.fill(B::ZERO);
     }
 
     /// Whether no bit is set.
     pub fn is_empty(&self) -> bool {
-        self.blocks.iter().all(|b| *b == Block::ZERO)
+        self.blocks.iter().all(|b| *b == B::ZERO)
     }
 
     /// Bits set in the whole filter.
     pub fn count_ones(&self) -> u64 {
-        self.blocks
-            .iter()
-            .flat_map(|b| b.0)
-            .map(|w| u64::from(w.count_ones()))
-            .sum()
+        self.blocks.iter().map(|b| u64::from(b.count_ones())).sum()
     }
 
     /// An estimate of the distinct keys inserted, from the bits set (see [`estimate_len`]).
@@ -241,24 +246,29 @@ impl BlockedBloom {
     }
 
     /// The false-positive rate the formula expects after `items` distinct inserts
-    /// ([`false_positive_rate`](crate::false_positive_rate)).
+    /// ([`Layout::false_positive_rate`]).
     pub fn expected_false_positive_rate(&self, items: u64) -> f64 {
-        sizing::false_positive_rate(items, self.num_blocks)
+        B::LAYOUT.false_positive_rate(items, self.num_blocks)
     }
 
-    /// Blocks (cache lines) in the filter.
+    /// The block layout ([`BlockLayout::LAYOUT`]).
+    pub fn layout(&self) -> Layout {
+        B::LAYOUT
+    }
+
+    /// Blocks in the filter.
     pub fn num_blocks(&self) -> u64 {
         self.num_blocks
     }
 
-    /// Bits in the filter (`num_blocks * 256`).
+    /// Bits in the filter (`num_blocks * 256` or `* 512`).
     pub fn num_bits(&self) -> u64 {
-        self.num_blocks * BITS_PER_BLOCK
+        self.num_blocks * B::LAYOUT.bits_per_block()
     }
 
-    /// Bytes of filter memory (`num_blocks * 32`).
+    /// Bytes of filter memory (`num_blocks * 32` or `* 64`), aligned to the block size.
     pub fn memory_bytes(&self) -> u64 {
-        self.num_blocks * BLOCK_BYTES as u64
+        self.num_blocks * B::LAYOUT.block_bytes() as u64
     }
 
     /// The hash seed.
@@ -272,41 +282,67 @@ impl BlockedBloom {
     }
 
     /// The serialized form (see the [`format`](crate::format) module): a 32-byte versioned
-    /// header, then the blocks as little-endian words.
+    /// header naming the layout, the blocks as little-endian words, and an XXH3-64 checksum;
+    /// [`format::encoded_len`] bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
         format::encode(self.seed, self.num_blocks, self.blocks.iter().copied())
     }
 
-    /// Loads a filter written by [`to_bytes`](Self::to_bytes) (by either filter type), with the
-    /// detected backend.
+    /// Loads a filter of layout `B` written by [`to_bytes`](Self::to_bytes) (by either filter
+    /// type; format version 2, or version 1 of the 256-bit layout), with the detected backend.
+    /// The type names the layout: `BlockedBloom::<Block512>::from_bytes`, or a binding typed
+    /// `BlockedBloom` for the default; [`AnyBloom::from_bytes`](crate::AnyBloom::from_bytes)
+    /// loads either.
     ///
     /// # Errors
-    /// A [`LoadError`] for wrong magic, an unknown version or block layout, non-zero reserved
-    /// bytes, zero blocks, or a length that does not match the header; never a panic.
+    /// A [`LoadError`] for wrong magic, an unknown version or layout code, a filter of the other
+    /// layout ([`LoadError::LayoutMismatch`]), non-zero reserved bytes, zero blocks, a length
+    /// that does not match the header, or a checksum that does not match the bytes
+    /// ([`LoadError::ChecksumMismatch`]); never a panic.
+    ///
+    /// # Examples
+    /// ```
+    /// use txgate_bloom::{Block512, BlockedBloom, BloomBuilder, LoadError};
+    /// let mut filter = BloomBuilder::with_num_blocks(4)?.seed(1).build()?;
+    /// filter.insert_id(&[1; 32]);
+    /// let mut bytes = filter.to_bytes();
+    /// let loaded: BlockedBloom = BlockedBloom::from_bytes(&bytes)?;
+    /// assert!(loaded.contains_id(&[1; 32]));
+    /// assert!(matches!(
+    ///     BlockedBloom::<Block512>::from_bytes(&bytes),
+    ///     Err(LoadError::LayoutMismatch { .. })
+    /// ));
+    /// bytes[16] ^= 1; // one bit of the seed
+    /// assert!(matches!(
+    ///     BlockedBloom::<txgate_bloom::Block256>::from_bytes(&bytes),
+    ///     Err(LoadError::ChecksumMismatch { .. })
+    /// ));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, LoadError> {
-        let (header, mut blocks) = format::decode(bytes)?;
-        let loaded = try_alloc(header.num_blocks, || blocks.next().unwrap_or(Block::ZERO))?;
+        let (header, mut blocks) = format::decode::<B>(bytes)?;
+        let loaded = try_alloc(header.num_blocks, || blocks.next().unwrap_or(B::ZERO))?;
         Ok(Self::from_blocks(loaded, header.seed, Kernel::detect()))
     }
 
-    pub(crate) fn blocks(&self) -> &[Block] {
+    pub(crate) fn blocks(&self) -> &[B] {
         &self.blocks
     }
 
-    pub(crate) fn into_blocks(self) -> (Box<[Block]>, u64, Kernel) {
-        (self.blocks, self.seed, self.kernel)
+    pub(crate) fn kernel(&self) -> Kernel {
+        self.kernel
     }
 
-    pub(crate) fn from_raw(blocks: Box<[Block]>, seed: u64, kernel: Kernel) -> Self {
+    pub(crate) fn from_raw(blocks: Box<[B]>, seed: u64, kernel: Kernel) -> Self {
         Self::from_blocks(blocks, seed, kernel)
     }
 }
 
 /// Estimates the distinct keys in a filter of `num_bits` bits with `ones` bits set.
 ///
-/// Each key sets one bit in each of the 8 word positions, and within a position every bit of
-/// every block is equally likely, so the filter behaves like 8 interleaved classic filters of
-/// `m / 8` bits with one hash each; the estimator of Swamidass and Baldi (2007),
+/// In both layouts each key sets one bit in each of the 8 word positions, and within a position
+/// every bit of every block is equally likely, so the filter behaves like 8 interleaved classic
+/// filters of `m / 8` bits with one hash each; the estimator of Swamidass and Baldi (2007),
 /// `n ≈ -(m / k) ln(1 - X / m)`, applies with `k = 8`. A full filter (or `ones > num_bits`)
 /// gives `f64::INFINITY`.
 pub fn estimate_len(ones: u64, num_bits: u64) -> f64 {

@@ -5,23 +5,32 @@
 //! A bloom filter answers "maybe present" or "certainly absent" for a key, in a fixed number of
 //! bits per key, with no false negatives. A *blocked* filter (Putze, Sanders and Singler, 2007)
 //! puts all of a key's bits in one block that fits one cache line, so an insert or a query costs
-//! one memory access instead of `k`. This crate's block is 256 bits of eight 32-bit words at a
-//! 32-byte-aligned address (so inside one 64-byte line), and a key sets exactly one bit in each
-//! word (the "split block" of Parquet's SBBF): a query is one AVX2 register's worth of work on
-//! x86-64 (chosen at run time) and a handful of scalar instructions elsewhere.
+//! one memory access instead of `k`. Every block here is a split block (Parquet's SBBF): eight
+//! words, and a key sets exactly one bit in each, so a query is one vector's worth of work on
+//! x86-64 (AVX2 or AVX-512, chosen at run time) and a handful of scalar instructions elsewhere.
+//! Two block layouts, chosen when a filter is built and recorded in its serialized form:
 //!
-//! - [`BlockedBloom`]: insert through `&mut self`; SIMD inserts and queries; union, intersect,
-//!   batch queries with prefetching, serialization.
-//! - [`AtomicBlockedBloom`]: insert through `&self` from many threads (`fetch_or`, skipped when
-//!   the bits are already set); the same layout and serialized form.
+//! - [`Block256`] (the default): eight 32-bit words, 32 bytes, one AVX2 register.
+//! - [`Block512`]: eight 64-bit words, one whole 64-byte cache line (64-byte-aligned storage),
+//!   one AVX-512 register; 12-31 % fewer false positives at equal memory from 8 to 16 bits per
+//!   key (see [`layout`]).
+//!
+//! Types:
+//! - [`BlockedBloom<B>`]: insert through `&mut self`; SIMD inserts and queries; union,
+//!   intersect, batch queries with prefetching, serialization.
+//! - [`AtomicBlockedBloom<B>`]: insert through `&self` from many threads (`fetch_or`, skipped
+//!   when the bits are already set); the same layout and serialized form.
+//! - [`AnyBloom`]: a plain filter of either layout, picked at run time; loads either.
 //! - [`Sbbf`]: the Parquet split-block bloom filter (256-bit blocks, XXH64), bit-compatible with
 //!   Parquet writers and readers.
-//! - [`false_positive_rate`] and [`num_blocks_for`]: the blocked-filter formula of Putze et al.
-//!   and the sizing built on it. (The classic `(1 - e^(-kn/m))^k` undersizes blocked filters.)
+//! - [`Layout::false_positive_rate`], [`Layout::num_blocks_for`] and [`Sizing`]: the
+//!   blocked-filter formula of Putze et al. and the sizing built on it, for both layouts ("which
+//!   layout and how many bytes for n keys at rate p?"). (The classic `(1 - e^(-kn/m))^k`
+//!   undersizes blocked filters.)
 //!
 //! # Example
 //! ```
-//! use txgate_bloom::{BloomBuilder, false_positive_rate};
+//! use txgate_bloom::{AnyBloom, Block512, BlockedBloom, BloomBuilder, Layout, Sizing};
 //!
 //! // One round's txids at a 0.1 % false-positive rate, with a fixed seed for reproducibility.
 //! let txids: Vec<[u8; 32]> = (0u8..200).map(|i| [i; 32]).collect();
@@ -30,12 +39,17 @@
 //!     round.insert_id(txid);
 //! }
 //! assert!(txids.iter().all(|t| round.contains_id(t)));
-//! assert!(false_positive_rate(200, round.num_blocks()) <= 0.001);
+//! assert!(round.expected_false_positive_rate(200) <= 0.001);
 //!
-//! // Ship it: a versioned header and the blocks.
+//! // Ship it: a versioned header, the blocks and a checksum.
 //! let bytes = round.to_bytes();
-//! let loaded = txgate_bloom::BlockedBloom::from_bytes(&bytes).unwrap();
+//! let loaded: BlockedBloom = BlockedBloom::from_bytes(&bytes).unwrap();
 //! assert!(loaded.contains_id(&txids[7]));
+//!
+//! // The 512-bit layout for the same target needs fewer bytes; AnyBloom loads either.
+//! assert!(Sizing::new(Layout::Block512, 200, 0.001)?.bytes <= round.memory_bytes());
+//! let wide: BlockedBloom<Block512> = BloomBuilder::with_false_positive_rate(200, 0.001)?.layout()?.build()?;
+//! assert_eq!(AnyBloom::from_bytes(&wide.to_bytes()).unwrap().layout(), Layout::Block512);
 //! # Ok::<(), txgate_bloom::BuildError>(())
 //! ```
 //!
@@ -44,39 +58,46 @@
 //! 32-byte ids with seeded XXH3-64, or pre-hashed by the caller (`*_hash` methods; the hash must
 //! be well mixed). The block is `(h * num_blocks) >> 64` in 128-bit arithmetic, so filters of
 //! more than 2^32 bits or blocks index every block. The low 32 bits `x` set bit
-//! `(x * SALT[i]) mod 2^32 >> 27` of word `i` for eight odd salts (Parquet's). Why 256-bit and
-//! not 512-bit blocks: see the `block` module source (speed of a query and of an atomic insert,
-//! measured, against 21-45 % more false positives at equal memory).
+//! `(x * SALT[i]) mod 2^32 >> 27` (256-bit blocks) or `>> 26` (512-bit blocks) of word `i`, for
+//! eight odd salts (Parquet's).
 //!
 //! # Guarantees and costs
 //! - No false negatives. The false-positive rate after `n` distinct keys in `B` blocks is
-//!   [`false_positive_rate`]`(n, B)`; tests hold the measured rate to within 10 % of it at 8, 10
-//!   and 16 bits per key.
-//! - One cache line per insert or query; memory is `32 * num_blocks` bytes, 32-byte aligned.
+//!   [`Layout::false_positive_rate`]`(n, B)`; tests hold the measured rate to within 10 % of it
+//!   at 8, 10 and 16 bits per key, for both layouts.
+//! - One cache line per insert or query; memory is `32 * num_blocks` bytes (32-byte aligned) or
+//!   `64 * num_blocks` bytes (64-byte aligned).
 //! - No panics on bad input: sizing, building and loading return typed errors
-//!   ([`BuildError`], [`ShapeError`], [`LoadError`]).
+//!   ([`BuildError`], [`ShapeError`], [`LoadError`]); a damaged serialized filter fails its
+//!   XXH3-64 checksum ([`LoadError::ChecksumMismatch`]).
 //! - `unsafe` is limited to the SIMD kernels, prefetch hints and unchecked block indexing on the
 //!   hot path; each block states why it holds, and miri (tree borrows) runs the scalar path.
 
+mod any;
 mod atomic;
 mod block;
+mod block512;
 mod builder;
 mod error;
 mod filter;
 pub mod format;
+pub mod layout;
 mod sbbf;
 mod simd;
 mod sizing;
-mod sync;
+mod words;
 
+pub use any::AnyBloom;
 pub use atomic::AtomicBlockedBloom;
-pub use block::{BITS_PER_BLOCK, BITS_SET_PER_KEY, BLOCK_BYTES, WORDS_PER_BLOCK};
+pub use block::{BITS_PER_BLOCK, BITS_SET_PER_KEY, BLOCK_BYTES, Block256, WORDS_PER_BLOCK};
+pub use block512::Block512;
 pub use builder::BloomBuilder;
 pub use error::{BuildError, LoadError, ShapeError};
 pub use filter::{BlockedBloom, estimate_len};
+pub use layout::{BlockLayout, Layout};
 pub use sbbf::{SBBF_MAX_OPTIMAL_BYTES, Sbbf};
-pub use simd::Backend;
-pub use sizing::{MAX_BLOCKS, false_positive_rate, num_blocks_for, num_blocks_for_bits};
+pub use simd::{Backend, PREFETCH_AHEAD};
+pub use sizing::{MAX_BLOCKS, Sizing, false_positive_rate, num_blocks_for, num_blocks_for_bits};
 
 #[cfg(test)]
 mod tests;

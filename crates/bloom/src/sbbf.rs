@@ -9,9 +9,10 @@
 //! bitset follows a Thrift compact-protocol `BloomFilterHeader`, which
 //! [`Sbbf::from_parquet`] and [`Sbbf::to_parquet`] read and write.
 
-use crate::block::{BLOCK_BYTES as SBBF_BLOCK_BYTES, Block as SbbfBlock};
+use crate::block::{BLOCK_BYTES as SBBF_BLOCK_BYTES, Block256 as SbbfBlock};
 use crate::builder::try_alloc;
 use crate::error::{BuildError, LoadError};
+use crate::layout::sealed::Sealed;
 use crate::simd::{Backend, Kernel};
 
 /// The Thrift compact encoding of a `BloomFilterHeader` after its `numBytes` field: algorithm =
@@ -161,7 +162,7 @@ impl Sbbf {
         let kernel = self.kernel;
         // Indexing (not get_unchecked): the block index is below num_blocks by the spec's rule,
         // and this path is not the crate's hot one.
-        kernel.insert(&mut self.blocks[index], hash as u32)
+        SbbfBlock::insert(kernel, &mut self.blocks[index], hash as u32)
     }
 
     /// Whether a value (plain-encoded bytes) may be in the filter.
@@ -172,8 +173,7 @@ impl Sbbf {
     /// Whether the value with this XXH64 hash may be in the filter.
     #[inline(always)]
     pub fn contains_hash(&self, hash: u64) -> bool {
-        self.kernel
-            .contains(&self.blocks[self.index(hash)], hash as u32)
+        SbbfBlock::contains(self.kernel, &self.blocks[self.index(hash)], hash as u32)
     }
 
     /// Blocks of 256 bits.
@@ -189,7 +189,7 @@ impl Sbbf {
     /// The bitset as Parquet stores it: each block's eight words as little-endian `u32`.
     pub fn bitset(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.num_bytes() as usize);
-        self.blocks.iter().for_each(|b| b.write_le_bytes(&mut out));
+        self.blocks.iter().for_each(|b| b.write_le(&mut out));
         out
     }
 
@@ -215,10 +215,7 @@ impl Sbbf {
         }
         let mut chunks = bytes.chunks_exact(SBBF_BLOCK_BYTES);
         let blocks = try_alloc(len / SBBF_BLOCK_BYTES as u64, || {
-            chunks
-                .next()
-                .and_then(|c| c.try_into().ok())
-                .map_or(SbbfBlock::ZERO, SbbfBlock::from_le_bytes)
+            chunks.next().map_or(SbbfBlock::ZERO, SbbfBlock::read_le)
         })?;
         Ok(Sbbf {
             num_blocks: blocks.len() as u64,

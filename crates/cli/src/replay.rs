@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
 use rand::{Rng, RngCore, SeedableRng};
-use txgate_bloom::BlockedBloom;
+use txgate_bloom::AnyBloom;
 use txgate_ledger::codec::{Block, Txn, decode_block};
 use txgate_ledger::handler::{
     CommittedTxids, Group, HandlerConfig, Message, Outcome, PoolReject, PoolSink, Source, TxHandler,
@@ -1059,7 +1059,7 @@ fn measure_fpr(
         let Some(row) = table.get(round).map_err(|e| store_err(e.into()))? else {
             continue;
         };
-        let bloom = BlockedBloom::from_bytes(row.value()).map_err(|source| CliError::Bloom {
+        let bloom = AnyBloom::from_bytes(row.value()).map_err(|source| CliError::Bloom {
             path: path.clone(),
             round,
             source,

@@ -1,8 +1,9 @@
-//! A/B probe of `add_block` cost with blooms enabled vs disabled: four ledgers in temporary
-//! directories (on, off, off, on, so file placement favours neither mode) are fed the same
-//! 1,000-txn synthetic rounds, rotating which one goes first each round, so machine noise hits
-//! both modes alike. Prints the median of per-round ratios
-//! (blooms / baseline) and the ratio of totals.
+//! A/B probe of `add_block` cost with blooms enabled vs disabled, and its split: six ledgers in
+//! temporary directories, two per mode (blooms and the txid index, `on`; blooms without the
+//! index, `bloom`; neither, `off`), are fed the same 1,000-txn synthetic rounds, rotating which
+//! one goes first each round, so machine noise hits every mode alike. Prints, for `on` and
+//! `bloom`, the median of per-round ratios to `off` and the ratio of totals; the index's own
+//! share is `on` minus `bloom`.
 //!
 //! ```text
 //! cargo run --release -p txgate-ledger --example add_block_ab -- [rounds, default 300]
@@ -32,50 +33,81 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
+/// The modes, each run by two ledgers (placed symmetrically in the rotation).
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    On,
+    Bloom,
+    Off,
+}
+
 fn main() {
     let rounds: Round = std::env::args()
         .nth(1)
         .map_or(300, |s| s.parse().expect("rounds: a number"));
-    let dirs: Vec<_> = (0..4).map(|_| tempfile::tempdir().unwrap()).collect();
-    let open = |i: usize, blooms: bool| {
-        Ledger::open(
-            dirs[i].path(),
-            LedgerConfig {
-                blooms,
+    let modes = [
+        Mode::On,
+        Mode::Off,
+        Mode::Bloom,
+        Mode::Bloom,
+        Mode::Off,
+        Mode::On,
+    ];
+    let dirs: Vec<_> = modes.iter().map(|_| tempfile::tempdir().unwrap()).collect();
+    let ledgers: Vec<Ledger> = modes
+        .iter()
+        .zip(&dirs)
+        .map(|(&mode, dir)| {
+            let config = LedgerConfig {
+                blooms: mode != Mode::Off,
+                txid_index: mode == Mode::On,
                 ..LedgerConfig::default()
-            },
-        )
-        .unwrap()
-        .0
-    };
-    let ledgers = [open(0, true), open(1, false), open(2, false), open(3, true)];
+            };
+            Ledger::open(dir.path(), config).unwrap().0
+        })
+        .collect();
     // Warm-up rounds, not timed.
     let warm = 10;
-    let (mut on, mut off, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    // Per round: seconds of each mode (two ledgers each).
+    let mut times: Vec<[f64; 3]> = Vec::new();
     for round in 0..warm + rounds {
         let raw = round_block(round);
-        let mut t = [0f64; 4];
-        for k in 0..4 {
-            let i = (k + round as usize) % 4;
+        let mut t = [0f64; 3];
+        for k in 0..modes.len() {
+            let i = (k + round as usize) % modes.len();
             let start = Instant::now();
             ledgers[i].add_block(&raw).unwrap();
-            t[i] = start.elapsed().as_secs_f64();
+            t[modes[i] as usize] += start.elapsed().as_secs_f64();
         }
-        let t = [t[0] + t[3], t[1] + t[2]];
         if round >= warm {
-            on.push(t[0]);
-            off.push(t[1]);
-            ratios.push(t[0] / t[1]);
+            times.push(t);
         }
     }
-    let (sum_on, sum_off): (f64, f64) = (on.iter().sum(), off.iter().sum());
+    let total = |m: Mode| times.iter().map(|t| t[m as usize]).sum::<f64>();
+    let per_round = |m: Mode| {
+        let mut v: Vec<f64> = times.iter().map(|t| t[m as usize]).collect();
+        median(&mut v) * 1e3 / 2.0
+    };
+    let ratio = |m: Mode| {
+        let mut v: Vec<f64> = times
+            .iter()
+            .map(|t| t[m as usize] / t[Mode::Off as usize])
+            .collect();
+        median(&mut v)
+    };
     println!(
-        "{rounds} rounds: median blooms {:.3} ms, baseline {:.3} ms (two ledgers each); median of ratios {:.4}; \
-         ratio of medians {:.4}; ratio of totals {:.4}",
-        median(&mut on.clone()) * 1e3,
-        median(&mut off.clone()) * 1e3,
-        median(&mut ratios),
-        median(&mut on) / median(&mut off),
-        sum_on / sum_off,
+        "{rounds} rounds, median add_block: on {:.3} ms, bloom only {:.3} ms, off {:.3} ms",
+        per_round(Mode::On),
+        per_round(Mode::Bloom),
+        per_round(Mode::Off),
+    );
+    println!(
+        "on/off: median of ratios {:.4}, ratio of totals {:.4} | bloom/off: median of ratios \
+         {:.4}, ratio of totals {:.4} | index share (on - bloom) / off: {:+.4}",
+        ratio(Mode::On),
+        total(Mode::On) / total(Mode::Off),
+        ratio(Mode::Bloom),
+        total(Mode::Bloom) / total(Mode::Off),
+        (total(Mode::On) - total(Mode::Bloom)) / total(Mode::Off),
     );
 }

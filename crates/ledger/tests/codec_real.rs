@@ -8,7 +8,10 @@ use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
 use txgate_ledger::Txid;
-use txgate_ledger::codec::{Block, DecodeError, PaysetError, decode_block, decode_txn_message};
+use txgate_ledger::codec::{
+    Block, DecodeError, PaysetError, decode_block, decode_txn_message, payset_entry_txid,
+    payset_offsets,
+};
 use txgate_ledger::source::{BlockSource, SourceError};
 use txgate_tests::data_file;
 
@@ -218,6 +221,39 @@ fn every_nonempty_dataset2_payset_matches_its_commitment() {
             .unwrap_or_else(|e| panic!("round {round}: {e}"));
     }
     assert_eq!(nonempty, 45);
+}
+
+/// The ledger's compact txid index points at payset entries by byte offset and verifies a
+/// match by the txid of that one entry: on every real block, the offsets are one per txn and
+/// each entry's txid is the one the whole-block decode gives (entries with and without `hgi`).
+#[test]
+fn every_dataset2_entry_txid_matches_the_block_decode() {
+    let Some(blocks) = dataset2_raw() else { return };
+    let mut entries = 0;
+    for (round, bytes) in &blocks {
+        let block = decode_block(bytes).unwrap();
+        let offsets = payset_offsets(bytes).unwrap();
+        assert_eq!(offsets.len(), block.txns.len(), "round {round}");
+        assert_eq!(
+            block.entry_offsets, offsets,
+            "round {round}: the decoder's offsets"
+        );
+        assert!(offsets.windows(2).all(|w| w[0] < w[1]), "round {round}");
+        for (txn, &offset) in block.txns.iter().zip(&offsets) {
+            let txid =
+                payset_entry_txid(bytes, offset, &block.genesis_id, &block.genesis_hash).unwrap();
+            assert_eq!(txid, txn.txid, "round {round} at byte {offset}");
+            entries += 1;
+        }
+        // An offset inside an entry is not an entry.
+        if let Some(&first) = offsets.first() {
+            assert!(
+                payset_entry_txid(bytes, first + 1, &block.genesis_id, &block.genesis_hash)
+                    .is_err()
+            );
+        }
+    }
+    assert_eq!(entries, 164);
 }
 
 #[test]

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use redb::{Database, ReadableTable};
 use txgate_ledger::store::{
-    BLOCKS, BLOOMS, DB_FILE, INDEX_ENTRY_BYTES, Ledger, LedgerConfig, LedgerError, TXIDS, TxRecord,
+    BLOCKS, BLOOMS, DB_FILE, Ledger, LedgerConfig, LedgerError, PREFIX_ENTRY_BYTES, TXID_PREFIXES,
+    TxRecord,
 };
 use txgate_ledger::synth::{SynthTxn, encode_block};
 use txgate_ledger::{Round, Txid};
@@ -86,7 +87,7 @@ fn rows(dir: &Path) -> (Vec<Round>, Vec<Round>, Vec<(Round, usize)>) {
     let txn = db.begin_read().unwrap();
     let blocks = txn.open_table(BLOCKS).unwrap();
     let blooms = txn.open_table(BLOOMS).unwrap();
-    let index = txn.open_table(TXIDS).unwrap();
+    let index = txn.open_table(TXID_PREFIXES).unwrap();
     let b = blocks
         .iter()
         .unwrap()
@@ -97,13 +98,23 @@ fn rows(dir: &Path) -> (Vec<Round>, Vec<Round>, Vec<(Round, usize)>) {
         .unwrap()
         .map(|r| r.unwrap().0.value())
         .collect();
-    // Entries per round's index row.
+    // Entries per round's index row: the count in its header, which its length must match
+    // (header: count, genesis id length and bytes, genesis hash).
     let per_round = index
         .iter()
         .unwrap()
         .map(|r| {
             let (k, v) = r.unwrap();
-            (k.value(), v.value().len() / INDEX_ENTRY_BYTES)
+            let v = v.value();
+            let n = u32::from_le_bytes(v[..4].try_into().unwrap()) as usize;
+            let header = 4 + 4 + GEN.len() + 32;
+            assert_eq!(
+                v.len(),
+                header + n * PREFIX_ENTRY_BYTES,
+                "round {}",
+                k.value()
+            );
+            (k.value(), n)
         })
         .collect();
     (b, f, per_round)

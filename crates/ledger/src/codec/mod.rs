@@ -287,6 +287,11 @@ pub struct Block {
     pub txn_commitment: Option<[u8; 32]>,
     /// The payset in block order.
     pub txns: Vec<Txn>,
+    /// Where each payset entry (`SignedTxnInBlock` map) starts in the bytes this block was
+    /// decoded from, one per txn (empty for a block built by hand). The ledger's compact txid
+    /// index points at entries by these offsets ([`payset_offsets`] computes them from bytes
+    /// alone, [`payset_entry_txid`] reads one entry's txid).
+    pub entry_offsets: Vec<usize>,
 }
 
 impl Block {
@@ -493,7 +498,7 @@ struct Header<'a> {
     timestamp: Option<i64>,
     commitment: Option<[u8; 32]>,
     /// `txns` decoded in place (gen and gh were already known).
-    txns: Option<Vec<Txn>>,
+    txns: Option<(Vec<Txn>, Vec<usize>)>,
     /// `txns` span, kept for after the map when gen or gh came later.
     deferred: Option<(usize, usize)>,
 }
@@ -587,13 +592,13 @@ fn parse_block_map(r: &mut Reader<'_>, depth: usize, top: bool) -> Result<Block,
         field: "gh",
     })?;
     let genesis_id = h.genesis_id.unwrap_or_default();
-    let txns = match (h.txns, h.deferred) {
+    let (txns, entry_offsets) = match (h.txns, h.deferred) {
         (Some(txns), _) => txns,
         (None, Some((s, e))) => {
             let mut pr = Reader::span(r.input(), s, e);
             decode_payset(&mut pr, depth + 1, genesis_id, &genesis_hash, Some(round))?
         }
-        (None, None) => Vec::new(),
+        (None, None) => (Vec::new(), Vec::new()),
     };
     Ok(Block {
         round,
@@ -602,6 +607,7 @@ fn parse_block_map(r: &mut Reader<'_>, depth: usize, top: bool) -> Result<Block,
         timestamp: h.timestamp.unwrap_or(0),
         txn_commitment: h.commitment,
         txns,
+        entry_offsets,
     })
 }
 
@@ -621,7 +627,7 @@ fn decode_payset(
     genesis_id: &[u8],
     genesis_hash: &[u8; 32],
     round: Option<Round>,
-) -> Result<Vec<Txn>, DecodeError> {
+) -> Result<(Vec<Txn>, Vec<usize>), DecodeError> {
     let raw = |e| DecodeError::raw(e, round);
     let at = r.pos();
     let n = match r.token().map_err(raw)?.0 {
@@ -636,96 +642,204 @@ fn decode_payset(
             });
         }
     };
-    let mut gen_buf = ByteBuf::new();
-    put_str(&mut gen_buf, genesis_id);
-    let mut gh_buf = ByteBuf::new();
-    put_bin(&mut gh_buf, genesis_hash);
+    let genesis = Genesis::new(genesis_id, genesis_hash);
     let mut scratch = Vec::new();
     // A length header is checked against the bytes left, not trusted for a large allocation.
     let mut txns = Vec::with_capacity((n as usize).min(4096));
+    let mut offsets = Vec::with_capacity((n as usize).min(4096));
     for intra in 0..n as usize {
-        let at = r.pos();
-        let Token::Map(m) = r.token().map_err(raw)?.0 else {
-            return Err(DecodeError::WrongType {
-                round,
-                offset: at,
-                field: "txns[]",
-                expected: "a SignedTxnInBlock map",
-            });
-        };
-        let mut hgi: Option<bool> = None;
-        // (txn, its span, whether it was completed with `gen`)
-        let mut txn: Option<(Txn, usize, usize, bool)> = None;
-        for _ in 0..m {
-            let key_at = r.pos();
-            let key = read_key(r, round)?;
-            match key {
-                b"txn" => {
-                    if txn.is_some() {
-                        return Err(DecodeError::DuplicateKey {
-                            round,
-                            offset: key_at,
-                        });
-                    }
-                    let with_gen = hgi.unwrap_or(false) && !genesis_id.is_empty();
-                    let completion = Completion {
-                        gen_value: with_gen.then_some(gen_buf.as_slice()),
-                        gh_value: gh_buf.as_slice(),
-                        intra,
-                    };
-                    let start = r.pos();
-                    let t = decode_txn(r, depth + 2, Some(&completion), &mut scratch, round)?;
-                    txn = Some((t, start, r.pos(), with_gen));
-                }
-                b"hgi" => {
-                    if hgi.is_some() {
-                        return Err(DecodeError::DuplicateKey {
-                            round,
-                            offset: key_at,
-                        });
-                    }
-                    let at = r.pos();
-                    hgi = Some(match r.token().map_err(raw)?.0 {
-                        Token::Bool(b) => b,
-                        _ => {
-                            return Err(DecodeError::WrongType {
-                                round,
-                                offset: at,
-                                field: "hgi",
-                                expected: "a bool",
-                            });
-                        }
+        offsets.push(r.pos());
+        txns.push(decode_entry(
+            r,
+            depth,
+            &genesis,
+            intra,
+            &mut scratch,
+            round,
+        )?);
+    }
+    Ok((txns, offsets))
+}
+
+/// A block's genesis id and hash, pre-encoded as the values that complete its txns' maps.
+struct Genesis<'g> {
+    id: &'g [u8],
+    gen_buf: ByteBuf,
+    gh_buf: ByteBuf,
+}
+
+impl<'g> Genesis<'g> {
+    fn new(id: &'g [u8], hash: &[u8; 32]) -> Self {
+        let mut gen_buf = ByteBuf::new();
+        put_str(&mut gen_buf, id);
+        let mut gh_buf = ByteBuf::new();
+        put_bin(&mut gh_buf, hash);
+        Genesis {
+            id,
+            gen_buf,
+            gh_buf,
+        }
+    }
+}
+
+/// Decodes the payset entry (a `SignedTxnInBlock` map) under `r`, entry `intra` of its payset.
+fn decode_entry<'a>(
+    r: &mut Reader<'a>,
+    depth: usize,
+    genesis: &Genesis<'_>,
+    intra: usize,
+    scratch: &mut Vec<Entry<'a>>,
+    round: Option<Round>,
+) -> Result<Txn, DecodeError> {
+    let raw = |e| DecodeError::raw(e, round);
+    let (genesis_id, gen_buf, gh_buf) = (genesis.id, &genesis.gen_buf, &genesis.gh_buf);
+    let at = r.pos();
+    let Token::Map(m) = r.token().map_err(raw)?.0 else {
+        return Err(DecodeError::WrongType {
+            round,
+            offset: at,
+            field: "txns[]",
+            expected: "a SignedTxnInBlock map",
+        });
+    };
+    let mut hgi: Option<bool> = None;
+    // (txn, its span, whether it was completed with `gen`)
+    let mut txn: Option<(Txn, usize, usize, bool)> = None;
+    for _ in 0..m {
+        let key_at = r.pos();
+        let key = read_key(r, round)?;
+        match key {
+            b"txn" => {
+                if txn.is_some() {
+                    return Err(DecodeError::DuplicateKey {
+                        round,
+                        offset: key_at,
                     });
                 }
-                _ => r.skip(depth + 2).map_err(raw)?,
+                let with_gen = hgi.unwrap_or(false) && !genesis_id.is_empty();
+                let completion = Completion {
+                    gen_value: with_gen.then_some(gen_buf.as_slice()),
+                    gh_value: gh_buf.as_slice(),
+                    intra,
+                };
+                let start = r.pos();
+                let t = decode_txn(r, depth + 2, Some(&completion), scratch, round)?;
+                txn = Some((t, start, r.pos(), with_gen));
             }
+            b"hgi" => {
+                if hgi.is_some() {
+                    return Err(DecodeError::DuplicateKey {
+                        round,
+                        offset: key_at,
+                    });
+                }
+                let at = r.pos();
+                hgi = Some(match r.token().map_err(raw)?.0 {
+                    Token::Bool(b) => b,
+                    _ => {
+                        return Err(DecodeError::WrongType {
+                            round,
+                            offset: at,
+                            field: "hgi",
+                            expected: "a bool",
+                        });
+                    }
+                });
+            }
+            _ => r.skip(depth + 2).map_err(raw)?,
         }
-        let Some((mut t, start, end, with_gen)) = txn else {
-            return Err(DecodeError::MissingField {
-                round,
-                field: "txns[].txn",
-            });
-        };
-        let want_gen = hgi.unwrap_or(false) && !genesis_id.is_empty();
-        if want_gen != with_gen {
-            // `hgi` came after `txn` (not canonical order): hash again with the right map.
-            let completion = Completion {
-                gen_value: want_gen.then_some(gen_buf.as_slice()),
-                gh_value: gh_buf.as_slice(),
-                intra,
-            };
-            let mut again = Reader::span(r.input(), start, end);
-            t = decode_txn(
-                &mut again,
-                depth + 2,
-                Some(&completion),
-                &mut scratch,
-                round,
-            )?;
-        }
-        txns.push(t);
     }
-    Ok(txns)
+    let Some((mut t, start, end, with_gen)) = txn else {
+        return Err(DecodeError::MissingField {
+            round,
+            field: "txns[].txn",
+        });
+    };
+    let want_gen = hgi.unwrap_or(false) && !genesis_id.is_empty();
+    if want_gen != with_gen {
+        // `hgi` came after `txn` (not canonical order): hash again with the right map.
+        let completion = Completion {
+            gen_value: want_gen.then_some(gen_buf.as_slice()),
+            gh_value: gh_buf.as_slice(),
+            intra,
+        };
+        let mut again = Reader::span(r.input(), start, end);
+        t = decode_txn(&mut again, depth + 2, Some(&completion), scratch, round)?;
+    }
+    Ok(t)
+}
+
+/// Where each payset entry (`SignedTxnInBlock` map) of the block in `bytes` starts, as byte
+/// offsets into `bytes`, in payset order (`{block, cert}` or a bare block; an absent payset is
+/// empty). A structural scan: the entries are not decoded.
+///
+/// # Errors
+///
+/// [`DecodeError`] when `bytes` are not a block or its `txns` is not an array.
+///
+/// # Examples
+///
+/// ```
+/// use txgate_ledger::codec::{decode_block, payset_entry_txid, payset_offsets};
+/// use txgate_ledger::synth::{SynthTxn, encode_block};
+///
+/// let txns = [SynthTxn::payment([7; 32], 10, 1010), SynthTxn::payment([8; 32], 10, 1010)];
+/// let bytes = encode_block(11, "testnet-v1.0", &[1; 32], 1_700_000_000, &txns);
+/// let block = decode_block(&bytes)?;
+/// let offsets = payset_offsets(&bytes)?;
+/// assert_eq!(offsets.len(), 2);
+/// let txid = payset_entry_txid(&bytes, offsets[1], &block.genesis_id, &block.genesis_hash)?;
+/// assert_eq!(txid, block.txns[1].txid);
+/// # Ok::<(), txgate_ledger::codec::DecodeError>(())
+/// ```
+pub fn payset_offsets(bytes: &[u8]) -> Result<Vec<usize>, DecodeError> {
+    let payset = locate_payset(bytes)?.payset;
+    if payset.is_empty() {
+        return Ok(Vec::new());
+    }
+    // `payset` is a subslice of `bytes` (from `locate_payset`): its offset in it.
+    let base = payset.as_ptr() as usize - bytes.as_ptr() as usize;
+    let round = peek_round(bytes);
+    let raw = |e| DecodeError::raw(e, round);
+    let mut r = Reader::new(payset);
+    let n = match r.token().map_err(raw)?.0 {
+        Token::Array(n) => n,
+        Token::Nil => 0,
+        _ => {
+            return Err(DecodeError::WrongType {
+                round,
+                offset: base,
+                field: "txns",
+                expected: "an array",
+            });
+        }
+    };
+    let mut offsets = Vec::with_capacity((n as usize).min(payset.len()));
+    for _ in 0..n {
+        offsets.push(base + r.pos());
+        r.skip(1).map_err(raw)?;
+    }
+    Ok(offsets)
+}
+
+/// The txid of the payset entry that starts at byte `offset` of `bytes` (an offset
+/// [`payset_offsets`] returned), in a block with genesis id `genesis_id` and hash `genesis_hash`:
+/// the same rule as [`decode_block`] (`gen` added when the entry has `hgi`, `gh` always), for one
+/// entry. The rest of the block is not read.
+///
+/// # Errors
+///
+/// [`DecodeError`] when the bytes at `offset` are not a payset entry.
+pub fn payset_entry_txid(
+    bytes: &[u8],
+    offset: usize,
+    genesis_id: &[u8],
+    genesis_hash: &[u8; 32],
+) -> Result<Txid, DecodeError> {
+    let genesis = Genesis::new(genesis_id, genesis_hash);
+    let mut r = Reader::span(bytes, offset, bytes.len());
+    let mut scratch = Vec::new();
+    Ok(decode_entry(&mut r, 0, &genesis, 0, &mut scratch, None)?.txid)
 }
 
 /// Decodes a transaction message: one or more concatenated msgpack `SignedTxn` maps (a group).
