@@ -340,14 +340,16 @@ fn handler(c: &mut Criterion) {
         g.bench_function(name, |b| {
             b.iter_custom(|iters| (0..iters).map(|_| rig.run(&w)).sum())
         });
-        if variant == Variant::Spam {
+        if variant == Variant::Spam && rig.iteration > 0 {
             let st = rig.h.stats();
+            let per_iteration = st.rate_limited / rig.iteration;
             println!(
                 "handler/limiter_on_spam: {:.2} % of messages dropped by the limiter ({} of {} per \
-                 iteration, all of them spam beyond L)",
+                 iteration; the spam beyond L is {})",
                 100.0 * st.rate_limited as f64 / (st.handled() - 2 * rig.iteration) as f64,
-                SPAM - 200,
-                w.spammed.len()
+                per_iteration,
+                w.spammed.len(),
+                SPAM - 200
             );
         }
     }
