@@ -402,8 +402,13 @@ impl AppRateLimiter {
     }
 
     /// [`admit`](Self::admit) with pre-derived keys (from [`app_key`](Self::app_key)); keys
-    /// equal after reducing their shard modulo the shard count count once.
+    /// that are equal once their shard is reduced modulo the shard count count once.
     pub fn admit_keys(&self, keys: &[AppKey], now_ns: u64) -> Decision {
+        self.decide(Self::key_members(keys), now_ns)
+    }
+
+    /// Pre-derived keys as group members, each with its index in `keys`.
+    fn key_members(keys: &[AppKey]) -> Members {
         let mut members: Members = SmallBuf::new(Member::default());
         for (i, key) in keys.iter().enumerate() {
             members.push(Member {
@@ -412,7 +417,7 @@ impl AppRateLimiter {
                 index: i,
             });
         }
-        self.decide(members, now_ns)
+        members
     }
 
     /// Penalizes `origin` for each distinct non-zero app id: the key is created if missing,
@@ -425,15 +430,7 @@ impl AppRateLimiter {
 
     /// [`penalize`](Self::penalize) with pre-derived keys; equal keys count once.
     pub fn penalize_keys(&self, keys: &[AppKey], now_ns: u64) {
-        let mut members: Members = SmallBuf::new(Member::default());
-        for (i, key) in keys.iter().enumerate() {
-            members.push(Member {
-                shard: key.shard,
-                hash: key.hash,
-                index: i,
-            });
-        }
-        self.penalize_members(members, now_ns);
+        self.penalize_members(Self::key_members(keys), now_ns);
     }
 
     fn penalize_members(&self, mut members: Members, now_ns: u64) {
