@@ -5,7 +5,7 @@
 //! ```
 //!
 //! Traffic: real Algorand gossip messages from the ledger's encoder
-//! (`txgate_ledger::synth::encode_txn_message`), groups of 1 to 16 transactions, most calling
+//! (`txgate_algorand::synth::encode_txn_message`), groups of 1 to 16 transactions, most calling
 //! apps over a Zipf-popular set of 4,096 apps, from 4,096 peers (see `common/gossip.rs`). Each
 //! iteration feeds [`MESSAGES`] distinct messages through `TxHandler::handle` from two producer
 //! threads into the backlog; one worker drains it into a sink that accepts everything. The
@@ -41,8 +41,8 @@ use txgate_ledger::handler::{
     CommittedTxids, DEFAULT_APP_KEY_CACHE, Group, HandlerConfig, HandlerStats, Message, Outcome,
     PoolReject, PoolSink, Source, TxHandler,
 };
-use txgate_ledger::synth::{SynthTxn, encode_txn_message};
-use txgate_ledger::{Round, Txid};
+use txgate_algorand::synth::{SynthTxn, encode_txn_message};
+use txgate_algorand::{Round, Txid};
 use txgate_ratelimit::{AppRateLimiter, Config};
 
 /// Messages fed per iteration.

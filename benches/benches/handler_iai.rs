@@ -21,7 +21,7 @@ use iai_callgrind::{library_benchmark, library_benchmark_group, main};
 use txgate_ledger::handler::{
     CommittedTxids, Group, HandlerConfig, Message, PoolReject, PoolSink, Source, TxHandler,
 };
-use txgate_ledger::{Round, Txid};
+use txgate_algorand::{Round, Txid};
 use txgate_ratelimit::{AppRateLimiter, Config};
 
 // The spam generator is the criterion bench's only.

@@ -1,6 +1,6 @@
 //! txgate-ledger: lookups, add_block, find_txid and reopening, each with per-round blooms and
 //! with blooms disabled (go-algorand's baseline: load the block, decode it, compare txids), in
-//! one run. Blocks are real msgpack from `txgate_ledger::synth` (1,000 payments a round, about
+//! one run. Blocks are real msgpack from `txgate_algorand::synth` (1,000 payments a round, about
 //! 250 bytes each), in temporary directories.
 //!
 //! ```text
@@ -30,10 +30,10 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 use txgate_bloom::{BloomBuilder, Layout};
-use txgate_ledger::codec::decode_block;
+use txgate_algorand::codec::decode_block;
 use txgate_ledger::store::{Ledger, LedgerConfig};
-use txgate_ledger::synth::{SynthTxn, encode_block};
-use txgate_ledger::{Round, Txid};
+use txgate_algorand::synth::{SynthTxn, encode_block};
+use txgate_algorand::{Round, Txid};
 
 const GEN: &str = "bench-v1";
 const GH: [u8; 32] = [0x42; 32];

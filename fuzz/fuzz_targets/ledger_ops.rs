@@ -1,5 +1,5 @@
 //! Differential fuzzing of the txgate-ledger store against a plain model (a `BTreeMap` of kept
-//! rounds): add the next round (real msgpack blocks from `txgate_ledger::synth`, txids drawn
+//! rounds): add the next round (real msgpack blocks from `txgate_algorand::synth`, txids drawn
 //! from a small space so they repeat across and within rounds), out-of-order adds, lookups,
 //! window searches and reopening (with blooms switched on or off), in a temporary directory.
 //! Every answer, including the typed errors, must match the model.
@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use txgate_ledger::store::{Ledger, LedgerConfig, LedgerError, TxRecord};
-use txgate_ledger::synth::{SynthTxn, encode_block};
+use txgate_algorand::synth::{SynthTxn, encode_block};
 use txgate_ledger::{Round, Txid};
 
 const GEN: &str = "fuzz-v1";

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use txgate_ledger::source::BlockSource;
+use txgate_algorand::source::BlockSource;
 use txgate_tests::algod::FakeAlgod;
 
 fn main() {

@@ -1,5 +1,5 @@
 //! Transaction gossip for the handler bench: real Algorand message bytes from the ledger's
-//! encoder ([`txgate_ledger::synth::encode_txn_message`]: canonical `SignedTxn` maps as
+//! encoder ([`txgate_algorand::synth::encode_txn_message`]: canonical `SignedTxn` maps as
 //! go-algorand's `TxnHandler` receives them), with seeded, realistic shapes.
 //!
 //! Shape (every draw from one `SmallRng` seeded by the caller):
@@ -14,7 +14,7 @@
 
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 use rand_distr::{Distribution, Zipf};
-use txgate_ledger::synth::{SynthTxn, encode_txn_message};
+use txgate_algorand::synth::{SynthTxn, encode_txn_message};
 use txgate_ratelimit::Origin;
 
 /// Genesis id of the bench network.

@@ -27,7 +27,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
-use txgate_ledger::Round;
+use txgate_algorand::Round;
 
 /// The header algod reads the API token from.
 pub(crate) const TOKEN_HEADER: &str = "X-Algo-API-Token";

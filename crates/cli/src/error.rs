@@ -4,10 +4,10 @@
 
 use std::path::PathBuf;
 
-use txgate_ledger::Round;
-use txgate_ledger::codec::DecodeError;
+use txgate_algorand::Round;
+use txgate_algorand::codec::DecodeError;
 use txgate_ledger::handler::HandlerConfigError;
-use txgate_ledger::source::SourceError;
+use txgate_algorand::source::SourceError;
 use txgate_ledger::store::LedgerError;
 
 /// Everything that makes a command fail.

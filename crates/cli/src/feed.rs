@@ -17,8 +17,8 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use txgate_ledger::Round;
-use txgate_ledger::source::BlockSource;
+use txgate_algorand::Round;
+use txgate_algorand::source::BlockSource;
 
 use crate::algod::{Algod, AlgodError, DEFAULT_RETRIES, FIRST_BACKOFF, MAX_BACKOFF, Token};
 use crate::error::CliError;

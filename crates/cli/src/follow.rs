@@ -18,9 +18,9 @@ use rand::RngCore;
 use rand::rngs::SmallRng;
 use serde::Serialize;
 use txgate_bloom::{BLOCK_BYTES, BloomBuilder};
-use txgate_ledger::codec::Block;
+use txgate_algorand::codec::Block;
 use txgate_ledger::store::Ledger;
-use txgate_ledger::{Round, Txid};
+use txgate_algorand::{Round, Txid};
 
 use crate::error::CliError;
 

@@ -28,13 +28,13 @@ use std::time::{Duration, Instant};
 use rand::rngs::SmallRng;
 use rand::{Rng, RngCore, SeedableRng};
 use txgate_bloom::AnyBloom;
-use txgate_ledger::codec::{Block, Txn, decode_block};
+use txgate_algorand::codec::{Block, Txn, decode_block};
 use txgate_ledger::handler::{
     CommittedTxids, Group, HandlerConfig, Message, Outcome, PoolReject, PoolSink, Source, TxHandler,
 };
 use txgate_ledger::store::{BLOOMS, DB_FILE, Ledger, LedgerConfig};
-use txgate_ledger::synth::{SynthTxn, encode_txn_message};
-use txgate_ledger::{Round, Txid};
+use txgate_algorand::synth::{SynthTxn, encode_txn_message};
+use txgate_algorand::{Round, Txid};
 use txgate_ratelimit::{AppRateLimiter, Origin};
 
 use crate::config::NodeConfig;

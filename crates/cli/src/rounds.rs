@@ -20,7 +20,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use txgate_ledger::Round;
+use txgate_algorand::Round;
 
 /// A `--rounds` value: optional inclusive bounds (`None`: the source's default).
 ///

@@ -16,7 +16,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use txgate_ledger::codec::{DecodeError, decode_block};
+use txgate_algorand::codec::{DecodeError, decode_block};
 use txgate_ledger::store::DEFAULT_MAX_TXN_LIFE;
 
 use crate::error::CliError;

@@ -1,5 +1,5 @@
 //! The built-in deterministic workload: synthetic rounds of Algorand-format msgpack blocks
-//! ([`txgate_ledger::synth::encode_block`]) that the replay decodes like real blocks.
+//! ([`txgate_algorand::synth::encode_block`]) that the replay decodes like real blocks.
 //!
 //! Shape of each round (every draw from a `SmallRng` seeded with (seed, round), so any round can
 //! be regenerated on its own):
@@ -16,8 +16,8 @@
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Zipf};
-use txgate_ledger::Round;
-use txgate_ledger::synth::{SynthTxn, encode_block};
+use txgate_algorand::Round;
+use txgate_algorand::synth::{SynthTxn, encode_block};
 use txgate_ratelimit::Origin;
 
 /// Genesis id of the synthetic network.
@@ -156,7 +156,7 @@ pub(crate) fn peer_origin(sender: &[u8; 32]) -> (Origin, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use txgate_ledger::codec::decode_block;
+    use txgate_algorand::codec::decode_block;
 
     #[test]
     fn rounds_are_deterministic_and_decode() {

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use common::{DATASET2, SMALL, assert_fails, assert_ok, command, stderr, stdout, txgate};
 use serde_json::Value;
-use txgate_ledger::source::BlockSource;
+use txgate_algorand::source::BlockSource;
 use txgate_ledger::store::{BLOOMS, DB_FILE, Ledger};
 use txgate_tests::algod::FakeAlgod;
 
@@ -423,7 +423,7 @@ fn a_db_of_another_network_is_refused_and_left_alone() {
     args.extend_from_slice(SMALL);
     assert_ok(&txgate(&args));
     let dataset2_net = {
-        let block = txgate_ledger::codec::decode_block(&blocks[&0]).unwrap();
+        let block = txgate_algorand::codec::decode_block(&blocks[&0]).unwrap();
         String::from_utf8(block.genesis_id).unwrap()
     };
     // dataset2 from the archive: its rounds 0..=3 are "held" but of another network.

@@ -332,7 +332,7 @@ fn unreadable_archive_is_a_clear_error() {
 /// Writes a tar of dataset2's rounds 0..=20, with round 10's bytes replaced when `corrupt`.
 fn dataset2_tar(blocks: &Path, out: &Path, corrupt: bool) {
     let mut builder = tar::Builder::new(std::fs::File::create(out).unwrap());
-    for raw in txgate_ledger::source::BlockSource::open(blocks).unwrap() {
+    for raw in txgate_algorand::source::BlockSource::open(blocks).unwrap() {
         let raw = raw.unwrap();
         let round = raw.round.unwrap();
         if round > 20 {
@@ -408,7 +408,7 @@ fn missing_round_in_a_source_names_the_round() {
     // A directory with rounds 0..=4 and 6: round 6 is out of order.
     let blockdir = dir.path().join("blocks");
     std::fs::create_dir(&blockdir).unwrap();
-    for raw in txgate_ledger::source::BlockSource::open(&blocks).unwrap() {
+    for raw in txgate_algorand::source::BlockSource::open(&blocks).unwrap() {
         let raw = raw.unwrap();
         let round = raw.round.unwrap();
         if round <= 6 && round != 5 {

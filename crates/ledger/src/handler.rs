@@ -75,7 +75,7 @@
 //!     CommittedTxids, Group, HandlerConfig, Message, Outcome, PoolReject, PoolSink, Source,
 //!     TxHandler,
 //! };
-//! use txgate_ledger::codec::{DecodeError, Txn};
+//! use txgate_algorand::codec::{DecodeError, Txn};
 //! use txgate_ledger::{Round, Txid};
 //!
 //! struct NothingCommitted;
@@ -132,7 +132,7 @@ use txgate_ratelimit::{AppKey, AppRateLimiter, Origin};
 use txgate_sync::sync::thread::{self, JoinHandle, Thread, ThreadId};
 use txgate_sync::sync::{AtomicBool, Condvar, Mutex, fence};
 
-use crate::codec::{self, DecodeError, Txn};
+use txgate_algorand::codec::{self, DecodeError, Txn};
 use crate::{Round, Txid};
 
 use backlog::Backlog;
@@ -337,6 +337,44 @@ impl Default for HandlerConfig {
 }
 
 impl HandlerConfig {
+    /// Checks the configuration as [`TxHandler::new`] does, without building anything: the
+    /// checks a CLI or a node's config loader runs before it starts.
+    ///
+    /// ```
+    /// use txgate_ledger::handler::{HandlerConfig, HandlerConfigError};
+    /// let bad = HandlerConfig { congestion_pct: 150, ..HandlerConfig::default() };
+    /// assert!(matches!(bad.validate(), Err(HandlerConfigError::CongestionPct(150))));
+    /// assert!(HandlerConfig::default().validate().is_ok());
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`HandlerConfigError`] for a zero backlog capacity, group size or message size, a
+    /// congestion percentage above 100, or (with dedup on) a zero dedup size or interval.
+    pub fn validate(&self) -> Result<(), HandlerConfigError> {
+        if self.backlog_capacity == 0 {
+            return Err(HandlerConfigError::ZeroBacklogCapacity);
+        }
+        if self.congestion_pct > 100 {
+            return Err(HandlerConfigError::CongestionPct(self.congestion_pct));
+        }
+        if self.max_group_size == 0 {
+            return Err(HandlerConfigError::ZeroMaxGroupSize);
+        }
+        if self.max_message_size == 0 {
+            return Err(HandlerConfigError::ZeroMaxMessageSize);
+        }
+        if self.dedup {
+            if self.dedup_max_size == 0 {
+                return Err(HandlerConfigError::ZeroDedupMaxSize);
+            }
+            if self.dedup_interval.is_zero() {
+                return Err(HandlerConfigError::ZeroDedupInterval);
+            }
+        }
+        Ok(())
+    }
+
     /// The backlog length above which the app rate limiter runs:
     /// `backlog_capacity * congestion_pct / 100`, floored (2,600 by default). go-algorand computes
     /// `int(float64(TxBacklogSize) * float64(pct) / 100)`, the same value for these integers.
@@ -486,31 +524,14 @@ impl TxHandler {
         limiter: Option<Arc<AppRateLimiter>>,
         sink: Arc<dyn PoolSink>,
     ) -> Result<Self, HandlerConfigError> {
-        if config.backlog_capacity == 0 {
-            return Err(HandlerConfigError::ZeroBacklogCapacity);
-        }
-        if config.congestion_pct > 100 {
-            return Err(HandlerConfigError::CongestionPct(config.congestion_pct));
-        }
-        if config.max_group_size == 0 {
-            return Err(HandlerConfigError::ZeroMaxGroupSize);
-        }
-        if config.max_message_size == 0 {
-            return Err(HandlerConfigError::ZeroMaxMessageSize);
-        }
+        config.validate()?;
         let limiter = if config.app_rate_limiting {
             Some(limiter.ok_or(HandlerConfigError::MissingLimiter)?)
         } else {
             None
         };
         let dedup = if config.dedup {
-            if config.dedup_max_size == 0 {
-                return Err(HandlerConfigError::ZeroDedupMaxSize);
-            }
             let interval_ns = u64::try_from(config.dedup_interval.as_nanos()).unwrap_or(u64::MAX);
-            if interval_ns == 0 {
-                return Err(HandlerConfigError::ZeroDedupInterval);
-            }
             let salt = match config.dedup_salt {
                 Some(salt) => salt,
                 None => {
@@ -944,7 +965,7 @@ impl Inner {
 
 /// The distinct non-zero app ids of `txns`, in first-seen order.
 fn group_app_ids(txns: &[Txn]) -> Vec<u64> {
-    crate::codec::distinct_app_ids(txns.iter().flat_map(|t| t.app_ids.iter().copied()))
+    txgate_algorand::codec::distinct_app_ids(txns.iter().flat_map(|t| t.app_ids.iter().copied()))
 }
 
 /// The running shutdown; dropping it marks the shutdown done and wakes the calls waiting for it.

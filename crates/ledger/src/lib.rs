@@ -1,19 +1,25 @@
-//! txgate-ledger: a persistent Algorand ledger with per-round txid bloom filters, the Algorand
-//! block codec it reads, and the transaction handler pipeline in front of it.
+//! txgate-ledger: wires txgate-bloom and txgate-ratelimit into a node's transaction ingress.
 //!
 //! Modules:
-//! - [`codec`]: msgpack blocks and transactions as algod serves and stores them; txids by the
-//!   go-algorand rule; app ids and groups of each transaction.
-//! - [`source`]: block sources (one file per round, directories, tar and tar.bz2 archives).
-//! - [`store`]: the redb-backed ledger with per-round blooms, `lookup_txid` and `find_txid`.
+//! - [`store`]: the redb-backed ledger of Algorand blocks with per-round txid blooms over the
+//!   round window (`lookup_txid`, `find_txid`).
 //! - [`handler`]: go-algorand's transaction handler pipeline (dedup, decode, committed check,
 //!   app rate limiter under congestion, bounded backlog, workers, pool sink).
+//!
+//! The Algorand wire format (blocks, txids, sources) is [`txgate_algorand`]; [`Round`] and
+//! [`Txid`] are re-exported from it.
 
-pub mod codec;
 pub mod handler;
-pub mod source;
 pub mod store;
-pub mod synth;
-mod types;
 
-pub use types::{Round, Txid, TxidParseError};
+pub use txgate_algorand::{Round, Txid, TxidParseError};
+
+/// The ledger as the tx handler's committed check: [`store::Ledger::find_txid`] over the
+/// transaction's validity window (go-algorand's `TxHandler` asks the ledger whether a txid is
+/// committed in `FirstValid..=LastValid`). Only the latest MaxTxnLife + 1 rounds are searched;
+/// a ledger error counts as "not committed" (the transaction pool catches a real duplicate).
+impl handler::CommittedTxids for store::Ledger {
+    fn is_committed(&self, txid: &Txid, first: Round, last: Round) -> bool {
+        first <= last && matches!(self.find_txid(txid, first..=last), Ok(Some(_)))
+    }
+}

@@ -45,9 +45,9 @@
 //! # Examples
 //!
 //! ```
-//! use txgate_ledger::codec::decode_block;
+//! use txgate_algorand::codec::decode_block;
 //! use txgate_ledger::store::{Ledger, LedgerConfig};
-//! use txgate_ledger::synth::{SynthTxn, encode_block};
+//! use txgate_algorand::synth::{SynthTxn, encode_block};
 //! use txgate_ledger::Txid;
 //!
 //! let dir = tempfile::tempdir()?;
@@ -73,7 +73,7 @@ use std::sync::Mutex;
 use redb::{Database, ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
 use txgate_bloom::{AnyBloom, BloomBuilder, BuildError, Layout, LoadError};
 
-use crate::codec::{self, Block, DecodeError};
+use txgate_algorand::codec::{self, Block, DecodeError};
 use crate::{Round, Txid};
 use window::{Probe, Window};
 
@@ -424,6 +424,14 @@ pub enum LedgerError {
         expected: usize,
         /// Entries in the bytes.
         found: usize,
+    },
+    /// A stored bloom's bytes do not load (damaged after the ledger was opened).
+    #[error("the stored bloom of round {round} does not load: {source}")]
+    StoredBloom {
+        /// The round.
+        round: Round,
+        /// The bloom crate's error.
+        source: LoadError,
     },
     /// The database lacks a row it must have (the file was damaged or edited).
     #[error("ledger database is missing the {what} of round {round}")]
@@ -1074,6 +1082,42 @@ impl Ledger {
         Ok(raw.value().to_vec())
     }
 
+    /// The bloom filter of `round`'s txids as the ledger persisted it (checksum verified), for
+    /// measuring its false-positive rate or shipping it to a peer. `Ok(None)` when the round has
+    /// no bloom: blooms are disabled, or the round was ingested while they were.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use txgate_algorand::synth::{SynthTxn, encode_block};
+    /// use txgate_ledger::store::{Ledger, LedgerConfig};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let ledger = Ledger::open(dir.path(), LedgerConfig::default())?.0;
+    /// let txn = SynthTxn::payment([1; 32], 1, 1000);
+    /// let txid = txn.txid("net-v1", &[7; 32]);
+    /// ledger.add_block(&encode_block(0, "net-v1", &[7; 32], 0, &[txn]))?;
+    /// let bloom = ledger.round_bloom(0)?.expect("blooms are on by default");
+    /// assert!(bloom.contains_id(txid.as_bytes()));
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`LedgerError::BeyondLatest`], [`LedgerError::NotKept`], [`LedgerError::Store`];
+    /// [`LedgerError::StoredBloom`] when the stored bytes no longer load (damaged since the
+    /// ledger was opened: opening rebuilds damaged blooms).
+    pub fn round_bloom(&self, round: Round) -> Result<Option<AnyBloom>, LedgerError> {
+        let txn = self.read()?;
+        self.check_kept(&txn, round)?;
+        let blooms = txn.open_table(BLOOMS).map_err(store(Some(round)))?;
+        let Some(row) = blooms.get(round).map_err(store(Some(round)))? else {
+            return Ok(None);
+        };
+        AnyBloom::from_bytes(row.value())
+            .map(Some)
+            .map_err(|source| LedgerError::StoredBloom { round, source })
+    }
+
     fn read(&self) -> Result<ReadTransaction, LedgerError> {
         self.db.begin_read().map_err(store(None))
     }
@@ -1412,7 +1456,7 @@ mod tests {
     use std::collections::HashMap;
 
     use super::*;
-    use crate::codec::Txn;
+    use txgate_algorand::codec::Txn;
 
     /// The unit tests' block encoding (the real codec is tested on its own): `b"TB"`, the round
     /// as 8 little-endian bytes, then the txids.

@@ -19,7 +19,7 @@ use txgate_ledger::handler::{
     CommittedTxids, Group, HandlerConfig, HandlerConfigError, Message, Outcome, PoolReject,
     PoolSink, Source, TxHandler, WorkerError,
 };
-use txgate_ledger::synth::{SynthTxn, encode_txn_message};
+use txgate_algorand::synth::{SynthTxn, encode_txn_message};
 use txgate_ledger::{Round, Txid};
 use txgate_ratelimit::{AppRateLimiter, Config, Origin};
 

@@ -6,11 +6,11 @@
 use std::collections::{HashMap, HashSet};
 
 use redb::{Database, ReadableTable};
-use txgate_ledger::source::BlockSource;
+use txgate_algorand::source::BlockSource;
 use txgate_ledger::store::{
     BLOOMS, DB_FILE, Ledger, LedgerConfig, LedgerError, RebuildReason, TxRecord,
 };
-use txgate_ledger::synth::{SynthTxn, encode_block};
+use txgate_algorand::synth::{SynthTxn, encode_block};
 use txgate_ledger::{Round, Txid};
 use txgate_tests::{data_file, real_round_txids};
 

@@ -17,7 +17,7 @@ use txgate_ledger::store::{
     BLOCKS, BLOOMS, DB_FILE, Ledger, LedgerConfig, LedgerError, PREFIX_ENTRY_BYTES, TXID_PREFIXES,
     TxRecord,
 };
-use txgate_ledger::synth::{SynthTxn, encode_block};
+use txgate_algorand::synth::{SynthTxn, encode_block};
 use txgate_ledger::{Round, Txid};
 
 const CHILD_ENV: &str = "TXGATE_LEDGER_CRASH_DIR";

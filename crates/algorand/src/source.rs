@@ -25,12 +25,12 @@
 //! Directories hold only the file list.
 //!
 //! ```no_run
-//! use txgate_ledger::source::BlockSource;
+//! use txgate_algorand::source::BlockSource;
 //! for raw in BlockSource::open("dataset2.tar.bz2")? {
 //!     let raw = raw?;
 //!     println!("{} (round {:?}): {} bytes", raw.name, raw.round, raw.bytes.len());
 //! }
-//! # Ok::<(), txgate_ledger::source::SourceError>(())
+//! # Ok::<(), txgate_algorand::source::SourceError>(())
 //! ```
 
 use std::collections::BTreeMap;

@@ -13,10 +13,10 @@ pub type Round = u64;
 /// and the indexer show it.
 ///
 /// ```
-/// use txgate_ledger::Txid;
+/// use txgate_algorand::Txid;
 /// let id: Txid = "6A6YYXT62SYZVUJH2QZW4BXUQ567H5GHJRMZ3EYRJPSIZRYDJTVQ".parse()?;
 /// assert_eq!(id.to_string(), "6A6YYXT62SYZVUJH2QZW4BXUQ567H5GHJRMZ3EYRJPSIZRYDJTVQ");
-/// # Ok::<(), txgate_ledger::TxidParseError>(())
+/// # Ok::<(), txgate_algorand::TxidParseError>(())
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Txid(pub [u8; 32]);

@@ -7,12 +7,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
-use txgate_ledger::Txid;
-use txgate_ledger::codec::{
+use txgate_algorand::Txid;
+use txgate_algorand::codec::{
     Block, DecodeError, PaysetError, decode_block, decode_txn_message, payset_entry_txid,
     payset_offsets,
 };
-use txgate_ledger::source::{BlockSource, SourceError};
+use txgate_algorand::source::{BlockSource, SourceError};
 use txgate_tests::data_file;
 
 const DATASET2: &str = "algorand-sdk-testing/private_blocks/dataset2.tar.bz2";

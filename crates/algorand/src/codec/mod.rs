@@ -45,9 +45,9 @@ use sha2::{Digest, Sha512_256};
 use self::msgpack::{RawError, RawErrorKind, Reader, Scan, Token};
 use crate::{Round, Txid};
 
-pub(crate) use self::msgpack::{
-    put_array_len, put_bin, put_bool, put_int, put_map_len, put_str, put_uint,
-};
+pub(crate) use self::msgpack::{put_bin, put_str};
+#[cfg(any(test, feature = "synth"))]
+pub(crate) use self::msgpack::{put_array_len, put_bool, put_int, put_map_len, put_uint};
 
 /// Domain-separation prefix of a transaction id (go-algorand `protocol.Transaction`).
 pub const TXID_PREFIX: &[u8; 2] = b"TX";
@@ -454,8 +454,8 @@ fn peek_round(bytes: &[u8]) -> Option<Round> {
 /// # Examples
 ///
 /// ```
-/// use txgate_ledger::codec::decode_block;
-/// use txgate_ledger::synth::{SynthTxn, encode_block};
+/// use txgate_algorand::codec::decode_block;
+/// use txgate_algorand::synth::{SynthTxn, encode_block};
 ///
 /// let txn = SynthTxn::payment([7; 32], 10, 1010);
 /// let bytes = encode_block(11, "testnet-v1.0", &[1; 32], 1_700_000_000, &[txn]);
@@ -463,7 +463,7 @@ fn peek_round(bytes: &[u8]) -> Option<Round> {
 /// assert_eq!((block.round, block.txns.len()), (11, 1));
 /// block.verify_payset(&bytes).expect("synthetic blocks carry a correct commitment");
 /// assert!(decode_block(&bytes[..bytes.len() - 1]).is_err());
-/// # Ok::<(), txgate_ledger::codec::DecodeError>(())
+/// # Ok::<(), txgate_algorand::codec::DecodeError>(())
 /// ```
 pub fn decode_block(bytes: &[u8]) -> Result<Block, DecodeError> {
     decode_block_inner(bytes).map_err(|mut e| {
@@ -780,8 +780,8 @@ fn decode_entry<'a>(
 /// # Examples
 ///
 /// ```
-/// use txgate_ledger::codec::{decode_block, payset_entry_txid, payset_offsets};
-/// use txgate_ledger::synth::{SynthTxn, encode_block};
+/// use txgate_algorand::codec::{decode_block, payset_entry_txid, payset_offsets};
+/// use txgate_algorand::synth::{SynthTxn, encode_block};
 ///
 /// let txns = [SynthTxn::payment([7; 32], 10, 1010), SynthTxn::payment([8; 32], 10, 1010)];
 /// let bytes = encode_block(11, "testnet-v1.0", &[1; 32], 1_700_000_000, &txns);
@@ -790,7 +790,7 @@ fn decode_entry<'a>(
 /// assert_eq!(offsets.len(), 2);
 /// let txid = payset_entry_txid(&bytes, offsets[1], &block.genesis_id, &block.genesis_hash)?;
 /// assert_eq!(txid, block.txns[1].txid);
-/// # Ok::<(), txgate_ledger::codec::DecodeError>(())
+/// # Ok::<(), txgate_algorand::codec::DecodeError>(())
 /// ```
 pub fn payset_offsets(bytes: &[u8]) -> Result<Vec<usize>, DecodeError> {
     let payset = locate_payset(bytes)?.payset;
@@ -1192,8 +1192,14 @@ mod tests;
 
 /// The distinct non-zero ids of `ids`, in first-seen order, in O(n log n) whatever the input
 /// (a peer controls how many foreign apps a message names: a quadratic scan would let one
-/// message burn CPU by the square of its size).
-pub(crate) fn distinct_app_ids(ids: impl Iterator<Item = u64>) -> Vec<u64> {
+/// message burn CPU by the square of its size). A group's apps are the distinct ids of its
+/// transactions' [`Txn::app_ids`].
+///
+/// ```
+/// use txgate_algorand::codec::distinct_app_ids;
+/// assert_eq!(distinct_app_ids([7, 0, 3, 7, 3].into_iter()), vec![7, 3]);
+/// ```
+pub fn distinct_app_ids(ids: impl Iterator<Item = u64>) -> Vec<u64> {
     /// Up to this many ids a linear scan beats a set.
     const SMALL: usize = 16;
     let mut out: Vec<u64> = Vec::new();

@@ -1,9 +1,9 @@
-//! Arbitrary bytes into txgate-ledger's Algorand decoders (blocks, transaction messages, the
+//! Arbitrary bytes into txgate-algorand's decoders (blocks, transaction messages, the
 //! payset check): an error or a value, never a panic; what decodes keeps the codec's promises.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use txgate_ledger::codec::{Txn, decode_block, decode_txn_message, payset_commit_flat};
+use txgate_algorand::codec::{Txn, decode_block, decode_txn_message, payset_commit_flat};
 
 fn check(t: &Txn) {
     // `type` is required and an empty value counts as absent.
