@@ -81,6 +81,7 @@ mod builder;
 mod error;
 mod filter;
 pub mod format;
+mod geometry;
 pub mod layout;
 mod sbbf;
 mod simd;
