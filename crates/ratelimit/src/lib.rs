@@ -106,6 +106,7 @@
 //!   node allocated above panics with that message.
 
 mod config;
+mod decision;
 mod group;
 mod limiter;
 #[doc(hidden)]
@@ -119,5 +120,6 @@ mod table;
 mod stress;
 
 pub use config::{Config, ConfigError};
-pub use limiter::{AppRateLimiter, Clock, Decision, Stats, SystemClock};
+pub use decision::{Clock, Decision, Stats, SystemClock};
+pub use limiter::AppRateLimiter;
 pub use origin::{AppKey, Origin, derive_key_hash};
