@@ -73,8 +73,9 @@ pub(crate) struct Limits {
     /// Window length in nanoseconds (> 0).
     pub(crate) window_ns: u64,
     /// `window_ns` as a divisor by multiplication: exact quotients and remainders of any `u64`
-    /// by a divisor fixed in advance, without a `div` instruction (20-90 cycles on x86-64; two
-    /// per admission otherwise). From the `strength_reduce` crate.
+    /// by a divisor fixed in advance, without a `div` instruction (tens of cycles for a 64-bit
+    /// divide on x86-64, per Agner Fog's instruction tables; two per admission otherwise). From
+    /// the `strength_reduce` crate.
     window: StrengthReducedU64,
     /// Admissions per window per key, `L` (1..=65,535).
     pub(crate) limit: u16,
