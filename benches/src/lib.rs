@@ -8,6 +8,9 @@
 //! - [`eviction`]: the `new_key_eviction` stream (2^21 operations over 2^20 pairs against 2^16
 //!   keys of room) with its pre-derived keys, for the ratelimit bench and its A/B probe.
 
+pub mod eviction;
+pub mod mutex_limiter;
+
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
 /// `n` uniformly random 64-bit values from a fixed `seed` (pre-hashed keys for filters that take them).
@@ -21,5 +24,3 @@ pub fn random_ids(n: usize, seed: u64) -> Vec<[u8; 32]> {
     let mut rng = SmallRng::seed_from_u64(seed);
     (0..n).map(|_| rng.random()).collect()
 }
-pub mod eviction;
-pub mod mutex_limiter;

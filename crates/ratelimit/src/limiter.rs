@@ -48,14 +48,18 @@ const INLINE_GROUP: usize = 16;
 ///
 /// See the [crate documentation](crate) for the rules, the guarantees and an example.
 pub struct AppRateLimiter {
+    /// The shards. Invariant: `shards.len()` is a power of two (`Config::validate` rejects any
+    /// other count), so a shard index reduces with `& (len - 1)` (`shard_index`, `canonical`,
+    /// `origin::shard_of`) and every reduced index is in bounds.
     shards: Box<[CachePadded<Shard>]>,
     limits: Limits,
     salt: [u8; 16],
     /// Seed of the shard hash, derived from the salt.
     shard_seed: u64,
     config: Config,
-    /// Decision counters: stripe `i` is written only by the thread with seize id `i`; the last
-    /// one is shared.
+    /// Decision counters, `STRIPES + 1` stripes: stripe `i < STRIPES` is written only by the
+    /// thread with seize id `i` (so `count` may increment it with a plain load and store); the
+    /// last one is shared by every other thread (and by all threads under loom).
     counters: Box<[CachePadded<Counters>]>,
     // Dropped after `shards`: nodes retired but not yet freed are freed with it.
     collector: Collector,
@@ -402,6 +406,7 @@ impl AppRateLimiter {
         shard & (self.shards.len() as u32 - 1)
     }
 
+    /// The shard of a member whose shard index `canonical` has reduced (a bounds-checked index).
     #[inline]
     fn shard(&self, m: &Member) -> &Shard {
         &self.shards[m.shard as usize]

@@ -58,7 +58,12 @@ pub(crate) fn counts(word: u64) -> Counts {
     }
 }
 
-/// A point in time as the window arithmetic sees it.
+/// A point in time as the window arithmetic sees it, made only by [`Limits::instant`].
+///
+/// Invariants: `interval <= INTERVAL_MASK` (30 bits: [`pack`] stores it as is, and intervals are
+/// compared modulo 2^30 by `distance`); `offset < window_ns` of the [`Limits`] that made it, so
+/// `window_ns - offset` in `Limits::weighted` is in `1..=window_ns` and the previous interval's
+/// weight never exceeds `prev`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Instant {
     /// `now / window`, truncated to 30 bits.
@@ -77,9 +82,10 @@ pub(crate) struct Limits {
     /// divide on x86-64, per Agner Fog's instruction tables; two per admission otherwise). From
     /// the `strength_reduce` crate.
     window: StrengthReducedU64,
-    /// Admissions per window per key, `L` (1..=65,535).
+    /// Admissions per window per key, `L` (1..=65,535; `Config::validate` rejects 0 and
+    /// larger limits, which the 16-bit packed counters could not hold).
     pub(crate) limit: u16,
-    /// What one penalty adds: `max(1, L / 4)`.
+    /// What one penalty adds: `max(1, L / 4)`, so at least 1.
     pub(crate) penalty: u16,
 }
 
