@@ -5,10 +5,10 @@ use std::hash::Hash;
 use crate::block::{Block256, fingerprint};
 use crate::builder::try_alloc;
 use crate::error::{BuildError, LoadError, ShapeError};
-use crate::filter::{BlockedBloom, estimate_len};
+use crate::filter::BlockedBloom;
 use crate::format;
-use crate::geometry::Geometry;
-use crate::layout::{BlockLayout, Layout};
+use crate::geometry::{Geometry, native_accessors};
+use crate::layout::BlockLayout;
 use crate::simd::{Backend, Kernel, PREFETCH_AHEAD, prefetch};
 use txgate_sync::sync::Ordering;
 
@@ -246,40 +246,7 @@ impl<B: BlockLayout> AtomicBlockedBloom<B> {
             .sum()
     }
 
-    /// An estimate of the distinct keys inserted (see [`estimate_len`]).
-    pub fn estimated_len(&self) -> f64 {
-        estimate_len(self.count_ones(), self.num_bits())
-    }
-
-    /// The false-positive rate the formula expects after `items` distinct inserts.
-    pub fn expected_false_positive_rate(&self, items: u64) -> f64 {
-        self.geometry.expected_false_positive_rate(B::LAYOUT, items)
-    }
-
-    /// The block layout.
-    pub fn layout(&self) -> Layout {
-        B::LAYOUT
-    }
-
-    /// Blocks in the filter.
-    pub fn num_blocks(&self) -> u64 {
-        self.geometry.num_blocks()
-    }
-
-    /// Bits in the filter (`num_blocks * 256` or `* 512`).
-    pub fn num_bits(&self) -> u64 {
-        self.geometry.num_bits(B::LAYOUT)
-    }
-
-    /// Bytes of filter memory (`num_blocks * 32` or `* 64`).
-    pub fn memory_bytes(&self) -> u64 {
-        self.geometry.memory_bytes(B::LAYOUT)
-    }
-
-    /// The hash seed.
-    pub fn seed(&self) -> u64 {
-        self.geometry.seed()
-    }
+    native_accessors!();
 
     /// The backend that computes the key's bit masks (the words themselves are read and written
     /// only with scalar atomic operations: a vector load of atomics would race with `fetch_or`).

@@ -6,8 +6,8 @@ use crate::block::{BITS_SET_PER_KEY, Block256, fingerprint};
 use crate::builder::{BloomBuilder, try_alloc};
 use crate::error::{BuildError, LoadError, ShapeError};
 use crate::format;
-use crate::geometry::Geometry;
-use crate::layout::{BlockLayout, Layout};
+use crate::geometry::{Geometry, native_accessors};
+use crate::layout::BlockLayout;
 use crate::simd::{Backend, Kernel, PREFETCH_AHEAD, prefetch};
 
 /// A blocked bloom filter: every key sets 8 bits inside one block that lies in one cache line,
@@ -230,41 +230,7 @@ impl<B: BlockLayout> BlockedBloom<B> {
         self.blocks.iter().map(|b| u64::from(b.count_ones())).sum()
     }
 
-    /// An estimate of the distinct keys inserted, from the bits set (see [`estimate_len`]).
-    pub fn estimated_len(&self) -> f64 {
-        estimate_len(self.count_ones(), self.num_bits())
-    }
-
-    /// The false-positive rate the formula expects after `items` distinct inserts
-    /// ([`Layout::false_positive_rate`]).
-    pub fn expected_false_positive_rate(&self, items: u64) -> f64 {
-        self.geometry.expected_false_positive_rate(B::LAYOUT, items)
-    }
-
-    /// The block layout ([`BlockLayout::LAYOUT`]).
-    pub fn layout(&self) -> Layout {
-        B::LAYOUT
-    }
-
-    /// Blocks in the filter.
-    pub fn num_blocks(&self) -> u64 {
-        self.geometry.num_blocks()
-    }
-
-    /// Bits in the filter (`num_blocks * 256` or `* 512`).
-    pub fn num_bits(&self) -> u64 {
-        self.geometry.num_bits(B::LAYOUT)
-    }
-
-    /// Bytes of filter memory (`num_blocks * 32` or `* 64`), aligned to the block size.
-    pub fn memory_bytes(&self) -> u64 {
-        self.geometry.memory_bytes(B::LAYOUT)
-    }
-
-    /// The hash seed.
-    pub fn seed(&self) -> u64 {
-        self.geometry.seed()
-    }
+    native_accessors!();
 
     /// The kernel backend in use.
     pub fn backend(&self) -> Backend {

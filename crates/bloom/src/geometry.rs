@@ -134,3 +134,49 @@ impl Geometry {
             .finish_non_exhaustive()
     }
 }
+
+/// The public size and shape accessors of a native filter type, written once for
+/// [`BlockedBloom`](crate::BlockedBloom) and [`AtomicBlockedBloom`](crate::AtomicBlockedBloom):
+/// expanded inside `impl<B: BlockLayout> Type<B>` of a type with a `geometry: Geometry` field
+/// and a `count_ones(&self) -> u64` method, it answers every one from the geometry and `B`.
+macro_rules! native_accessors {
+    () => {
+        /// An estimate of the distinct keys inserted, from the bits set (see
+        /// [`estimate_len`](crate::estimate_len)).
+        pub fn estimated_len(&self) -> f64 {
+            $crate::estimate_len(self.count_ones(), self.num_bits())
+        }
+
+        /// The false-positive rate the formula expects after `items` distinct inserts
+        /// ([`Layout::false_positive_rate`](crate::Layout::false_positive_rate)).
+        pub fn expected_false_positive_rate(&self, items: u64) -> f64 {
+            self.geometry.expected_false_positive_rate(B::LAYOUT, items)
+        }
+
+        /// The block layout ([`BlockLayout::LAYOUT`](crate::BlockLayout::LAYOUT)).
+        pub fn layout(&self) -> $crate::Layout {
+            B::LAYOUT
+        }
+
+        /// Blocks in the filter.
+        pub fn num_blocks(&self) -> u64 {
+            self.geometry.num_blocks()
+        }
+
+        /// Bits in the filter (`num_blocks * 256` or `* 512`).
+        pub fn num_bits(&self) -> u64 {
+            self.geometry.num_bits(B::LAYOUT)
+        }
+
+        /// Bytes of filter memory (`num_blocks * 32` or `* 64`), aligned to the block size.
+        pub fn memory_bytes(&self) -> u64 {
+            self.geometry.memory_bytes(B::LAYOUT)
+        }
+
+        /// The hash seed.
+        pub fn seed(&self) -> u64 {
+            self.geometry.seed()
+        }
+    };
+}
+pub(crate) use native_accessors;
