@@ -1,5 +1,5 @@
 //! txgate-bloom (both block layouts) against fastbloom, sbbf-rs-safe and bloomfilter, in one
-//! run (ratios, not absolute times, are what this noisy 2-core machine can show).
+//! run (read ratios, not absolute times: on a shared or noisy machine only ratios carry over).
 //!
 //! ```text
 //! cargo bench -p txgate-benches --bench bloom
@@ -22,8 +22,8 @@
 //!   (prefetching [`PREFETCH_AHEAD`] keys ahead), the peers' contains, and two baselines with
 //!   no filter work: `line_read` reads one word of the same number of random 64-byte lines of a
 //!   buffer of the same size, prefetching as far ahead as `contains_many` (the physical limit of
-//!   this core), and `line_read_no_prefetch` the same without prefetching. One filter is in
-//!   memory at a time.
+//!   the core it runs on), and `line_read_no_prefetch` the same without prefetching. One filter
+//!   is in memory at a time.
 
 use std::hint::black_box;
 use std::time::Duration;

@@ -29,11 +29,11 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
-use txgate_bloom::{BloomBuilder, Layout};
 use txgate_algorand::codec::decode_block;
-use txgate_ledger::store::{Ledger, LedgerConfig};
 use txgate_algorand::synth::{SynthTxn, encode_block};
 use txgate_algorand::{Round, Txid};
+use txgate_bloom::{BloomBuilder, Layout};
+use txgate_ledger::store::{Ledger, LedgerConfig};
 
 const GEN: &str = "bench-v1";
 const GH: [u8; 32] = [0x42; 32];

@@ -27,9 +27,10 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
-use rand::{Rng, SeedableRng, rngs::SmallRng};
+use txgate_benches::eviction::{CAPACITY, EvictionKeys, PASS, STREAM, eviction_keys, origin};
 use txgate_benches::mutex_limiter::MutexLimiter;
-use txgate_ratelimit::{AppKey, AppRateLimiter, Config, Origin, derive_key_hash};
+use txgate_ratelimit::{AppKey, AppRateLimiter, Config, Origin};
+use txgate_tests::rng::SplitMix64;
 
 const SEC: u64 = 1_000_000_000;
 const WINDOW: u64 = 10 * SEC;
@@ -55,10 +56,6 @@ fn mutex(max_size: usize) -> MutexLimiter {
 
 fn governor() -> DefaultKeyedRateLimiter<u64> {
     RateLimiter::dashmap(Quota::per_second(std::num::NonZeroU32::MAX))
-}
-
-fn origin(i: u32) -> Origin {
-    Origin::from_peer_id(&i.to_le_bytes())
 }
 
 /// A fresh `now` per pass (two windows apart), so counts restart instead of saturating.
@@ -131,34 +128,14 @@ fn existing_key(c: &mut Criterion) {
 }
 
 fn new_key_eviction(c: &mut Criterion) {
-    const CAPACITY: usize = 1 << 16;
-    const PASS: usize = 1 << 16;
-    const STREAM: usize = 1 << 21;
-    let mut rng = SmallRng::seed_from_u64(3);
-    // A uniform stream over 2^20 pairs (1,024 apps x 1,024 origins) against 2^16 keys of room;
-    // each pass takes the next 2^16 operations of a 2^21-long stream, so a pair comes back only
-    // after about 2^20 others and has usually been evicted by then.
-    let stream: Vec<(u64, u32)> = (0..STREAM)
-        .map(|_| {
-            (
-                1 + rng.random_range(0..1024u64),
-                rng.random_range(0..1024u32),
-            )
-        })
-        .collect();
     let t = txgate(CAPACITY);
     let m = mutex(CAPACITY);
     let g = governor();
-    let salted: Vec<u64> = (0..1u64 << 20)
-        .map(|i| derive_key_hash(1 + (i >> 10), &SALT, &origin((i & 1023) as u32)))
-        .collect();
-    let hash = |&(a, o): &(u64, u32)| salted[(((a - 1) << 10) | u64::from(o)) as usize];
-    let tkeys: Vec<AppKey> = stream
-        .iter()
-        .map(|p| AppKey::from_parts(t.app_key(p.0, &origin(0)).shard(), hash(p)))
-        .collect();
-    let mkeys: Vec<(usize, u64)> = stream.iter().map(|p| (m.bucket(p.0), hash(p))).collect();
-    let gkeys: Vec<u64> = stream.iter().map(hash).collect();
+    let EvictionKeys {
+        txgate: tkeys,
+        mutex: mkeys,
+        hashes: gkeys,
+    } = eviction_keys(&SALT, &t, &m);
     // Fill, then report the share of operations that evict in steady state.
     for k in &tkeys {
         let _ = t.admit_key(*k, T0);
@@ -368,13 +345,11 @@ fn rss() -> Option<u64> {
     Some(pages * 4096)
 }
 
-/// The `i`-th key of the flood: a splitmix64 hash and a shard from its low bits.
+/// The `i`-th key of the flood: output `i + 1` of the SplitMix64 stream from 0, and a shard from
+/// its low bits.
 #[inline]
 fn flood_key(i: u64) -> (u32, u64) {
-    let mut z = i.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
+    let z = SplitMix64(0).nth_output(i + 1);
     ((z & 127) as u32, z)
 }
 

@@ -14,9 +14,9 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use rand::{Rng, SeedableRng, rngs::SmallRng};
+use txgate_benches::eviction::{CAPACITY, EvictionKeys, PASS, STREAM, eviction_keys};
 use txgate_benches::mutex_limiter::MutexLimiter;
-use txgate_ratelimit::{AppKey, AppRateLimiter, Config, Origin, derive_key_hash};
+use txgate_ratelimit::{AppKey, AppRateLimiter, Config, Origin};
 
 const SEC: u64 = 1_000_000_000;
 const WINDOW: u64 = 10 * SEC;
@@ -103,36 +103,13 @@ fn main() {
     );
 
     // new_key_eviction
-    const CAPACITY: usize = 1 << 16;
-    const PASS: usize = 1 << 16;
-    const STREAM: usize = 1 << 21;
-    let mut rng = SmallRng::seed_from_u64(3);
-    let stream: Vec<(u64, u32)> = (0..STREAM)
-        .map(|_| {
-            (
-                1 + rng.random_range(0..1024u64),
-                rng.random_range(0..1024u32),
-            )
-        })
-        .collect();
     let t = txgate(CAPACITY);
     let m = MutexLimiter::new(CAPACITY, 65_530, WINDOW, SALT);
-    let salted: Vec<u64> = (0..1u64 << 20)
-        .map(|i| {
-            derive_key_hash(
-                1 + (i >> 10),
-                &SALT,
-                &Origin::from_peer_id(&((i & 1023) as u32).to_le_bytes()),
-            )
-        })
-        .collect();
-    let hash = |&(a, o): &(u64, u32)| salted[(((a - 1) << 10) | u64::from(o)) as usize];
-    let origin0 = Origin::from_peer_id(&0u32.to_le_bytes());
-    let tkeys: Vec<AppKey> = stream
-        .iter()
-        .map(|p| AppKey::from_parts(t.app_key(p.0, &origin0).shard(), hash(p)))
-        .collect();
-    let mkeys: Vec<(usize, u64)> = stream.iter().map(|p| (m.bucket(p.0), hash(p))).collect();
+    let EvictionKeys {
+        txgate: tkeys,
+        mutex: mkeys,
+        ..
+    } = eviction_keys(&SALT, &t, &m);
     for (tk, mk) in tkeys.iter().zip(&mkeys) {
         let _ = t.admit_key(*tk, T0);
         black_box(m.admit_keys(std::slice::from_ref(mk), T0));

@@ -6,19 +6,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use txgate_bloom::{AnyBloom, AtomicBlockedBloom, Block256, Block512, BlockedBloom, Sbbf};
-
-/// What a filter loaded from `bytes` must write back.
-fn written_back(bytes: &[u8]) -> Vec<u8> {
-    if bytes[8] == 1 {
-        let mut v2 = bytes.to_vec();
-        v2[8] = 2;
-        let checksum = xxhash_rust::xxh3::xxh3_64(&v2);
-        v2.extend_from_slice(&checksum.to_le_bytes());
-        v2
-    } else {
-        bytes.to_vec()
-    }
-}
+use txgate_tests::bloom_format::written_back;
 
 fuzz_target!(|bytes: &[u8]| {
     let written = [

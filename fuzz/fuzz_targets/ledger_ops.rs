@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use txgate_ledger::store::{Ledger, LedgerConfig, LedgerError, TxRecord};
 use txgate_algorand::synth::{SynthTxn, encode_block};
+use txgate_ledger::store::{Ledger, LedgerConfig, LedgerError, TxRecord};
 use txgate_ledger::{Round, Txid};
 
 const GEN: &str = "fuzz-v1";

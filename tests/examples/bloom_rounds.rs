@@ -10,15 +10,7 @@ use std::time::Instant;
 
 use txgate_bloom::{Backend, Block256, Block512, BlockLayout, BlockedBloom, BloomBuilder};
 use txgate_tests::real_round_txids;
-
-/// SplitMix64: reproducible well-mixed probe hashes.
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
+use txgate_tests::rng::SplitMix64;
 
 fn main() {
     println!("txgate-bloom: per-round txid filters on real Algorand rounds\n");
@@ -114,9 +106,9 @@ fn fpr_rows<B: BlockLayout>(keys: u64, probes: u64, bits_per_key: u64) {
             .expect("layout");
         let mut plain = builder.build().expect("filter");
         let atomic = builder.build_atomic().expect("filter");
-        let mut s = 0xfeed;
+        let mut s = SplitMix64(0xfeed);
         for _ in 0..keys {
-            let h = splitmix(&mut s);
+            let h = s.next_u64();
             plain.insert_hash(h);
             atomic.insert_hash(h);
         }
@@ -125,8 +117,8 @@ fn fpr_rows<B: BlockLayout>(keys: u64, probes: u64, bits_per_key: u64) {
         let variants: [(&str, &dyn Fn(u64) -> bool); 2] =
             [("plain", &plain_contains), ("atomic", &atomic_contains)];
         for (variant, contains) in variants {
-            let mut s = 0xbeef;
-            let hits = (0..probes).filter(|_| contains(splitmix(&mut s))).count();
+            let mut s = SplitMix64(0xbeef);
+            let hits = (0..probes).filter(|_| contains(s.next_u64())).count();
             let got = hits as f64 / probes as f64;
             println!(
                 "{bits_per_key:<8} {layout:<8} {variant:<9} {:<7} {:>12.4} {:>12.4} {:>9.3}",

@@ -16,7 +16,7 @@
 //! The server is a minimal HTTP/1.1 one on `std::net` (GET, keep-alive, `Content-Length`), one
 //! thread per connection, `TCP_NODELAY` and one write per answer, as Go's `net/http` under algod
 //! does: a server that writes headers and body in two segments without it makes every answer
-//! wait out the client's delayed ACK (about 40 ms on Linux).
+//! wait out the client's delayed ACK (Linux's `TCP_DELACK_MIN`, 40 ms).
 //!
 //! Rounds are released by [`FakeAlgod::release_to`] or one at a time by
 //! [`FakeAlgod::release_every`] (from the first wait-for-block-after request on); [`FakeAlgod::fail_next`] makes the next requests of a path

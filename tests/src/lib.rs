@@ -1,5 +1,18 @@
-//! Helpers shared by txgate's real-data integration tests.
+//! Test support shared by txgate's crates: their tests, examples, benches and fuzz targets take
+//! it as a dev-dependency (a library never depends on it).
 //!
+//! # Modules
+//! - [`rng`]: [`SplitMix64`](rng::SplitMix64), the reproducible generator of well-mixed test
+//!   inputs, and its finalizer [`mix`](rng::mix).
+//! - [`alloc`]: [`Counting`](alloc::Counting), a per-thread counting global allocator, and
+//!   [`allocations_during`](alloc::allocations_during), for "this path allocates nothing" tests.
+//! - [`bloom_format`]: the version-1 form of a serialized bloom filter and what a loader must
+//!   write back for accepted bytes.
+//! - [`algod`]: a fake algod HTTP server over recorded blocks, for the CLI's algod source.
+//! - This file: the real-data directory ([`data_dir`], [`data_file`]) and the real rounds' txids
+//!   ([`real_round_txids`]).
+//!
+//! # Real data
 //! Real data lives outside the repository, in `../shared/data` next to the checkout (see its
 //! `SOURCES.md`), or wherever the `TXGATE_DATA` environment variable points. It is never copied
 //! into the repository.
@@ -7,6 +20,9 @@
 use std::path::PathBuf;
 
 pub mod algod;
+pub mod alloc;
+pub mod bloom_format;
+pub mod rng;
 
 /// The real-data directory: `$TXGATE_DATA` if set, else `<workspace>/../shared/data`.
 pub fn data_dir() -> PathBuf {

@@ -4,6 +4,7 @@
 use serde_json::Value;
 use txgate_bloom::{Backend, Sbbf};
 use txgate_tests::data_file;
+use txgate_tests::rng::SplitMix64;
 
 fn vectors() -> Option<Value> {
     let path = data_file("derived/sbbf_vectors.json")?;
@@ -218,28 +219,20 @@ fn header_layout() {
 /// same hashes, at several sizes, and answers every probe alike.
 #[test]
 fn agrees_with_an_independent_sbbf() {
-    let mut state = 0x1234_5678_9abc_def0u64;
-    let mut next = move || {
-        // SplitMix64.
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    };
+    let mut rng = SplitMix64(0x1234_5678_9abc_def0);
     for blocks in [1usize, 3, 61, 1024] {
         let bytes = blocks * 32;
         let mut ours = Sbbf::new(bytes as u64).unwrap();
         let mut theirs = sbbf_rs_safe::Filter::from_bytes(&vec![0u8; bytes]).unwrap();
         for _ in 0..blocks * 20 {
-            let h = next();
+            let h = rng.next_u64();
             ours.insert_hash(h);
             theirs.insert_hash(h);
         }
         assert_eq!(ours.bitset(), theirs.as_bytes(), "{blocks} blocks");
         let mut maybes = 0;
         for _ in 0..10_000 {
-            let h = next();
+            let h = rng.next_u64();
             assert_eq!(ours.contains_hash(h), theirs.contains_hash(h));
             maybes += usize::from(ours.contains_hash(h));
         }

@@ -2,12 +2,13 @@
 
 use std::hash::Hash;
 
-use crate::block::{Block256, block_index, fingerprint};
-use crate::builder::{hash_id, hash_key, try_alloc};
+use crate::block::{Block256, fingerprint};
+use crate::builder::try_alloc;
 use crate::error::{BuildError, LoadError, ShapeError};
-use crate::filter::{BlockedBloom, estimate_len};
+use crate::filter::BlockedBloom;
 use crate::format;
-use crate::layout::{BlockLayout, Layout};
+use crate::geometry::{Geometry, native_accessors};
+use crate::layout::BlockLayout;
 use crate::simd::{Backend, Kernel, PREFETCH_AHEAD, prefetch};
 use txgate_sync::sync::Ordering;
 
@@ -51,21 +52,15 @@ use txgate_sync::sync::Ordering;
 /// # Ok::<(), txgate_bloom::BuildError>(())
 /// ```
 pub struct AtomicBlockedBloom<B: BlockLayout = Block256> {
-    // Invariant: blocks.len() == num_blocks > 0.
+    // Invariant: blocks.len() == geometry.num_blocks() > 0.
     blocks: Box<[B::Atomic]>,
-    num_blocks: u64,
-    seed: u64,
-    kernel: Kernel,
+    geometry: Geometry,
 }
 
 impl<B: BlockLayout> std::fmt::Debug for AtomicBlockedBloom<B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AtomicBlockedBloom")
-            .field("layout", &B::LAYOUT)
-            .field("num_blocks", &self.num_blocks)
-            .field("seed", &self.seed)
-            .field("backend", &self.kernel.backend())
-            .finish_non_exhaustive()
+        self.geometry
+            .fmt_debug(f, "AtomicBlockedBloom", Some(B::LAYOUT))
     }
 }
 
@@ -82,31 +77,30 @@ impl<B: BlockLayout> AtomicBlockedBloom<B> {
     fn from_blocks(blocks: Box<[B::Atomic]>, seed: u64, kernel: Kernel) -> Self {
         debug_assert!(!blocks.is_empty());
         AtomicBlockedBloom {
-            num_blocks: blocks.len() as u64,
+            geometry: Geometry::new(blocks.len() as u64, seed, kernel),
             blocks,
-            seed,
-            kernel,
         }
     }
 
     #[inline(always)]
     fn block(&self, hash: u64) -> &B::Atomic {
-        let index = block_index(hash, self.num_blocks) as usize;
+        let index = self.geometry.index(hash);
         debug_assert!(index < self.blocks.len());
-        // SAFETY: `block_index` is below `num_blocks`, which equals `blocks.len()` (invariant).
+        // SAFETY: `Geometry::index` is below `num_blocks`, which equals `blocks.len()`
+        // (invariant).
         unsafe { self.blocks.get_unchecked(index) }
     }
 
     /// The 64-bit hash this filter uses for `key`.
     #[inline]
     pub fn hash<T: Hash + ?Sized>(&self, key: &T) -> u64 {
-        hash_key(self.seed, key)
+        self.geometry.hash_key(key)
     }
 
     /// The 64-bit hash this filter uses for a 32-byte id.
     #[inline]
     pub fn hash_id(&self, id: &[u8; 32]) -> u64 {
-        hash_id(self.seed, id)
+        self.geometry.hash_id(id)
     }
 
     /// Inserts `key`; returns `true` iff this call found one of the key's bits clear (and set
@@ -127,7 +121,7 @@ impl<B: BlockLayout> AtomicBlockedBloom<B> {
     #[inline(always)]
     pub fn insert_hash(&self, hash: u64) -> bool {
         let block = B::atomic_words(self.block(hash));
-        let masks = B::atomic_masks(self.kernel, fingerprint(hash));
+        let masks = B::atomic_masks(self.geometry.kernel(), fingerprint(hash));
         let mut saw_clear = false;
         for (word, &mask) in block.iter().zip(masks.as_ref()) {
             // Relaxed (load and fetch_or): bits publish nothing else; only each word's own
@@ -172,7 +166,7 @@ impl<B: BlockLayout> AtomicBlockedBloom<B> {
     #[inline(always)]
     pub fn contains_hash(&self, hash: u64) -> bool {
         let block = B::atomic_words(self.block(hash));
-        let masks = B::atomic_masks(self.kernel, fingerprint(hash));
+        let masks = B::atomic_masks(self.geometry.kernel(), fingerprint(hash));
         let mut missing = 0;
         for (word, &mask) in block.iter().zip(masks.as_ref()) {
             // Relaxed: see the type docs; inserts are ordered before this by the caller.
@@ -206,7 +200,7 @@ impl<B: BlockLayout> AtomicBlockedBloom<B> {
     /// # Errors
     /// [`ShapeError`] when the filters differ in blocks or seed; nothing changes then.
     pub fn union(&self, other: &BlockedBloom<B>) -> Result<(), ShapeError> {
-        self.check_shape(other.num_blocks(), other.seed())?;
+        self.geometry.check_shape(other.geometry())?;
         for (ours, theirs) in self.blocks.iter().zip(other.blocks()) {
             for (word, &bits) in B::atomic_words(ours)
                 .iter()
@@ -227,17 +221,13 @@ impl<B: BlockLayout> AtomicBlockedBloom<B> {
     /// # Errors
     /// [`ShapeError`] when the filters differ in blocks or seed; nothing changes then.
     pub fn intersect(&mut self, other: &BlockedBloom<B>) -> Result<(), ShapeError> {
-        self.check_shape(other.num_blocks(), other.seed())?;
+        self.geometry.check_shape(other.geometry())?;
         for (ours, theirs) in self.blocks.iter_mut().zip(other.blocks()) {
             let mut current = B::load_atomic(ours);
             current.and_assign(theirs);
             *ours = B::to_atomic(current);
         }
         Ok(())
-    }
-
-    fn check_shape(&self, num_blocks: u64, seed: u64) -> Result<(), ShapeError> {
-        ShapeError::check((self.num_blocks, self.seed), (num_blocks, seed))
     }
 
     /// Removes every key (`&mut self`: no insert can race it).
@@ -256,52 +246,19 @@ impl<B: BlockLayout> AtomicBlockedBloom<B> {
             .sum()
     }
 
-    /// An estimate of the distinct keys inserted (see [`estimate_len`]).
-    pub fn estimated_len(&self) -> f64 {
-        estimate_len(self.count_ones(), self.num_bits())
-    }
-
-    /// The false-positive rate the formula expects after `items` distinct inserts.
-    pub fn expected_false_positive_rate(&self, items: u64) -> f64 {
-        B::LAYOUT.false_positive_rate(items, self.num_blocks)
-    }
-
-    /// The block layout.
-    pub fn layout(&self) -> Layout {
-        B::LAYOUT
-    }
-
-    /// Blocks in the filter.
-    pub fn num_blocks(&self) -> u64 {
-        self.num_blocks
-    }
-
-    /// Bits in the filter (`num_blocks * 256` or `* 512`).
-    pub fn num_bits(&self) -> u64 {
-        self.num_blocks * B::LAYOUT.bits_per_block()
-    }
-
-    /// Bytes of filter memory (`num_blocks * 32` or `* 64`).
-    pub fn memory_bytes(&self) -> u64 {
-        self.num_blocks * B::LAYOUT.block_bytes() as u64
-    }
-
-    /// The hash seed.
-    pub fn seed(&self) -> u64 {
-        self.seed
-    }
+    native_accessors!();
 
     /// The backend that computes the key's bit masks (the words themselves are read and written
     /// only with scalar atomic operations: a vector load of atomics would race with `fetch_or`).
     pub fn backend(&self) -> Backend {
-        self.kernel.backend()
+        self.geometry.backend()
     }
 
     /// The serialized form, identical to [`BlockedBloom::to_bytes`] of the same bits.
     pub fn to_bytes(&self) -> Vec<u8> {
         format::encode(
-            self.seed,
-            self.num_blocks,
+            self.geometry.seed(),
+            self.geometry.num_blocks(),
             self.blocks.iter().map(B::load_atomic),
         )
     }
@@ -324,16 +281,17 @@ impl<B: BlockLayout> AtomicBlockedBloom<B> {
     /// [`BuildError::AllocationFailed`] when the copy cannot be allocated.
     pub fn to_plain(&self) -> Result<BlockedBloom<B>, BuildError> {
         let mut it = self.blocks.iter();
-        let blocks = try_alloc(self.num_blocks, || {
+        let blocks = try_alloc(self.geometry.num_blocks(), || {
             it.next().map_or(B::ZERO, B::load_atomic)
         })?;
-        Ok(BlockedBloom::from_raw(blocks, self.seed, self.kernel))
+        Ok(BlockedBloom::from_raw(blocks, self.geometry))
     }
 }
 
 impl<B: BlockLayout> From<BlockedBloom<B>> for AtomicBlockedBloom<B> {
     fn from(plain: BlockedBloom<B>) -> Self {
         let atomic: Box<[B::Atomic]> = plain.blocks().iter().map(|&b| B::to_atomic(b)).collect();
-        AtomicBlockedBloom::from_blocks(atomic, plain.seed(), plain.kernel())
+        let geometry = plain.geometry();
+        AtomicBlockedBloom::from_blocks(atomic, geometry.seed(), geometry.kernel())
     }
 }

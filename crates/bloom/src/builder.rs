@@ -1,6 +1,6 @@
 //! Sizing, seeding and allocating a filter: [`BloomBuilder`].
 
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::{BuildHasher, Hasher};
 use std::marker::PhantomData;
 
 use crate::any::AnyBloom;
@@ -205,23 +205,4 @@ pub(crate) fn try_alloc<T>(n: u64, mut make: impl FnMut() -> T) -> Result<Box<[T
         .map_err(|_| BuildError::AllocationFailed { bytes })?;
     v.extend((0..len).map(|_| make()));
     Ok(v.into_boxed_slice())
-}
-
-/// The 64-bit hash of a `Hash` key: wyhash (v1) keyed with the filter's seed.
-#[inline]
-pub(crate) fn hash_key<T: Hash + ?Sized>(seed: u64, key: &T) -> u64 {
-    let mut hasher = wyhash::WyHash::with_seed(seed);
-    key.hash(&mut hasher);
-    hasher.finish()
-}
-
-/// The 64-bit hash of a 32-byte id: XXH3-64 with the filter's seed (its 17-128-byte path,
-/// which inlines into the lookup; the general-length wyhash stays a call and a loop).
-///
-/// Like every fast non-cryptographic hash, it does not resist someone who knows the seed and
-/// searches for colliding ids; keep seeds of filters that face adversarial ids private (the
-/// serialized form contains the seed).
-#[inline(always)]
-pub(crate) fn hash_id(seed: u64, id: &[u8; 32]) -> u64 {
-    xxhash_rust::xxh3::xxh3_64_with_seed(id, seed)
 }

@@ -2,11 +2,12 @@
 
 use std::hash::Hash;
 
-use crate::block::{BITS_SET_PER_KEY, Block256, block_index, fingerprint};
-use crate::builder::{BloomBuilder, hash_id, hash_key, try_alloc};
+use crate::block::{BITS_SET_PER_KEY, Block256, fingerprint};
+use crate::builder::{BloomBuilder, try_alloc};
 use crate::error::{BuildError, LoadError, ShapeError};
 use crate::format;
-use crate::layout::{BlockLayout, Layout};
+use crate::geometry::{Geometry, native_accessors};
+use crate::layout::BlockLayout;
 use crate::simd::{Backend, Kernel, PREFETCH_AHEAD, prefetch};
 
 /// A blocked bloom filter: every key sets 8 bits inside one block that lies in one cache line,
@@ -40,21 +41,14 @@ use crate::simd::{Backend, Kernel, PREFETCH_AHEAD, prefetch};
 /// ```
 #[derive(Clone)]
 pub struct BlockedBloom<B: BlockLayout = Block256> {
-    // Invariant: blocks.len() == num_blocks > 0.
+    // Invariant: blocks.len() == geometry.num_blocks() > 0.
     blocks: Box<[B]>,
-    num_blocks: u64,
-    seed: u64,
-    kernel: Kernel,
+    geometry: Geometry,
 }
 
 impl<B: BlockLayout> std::fmt::Debug for BlockedBloom<B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BlockedBloom")
-            .field("layout", &B::LAYOUT)
-            .field("num_blocks", &self.num_blocks)
-            .field("seed", &self.seed)
-            .field("backend", &self.kernel.backend())
-            .finish_non_exhaustive()
+        self.geometry.fmt_debug(f, "BlockedBloom", Some(B::LAYOUT))
     }
 }
 
@@ -93,39 +87,39 @@ impl<B: BlockLayout> BlockedBloom<B> {
     fn from_blocks(blocks: Box<[B]>, seed: u64, kernel: Kernel) -> Self {
         debug_assert!(!blocks.is_empty());
         BlockedBloom {
-            num_blocks: blocks.len() as u64,
+            geometry: Geometry::new(blocks.len() as u64, seed, kernel),
             blocks,
-            seed,
-            kernel,
         }
     }
 
     #[inline(always)]
     fn block(&self, hash: u64) -> &B {
-        let index = block_index(hash, self.num_blocks) as usize;
+        let index = self.geometry.index(hash);
         debug_assert!(index < self.blocks.len());
-        // SAFETY: `block_index` is below `num_blocks`, which equals `blocks.len()` (invariant).
+        // SAFETY: `Geometry::index` is below `num_blocks`, which equals `blocks.len()`
+        // (invariant).
         unsafe { self.blocks.get_unchecked(index) }
     }
 
     #[inline(always)]
     fn block_mut(&mut self, hash: u64) -> &mut B {
-        let index = block_index(hash, self.num_blocks) as usize;
+        let index = self.geometry.index(hash);
         debug_assert!(index < self.blocks.len());
-        // SAFETY: `block_index` is below `num_blocks`, which equals `blocks.len()` (invariant).
+        // SAFETY: `Geometry::index` is below `num_blocks`, which equals `blocks.len()`
+        // (invariant).
         unsafe { self.blocks.get_unchecked_mut(index) }
     }
 
     /// The 64-bit hash this filter uses for `key` (for the `*_hash` entry points).
     #[inline]
     pub fn hash<T: Hash + ?Sized>(&self, key: &T) -> u64 {
-        hash_key(self.seed, key)
+        self.geometry.hash_key(key)
     }
 
     /// The 64-bit hash this filter uses for a 32-byte id.
     #[inline]
     pub fn hash_id(&self, id: &[u8; 32]) -> u64 {
-        hash_id(self.seed, id)
+        self.geometry.hash_id(id)
     }
 
     /// Inserts `key`; returns whether it was new (at least one of its bits was clear). A
@@ -145,7 +139,7 @@ impl<B: BlockLayout> BlockedBloom<B> {
     /// uniformly random), or the false-positive rate will be worse than the formula's.
     #[inline(always)]
     pub fn insert_hash(&mut self, hash: u64) -> bool {
-        let kernel = self.kernel;
+        let kernel = self.geometry.kernel();
         B::insert(kernel, self.block_mut(hash), fingerprint(hash))
     }
 
@@ -178,7 +172,7 @@ impl<B: BlockLayout> BlockedBloom<B> {
     /// Whether the key with this 64-bit hash may be in the filter.
     #[inline(always)]
     pub fn contains_hash(&self, hash: u64) -> bool {
-        B::contains(self.kernel, self.block(hash), fingerprint(hash))
+        B::contains(self.geometry.kernel(), self.block(hash), fingerprint(hash))
     }
 
     /// Answers [`contains_hash`](Self::contains_hash) for every hash, writing `out[i]` for
@@ -193,7 +187,7 @@ impl<B: BlockLayout> BlockedBloom<B> {
             out.len(),
             "contains_many: one output per hash"
         );
-        B::contains_many(self.kernel, &self.blocks, hashes, out);
+        B::contains_many(self.geometry.kernel(), &self.blocks, hashes, out);
     }
 
     /// Adds every key of `other` (bitwise OR).
@@ -201,7 +195,7 @@ impl<B: BlockLayout> BlockedBloom<B> {
     /// # Errors
     /// [`ShapeError`] when the filters differ in blocks or seed; `self` is unchanged then.
     pub fn union(&mut self, other: &BlockedBloom<B>) -> Result<(), ShapeError> {
-        self.check_shape(other.num_blocks, other.seed)?;
+        self.geometry.check_shape(other.geometry)?;
         for (ours, theirs) in self.blocks.iter_mut().zip(other.blocks.iter()) {
             ours.or_assign(theirs);
         }
@@ -214,15 +208,11 @@ impl<B: BlockLayout> BlockedBloom<B> {
     /// # Errors
     /// [`ShapeError`] when the filters differ in blocks or seed; `self` is unchanged then.
     pub fn intersect(&mut self, other: &BlockedBloom<B>) -> Result<(), ShapeError> {
-        self.check_shape(other.num_blocks, other.seed)?;
+        self.geometry.check_shape(other.geometry)?;
         for (ours, theirs) in self.blocks.iter_mut().zip(other.blocks.iter()) {
             ours.and_assign(theirs);
         }
         Ok(())
-    }
-
-    fn check_shape(&self, num_blocks: u64, seed: u64) -> Result<(), ShapeError> {
-        ShapeError::check((self.num_blocks, self.seed), (num_blocks, seed))
     }
 
     /// Removes every key.
@@ -240,52 +230,22 @@ impl<B: BlockLayout> BlockedBloom<B> {
         self.blocks.iter().map(|b| u64::from(b.count_ones())).sum()
     }
 
-    /// An estimate of the distinct keys inserted, from the bits set (see [`estimate_len`]).
-    pub fn estimated_len(&self) -> f64 {
-        estimate_len(self.count_ones(), self.num_bits())
-    }
-
-    /// The false-positive rate the formula expects after `items` distinct inserts
-    /// ([`Layout::false_positive_rate`]).
-    pub fn expected_false_positive_rate(&self, items: u64) -> f64 {
-        B::LAYOUT.false_positive_rate(items, self.num_blocks)
-    }
-
-    /// The block layout ([`BlockLayout::LAYOUT`]).
-    pub fn layout(&self) -> Layout {
-        B::LAYOUT
-    }
-
-    /// Blocks in the filter.
-    pub fn num_blocks(&self) -> u64 {
-        self.num_blocks
-    }
-
-    /// Bits in the filter (`num_blocks * 256` or `* 512`).
-    pub fn num_bits(&self) -> u64 {
-        self.num_blocks * B::LAYOUT.bits_per_block()
-    }
-
-    /// Bytes of filter memory (`num_blocks * 32` or `* 64`), aligned to the block size.
-    pub fn memory_bytes(&self) -> u64 {
-        self.num_blocks * B::LAYOUT.block_bytes() as u64
-    }
-
-    /// The hash seed.
-    pub fn seed(&self) -> u64 {
-        self.seed
-    }
+    native_accessors!();
 
     /// The kernel backend in use.
     pub fn backend(&self) -> Backend {
-        self.kernel.backend()
+        self.geometry.backend()
     }
 
     /// The serialized form (see the [`format`](crate::format) module): a 32-byte versioned
     /// header naming the layout, the blocks as little-endian words, and an XXH3-64 checksum;
     /// [`format::encoded_len`] bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
-        format::encode(self.seed, self.num_blocks, self.blocks.iter().copied())
+        format::encode(
+            self.geometry.seed(),
+            self.geometry.num_blocks(),
+            self.blocks.iter().copied(),
+        )
     }
 
     /// Loads a filter of layout `B` written by [`to_bytes`](Self::to_bytes) (by either filter
@@ -329,12 +289,13 @@ impl<B: BlockLayout> BlockedBloom<B> {
         &self.blocks
     }
 
-    pub(crate) fn kernel(&self) -> Kernel {
-        self.kernel
+    pub(crate) fn geometry(&self) -> Geometry {
+        self.geometry
     }
 
-    pub(crate) fn from_raw(blocks: Box<[B]>, seed: u64, kernel: Kernel) -> Self {
-        Self::from_blocks(blocks, seed, kernel)
+    /// A filter over `blocks` (at least one) with `geometry`'s seed and kernel.
+    pub(crate) fn from_raw(blocks: Box<[B]>, geometry: Geometry) -> Self {
+        Self::from_blocks(blocks, geometry.seed(), geometry.kernel())
     }
 }
 

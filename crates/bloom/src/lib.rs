@@ -72,6 +72,23 @@
 //!   XXH3-64 checksum ([`LoadError::ChecksumMismatch`]).
 //! - `unsafe` is limited to the SIMD kernels, prefetch hints and unchecked block indexing on the
 //!   hot path; each block states why it holds, and miri (tree borrows) runs the scalar path.
+//!
+//! # Modules
+//! - `filter`: [`BlockedBloom`], the single-writer filter, and [`estimate_len`].
+//! - `atomic`: [`AtomicBlockedBloom`], concurrent inserts through `&self`.
+//! - `any`: [`AnyBloom`], a plain filter of a layout chosen at run time.
+//! - `geometry`: what the filter types share besides their bits (blocks, seed, kernel) and the
+//!   rules derived from it: key hashes (wyhash, XXH3), block index, shape check, sizes, `Debug`.
+//! - `builder`: [`BloomBuilder`] (sizing request, seed, backend, layout) and fallible allocation.
+//! - [`layout`]: [`Layout`] and [`BlockLayout`], the two native layouts and their trade-off.
+//! - `block`: [`Block256`], the block index and fingerprint rules, and the Parquet salts.
+//! - `block512`: [`Block512`], one 64-byte cache line of eight `u64` words.
+//! - `words`: the split block's scalar insert and query, shared by both layouts.
+//! - `simd`: [`Backend`] detection and the AVX2 / AVX-512 kernels; [`PREFETCH_AHEAD`].
+//! - `sizing`: the Putze-Sanders-Singler false-positive formula and [`Sizing`].
+//! - [`format`](mod@format): the serialized form (header, blocks, XXH3-64 checksum), versions 1 and 2.
+//! - `sbbf`: [`Sbbf`], Parquet's split-block bloom filter and its Thrift header.
+//! - `error`: [`BuildError`], [`ShapeError`], [`LoadError`].
 
 mod any;
 mod atomic;
@@ -81,6 +98,7 @@ mod builder;
 mod error;
 mod filter;
 pub mod format;
+mod geometry;
 pub mod layout;
 mod sbbf;
 mod simd;

@@ -12,6 +12,8 @@
 use crate::block::{BLOCK_BYTES as SBBF_BLOCK_BYTES, Block256 as SbbfBlock};
 use crate::builder::try_alloc;
 use crate::error::{BuildError, LoadError};
+use crate::geometry::Geometry;
+use crate::layout::Layout;
 use crate::layout::sealed::Sealed;
 use crate::simd::{Backend, Kernel};
 
@@ -23,8 +25,11 @@ const HEADER_TAIL: [u8; 13] = [
 ];
 /// Thrift compact field header: field id delta 1, type i32 (`numBytes`).
 const NUM_BYTES_FIELD: u8 = 0x15;
+/// The XXH64 seed of the specification: every SBBF hashes with it.
+const SBBF_SEED: u64 = 0;
+
 /// The SBBF block of hash `h`: the spec's `((h >> 32) * num_blocks) >> 32` (so at most 2^32
-/// blocks).
+/// blocks), not the native filters' 64-bit rule (`Geometry::index`).
 #[inline(always)]
 fn block_index(hash: u64, num_blocks: u64) -> u64 {
     ((hash >> 32) * num_blocks) >> 32
@@ -49,18 +54,15 @@ pub const SBBF_MAX_OPTIMAL_BYTES: u64 = 128 * 1024 * 1024;
 /// ```
 #[derive(Clone)]
 pub struct Sbbf {
-    // Invariant: 0 < blocks.len() == num_blocks, num_blocks * 32 <= i32::MAX.
+    // Invariant: 0 < blocks.len() == geometry.num_blocks(), num_blocks * 32 <= i32::MAX,
+    // geometry.seed() == SBBF_SEED.
     blocks: Box<[SbbfBlock]>,
-    num_blocks: u64,
-    kernel: Kernel,
+    geometry: Geometry,
 }
 
 impl std::fmt::Debug for Sbbf {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Sbbf")
-            .field("num_blocks", &self.num_blocks)
-            .field("backend", &self.kernel.backend())
-            .finish_non_exhaustive()
+        self.geometry.fmt_debug(f, "Sbbf", None)
     }
 }
 
@@ -73,11 +75,15 @@ impl Sbbf {
     pub fn new(num_bytes: u64) -> Result<Self, BuildError> {
         let num_blocks = Self::check_size(num_bytes)?;
         let blocks = try_alloc(num_blocks, || SbbfBlock::ZERO)?;
-        Ok(Sbbf {
+        Ok(Self::from_blocks(blocks))
+    }
+
+    /// A filter over `blocks` (at least one, at most `i32::MAX` bytes) with the detected backend.
+    fn from_blocks(blocks: Box<[SbbfBlock]>) -> Self {
+        Sbbf {
+            geometry: Geometry::new(blocks.len() as u64, SBBF_SEED, Kernel::detect()),
             blocks,
-            num_blocks,
-            kernel: Kernel::detect(),
-        })
+        }
     }
 
     fn check_size(num_bytes: u64) -> Result<u64, BuildError> {
@@ -134,18 +140,18 @@ impl Sbbf {
     /// # Errors
     /// [`BuildError::BackendUnavailable`] when this CPU cannot run it.
     pub fn with_backend(mut self, backend: Backend) -> Result<Self, BuildError> {
-        self.kernel = Kernel::new(backend)?;
+        self.geometry = self.geometry.with_kernel(Kernel::new(backend)?);
         Ok(self)
     }
 
     /// XXH64 with seed 0 of a value's plain encoding: the hash Parquet stores.
     pub fn hash(value: &[u8]) -> u64 {
-        xxhash_rust::xxh64::xxh64(value, 0)
+        xxhash_rust::xxh64::xxh64(value, SBBF_SEED)
     }
 
     #[inline]
     fn index(&self, hash: u64) -> usize {
-        let index = block_index(hash, self.num_blocks) as usize;
+        let index = block_index(hash, self.geometry.num_blocks()) as usize;
         debug_assert!(index < self.blocks.len());
         index
     }
@@ -159,7 +165,7 @@ impl Sbbf {
     #[inline(always)]
     pub fn insert_hash(&mut self, hash: u64) -> bool {
         let index = self.index(hash);
-        let kernel = self.kernel;
+        let kernel = self.geometry.kernel();
         // Indexing (not get_unchecked): the block index is below num_blocks by the spec's rule,
         // and this path is not the crate's hot one.
         SbbfBlock::insert(kernel, &mut self.blocks[index], hash as u32)
@@ -173,17 +179,21 @@ impl Sbbf {
     /// Whether the value with this XXH64 hash may be in the filter.
     #[inline(always)]
     pub fn contains_hash(&self, hash: u64) -> bool {
-        SbbfBlock::contains(self.kernel, &self.blocks[self.index(hash)], hash as u32)
+        SbbfBlock::contains(
+            self.geometry.kernel(),
+            &self.blocks[self.index(hash)],
+            hash as u32,
+        )
     }
 
     /// Blocks of 256 bits.
     pub fn num_blocks(&self) -> u64 {
-        self.num_blocks
+        self.geometry.num_blocks()
     }
 
     /// Bytes of the bitset.
     pub fn num_bytes(&self) -> u64 {
-        self.num_blocks * SBBF_BLOCK_BYTES as u64
+        self.geometry.memory_bytes(Layout::Block256)
     }
 
     /// The bitset as Parquet stores it: each block's eight words as little-endian `u32`.
@@ -217,11 +227,7 @@ impl Sbbf {
         let blocks = try_alloc(len / SBBF_BLOCK_BYTES as u64, || {
             chunks.next().map_or(SbbfBlock::ZERO, SbbfBlock::read_le)
         })?;
-        Ok(Sbbf {
-            num_blocks: blocks.len() as u64,
-            blocks,
-            kernel: Kernel::detect(),
-        })
+        Ok(Self::from_blocks(blocks))
     }
 
     /// Reads a Thrift `BloomFilterHeader` (split block, XXH64, uncompressed) and the bitset

@@ -89,9 +89,11 @@ impl Kernel {
     }
 }
 
-/// How many keys ahead the batch operations prefetch: far enough that a DRAM miss (about 100 ns)
-/// completes before the key's turn at ~15 ns per key. Measured on a 256 MiB filter (AMD EPYC):
-/// 8 ahead 19.0 ns per key, 32 ahead 14.9, 64 ahead 15.0.
+/// How many keys ahead the batch operations prefetch. The rule: far enough ahead that a DRAM
+/// miss completes before the key's turn, i.e. at least the memory latency divided by the time per
+/// key, and no further than needed (a longer distance only holds more lines in flight). 32 is
+/// where the bloom bench's batch query of a filter much larger than the caches stops improving
+/// (README, bench section).
 pub const PREFETCH_AHEAD: usize = 32;
 
 /// The batch query loop, generic over the block kernel so that each backend gets its own copy

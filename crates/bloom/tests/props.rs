@@ -3,11 +3,12 @@
 #![cfg(not(loom))]
 
 use proptest::prelude::*;
-use txgate_bloom::format::{CHECKSUM_BYTES, HEADER_BYTES};
+use txgate_bloom::format::HEADER_BYTES;
 use txgate_bloom::{
     AnyBloom, AtomicBlockedBloom, Backend, Block256, Block512, BlockLayout, BlockedBloom,
     BloomBuilder, Sbbf,
 };
+use txgate_tests::bloom_format::{version_1, written_back};
 
 fn no_false_negatives_in<B: BlockLayout>(keys: &[Vec<u8>], blocks: u64, seed: u64) {
     for backend in Backend::available() {
@@ -28,27 +29,6 @@ fn no_false_negatives_in<B: BlockLayout>(keys: &[Vec<u8>], blocks: u64, seed: u6
         assert!(keys.iter().all(|k| reloaded.contains(k)));
         let any = AnyBloom::from_bytes(&atomic.to_bytes()).unwrap();
         assert!(keys.iter().all(|k| any.contains(k)));
-    }
-}
-
-/// The version-1 form of a version-2 encoding: the blocks without the checksum.
-fn version_1(v2: &[u8]) -> Vec<u8> {
-    let mut v1 = v2[..v2.len() - CHECKSUM_BYTES].to_vec();
-    v1[8] = 1;
-    v1
-}
-
-/// What a loaded filter must write back for `bytes`: the same bytes, or for version 1 the
-/// version-2 form of the same filter.
-fn written_back(bytes: &[u8]) -> Vec<u8> {
-    if bytes[8] == 1 {
-        let mut v2 = bytes.to_vec();
-        v2[8] = 2;
-        let checksum = xxhash_rust::xxh3::xxh3_64(&v2);
-        v2.extend_from_slice(&checksum.to_le_bytes());
-        v2
-    } else {
-        bytes.to_vec()
     }
 }
 

@@ -8,6 +8,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use txgate_ratelimit::{AppKey, AppRateLimiter, Config};
+use txgate_tests::rng::{GOLDEN_GAMMA, SplitMix64};
 
 struct Counting;
 
@@ -58,14 +59,10 @@ fn main() {
     let capacity = l.capacity_per_shard();
     let mut sizes = vec![0usize; shards];
     let (mut early, mut offered_with_room, mut evicted) = (0u64, 0u64, 0u64);
-    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let mut rng = SplitMix64(GOLDEN_GAMMA);
     let now = 1_700_000_000 * 1_000_000_000;
     for _ in 0..4 * MAX_SIZE {
-        x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = x;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
+        let z = rng.next_u64();
         let shard = (z % shards as u64) as usize;
         let _ = l.admit_key(AppKey::from_parts(shard as u32, z), now);
         let now_evicted = l.evicted();

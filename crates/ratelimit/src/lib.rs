@@ -6,8 +6,8 @@
 //!
 //! A node's transaction ingress takes groups from many peers. When the backlog is congested,
 //! groups that call one application far more often than a fair share are dropped before they
-//! reach the backlog. [`AppRateLimiter`] answers "admit this group from this origin now?" in tens
-//! of nanoseconds, from many threads at once, in bounded memory, and says why when it drops one.
+//! reach the backlog. [`AppRateLimiter`] answers "admit this group from this origin now?" without
+//! a lock, from many threads at once, in bounded memory, and says why when it drops one.
 //!
 //! # Rules
 //!
@@ -104,8 +104,26 @@
 //! - 64-bit targets keep a 16-bit key tag in the top bits of node pointers, which needs heap
 //!   addresses below 2^48 (true of user space on x86-64 and AArch64 without pointer tagging); a
 //!   node allocated above panics with that message.
+//!
+//! # Modules
+//! - `limiter`: [`AppRateLimiter`]: sharding, the single-key and group admission and penalty
+//!   paths, the striped decision counters.
+//! - `decision`: [`Decision`], [`Stats`], and [`Clock`] / [`SystemClock`].
+//! - `config`: [`Config`], its validation into limits and table sizes, and [`ConfigError`].
+//! - `origin`: [`Origin`], [`AppKey`] and [`derive_key_hash`] (salted BLAKE2b-256 keys), and the
+//!   shard hash of an app id.
+//! - `state`: the packed per-key state word `(interval, prev, cur)` and the sliding-window
+//!   arithmetic: the estimate `prev * (window - offset) / window + cur`, rolling intervals,
+//!   `remaining` and `retry_after`.
+//! - `node`: a tracked key's node and the compare-and-swap loops on its state word.
+//! - `table`: one shard's lock-free set-associative table (tagged slot pointers, set claims,
+//!   CLOCK and LRU eviction) and its structural validator.
+//! - `group`: the multi-word compare-and-swap that applies a group to all its keys at once.
+//! - [`model`]: a single-threaded reference model for differential tests and fuzzing (hidden).
+//! - `stress` (tests only): threaded trials against the linearizability rules.
 
 mod config;
+mod decision;
 mod group;
 mod limiter;
 #[doc(hidden)]
@@ -119,5 +137,6 @@ mod table;
 mod stress;
 
 pub use config::{Config, ConfigError};
-pub use limiter::{AppRateLimiter, Clock, Decision, Stats, SystemClock};
+pub use decision::{Clock, Decision, Stats, SystemClock};
+pub use limiter::AppRateLimiter;
 pub use origin::{AppKey, Origin, derive_key_hash};

@@ -1,12 +1,13 @@
-//! The public limiter: sharding, groups, decisions, statistics.
-
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+//! [`AppRateLimiter`]: the public limiter. Sharding (the shard hash and the per-shard tables),
+//! the admission and penalty paths for one key and for groups, the striped decision counters and
+//! [`Stats`]. The decision types themselves are in `decision`.
 
 use crossbeam_utils::CachePadded;
 use txgate_sync::reclaim::{Collector, Guard};
 use txgate_sync::sync::{AtomicU64, Ordering};
 
 use crate::config::{Config, ConfigError};
+use crate::decision::{Decision, Stats};
 use crate::group::{self, GroupOp, Kind};
 use crate::node::{Node, Update};
 use crate::origin::{self, AppKey, Origin};
@@ -42,145 +43,23 @@ struct Counters {
 /// groups hold at most 16 transactions).
 const INLINE_GROUP: usize = 16;
 
-/// What [`AppRateLimiter::admit`] decided for a group, and why.
-///
-/// # Examples
-///
-/// ```
-/// use std::time::Duration;
-/// use txgate_ratelimit::{AppRateLimiter, Config, Decision, Origin};
-///
-/// let limiter = AppRateLimiter::new(Config {
-///     rate_per_second: 1,
-///     window: Duration::from_secs(10), // L = 10 per window
-///     max_size: 4096,
-///     ..Config::default()
-/// })?;
-/// let peer = Origin::from_peer_id(b"peer-1");
-/// let now = 1_700_000_000_000_000_000; // an interval boundary
-/// for left in (0..10).rev() {
-///     assert!(matches!(
-///         limiter.admit(&[7], &peer, now),
-///         Decision::Admit { remaining: Some(r), .. } if r == left
-///     ));
-/// }
-/// // App 7 (index 1 of this group) is over its limit until its count leaves the window.
-/// match limiter.admit(&[3, 7], &peer, now) {
-///     Decision::Drop { index, retry_after_ns, .. } => {
-///         assert_eq!(index, 1);
-///         // The 10 admissions weigh floor(10 * (10 s - offset) / 10 s) in the next interval:
-///         // 9 once 1 ns of it has passed, so the key admits again at 10 s + 1 ns.
-///         assert_eq!(retry_after_ns, 10_000_000_001);
-///     }
-///     admitted => panic!("{admitted:?}"),
-/// }
-/// # Ok::<(), txgate_ratelimit::ConfigError>(())
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[must_use]
-#[non_exhaustive]
-pub enum Decision {
-    /// Every app of the group was within its limit; each app's count went up by one.
-    #[non_exhaustive]
-    Admit {
-        /// Admissions the tightest key of the group has left in the window after this one:
-        /// the least over the group's apps of `L - (prev * (window - offset) / window + cur)`
-        /// at `now`. `None` for a group without app ids (never limited).
-        remaining: Option<u16>,
-    },
-    /// An app of the group was at its limit; no counter changed.
-    #[non_exhaustive]
-    Drop {
-        /// Where the app over its limit is in the caller's slice (`app_ids` of
-        /// [`admit`](AppRateLimiter::admit), `keys` of
-        /// [`admit_keys`](AppRateLimiter::admit_keys)): its first occurrence. When several are
-        /// over, the first in the limiter's key order (the order groups take their keys in, the
-        /// same for every caller).
-        index: usize,
-        /// Nanoseconds from `now` until that key would admit again if nothing else changed it,
-        /// from the window rule (the previous interval's weight falls as the window slides; see
-        /// [`AppRateLimiter::admit`]).
-        retry_after_ns: u64,
-    },
-}
-
-impl Decision {
-    /// `true` for [`Decision::Admit`].
-    pub fn is_admit(self) -> bool {
-        matches!(self, Decision::Admit { .. })
-    }
-
-    /// `true` for [`Decision::Drop`].
-    pub fn is_drop(self) -> bool {
-        !self.is_admit()
-    }
-
-    /// For a drop, how long until the key over its limit would admit again.
-    pub fn retry_after(self) -> Option<Duration> {
-        match self {
-            Decision::Drop { retry_after_ns, .. } => Some(Duration::from_nanos(retry_after_ns)),
-            Decision::Admit { .. } => None,
-        }
-    }
-
-    pub(crate) fn admit(remaining: Option<u16>) -> Self {
-        Decision::Admit { remaining }
-    }
-
-    pub(crate) fn drop(index: usize, retry_after_ns: u64) -> Self {
-        Decision::Drop {
-            index,
-            retry_after_ns,
-        }
-    }
-}
-
-/// Counters of an [`AppRateLimiter`], summed over shards and threads.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Stats {
-    /// Groups admitted (including groups without any app id).
-    pub admitted: u64,
-    /// Groups dropped.
-    pub dropped: u64,
-    /// Tracked keys evicted to make room for new ones.
-    pub evicted: u64,
-    /// Keys tracked now (never more than `max_size`; exact when no insertion is in flight).
-    pub entries: usize,
-}
-
-/// A source of "now" for callers that do not have a timestamp at hand: nanoseconds since the Unix
-/// epoch, the unit of every `now_ns` argument.
-pub trait Clock {
-    /// Nanoseconds since the Unix epoch.
-    fn now_ns(&self) -> u64;
-}
-
-/// The system's wall clock.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now_ns(&self) -> u64 {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64)
-    }
-}
-
 /// A lock-free, sharded, sliding-window rate limiter of transaction groups per (application id,
 /// origin), after go-algorand's app rate limiter (`appRateLimiter` in its `data` package).
 ///
 /// See the [crate documentation](crate) for the rules, the guarantees and an example.
 pub struct AppRateLimiter {
+    /// The shards. Invariant: `shards.len()` is a power of two (`Config::validate` rejects any
+    /// other count), so a shard index reduces with `& (len - 1)` (`shard_index`, `canonical`,
+    /// `origin::shard_of`) and every reduced index is in bounds.
     shards: Box<[CachePadded<Shard>]>,
     limits: Limits,
     salt: [u8; 16],
     /// Seed of the shard hash, derived from the salt.
     shard_seed: u64,
     config: Config,
-    /// Decision counters: stripe `i` is written only by the thread with seize id `i`; the last
-    /// one is shared.
+    /// Decision counters, `STRIPES + 1` stripes: stripe `i < STRIPES` is written only by the
+    /// thread with seize id `i` (so `count` may increment it with a plain load and store); the
+    /// last one is shared by every other thread (and by all threads under loom).
     counters: Box<[CachePadded<Counters>]>,
     // Dropped after `shards`: nodes retired but not yet freed are freed with it.
     collector: Collector,
@@ -527,6 +406,7 @@ impl AppRateLimiter {
         shard & (self.shards.len() as u32 - 1)
     }
 
+    /// The shard of a member whose shard index `canonical` has reduced (a bounds-checked index).
     #[inline]
     fn shard(&self, m: &Member) -> &Shard {
         &self.shards[m.shard as usize]

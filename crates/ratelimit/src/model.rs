@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 
 use crate::config::{Config, ConfigError};
-use crate::limiter::{Decision, Stats};
+use crate::decision::{Decision, Stats};
 use crate::origin::AppKey;
 use crate::state::{self, Counts, Instant, Limits};
 

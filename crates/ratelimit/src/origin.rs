@@ -93,7 +93,7 @@ impl From<Ipv6Addr> for Origin {
 /// A pre-derived key of one (app id, origin) pair in one limiter: the shard it lives in and its
 /// 64-bit salted hash.
 ///
-/// Deriving a key costs one blake2b (about 100 ns), more than the rest of an admission; a caller
+/// Deriving a key costs one blake2b-256 compression, more than the rest of an admission; a caller
 /// that sees the same (peer, app) pair often can derive it once with
 /// [`AppRateLimiter::app_key`](crate::AppRateLimiter::app_key) and pass it to
 /// [`admit_keys`](crate::AppRateLimiter::admit_keys). A key is only meaningful to the limiter

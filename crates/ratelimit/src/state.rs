@@ -58,7 +58,12 @@ pub(crate) fn counts(word: u64) -> Counts {
     }
 }
 
-/// A point in time as the window arithmetic sees it.
+/// A point in time as the window arithmetic sees it, made only by [`Limits::instant`].
+///
+/// Invariants: `interval <= INTERVAL_MASK` (30 bits: [`pack`] stores it as is, and intervals are
+/// compared modulo 2^30 by `distance`); `offset < window_ns` of the [`Limits`] that made it, so
+/// `window_ns - offset` in `Limits::weighted` is in `1..=window_ns` and the previous interval's
+/// weight never exceeds `prev`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Instant {
     /// `now / window`, truncated to 30 bits.
@@ -73,12 +78,14 @@ pub(crate) struct Limits {
     /// Window length in nanoseconds (> 0).
     pub(crate) window_ns: u64,
     /// `window_ns` as a divisor by multiplication: exact quotients and remainders of any `u64`
-    /// by a divisor fixed in advance, without a `div` instruction (20-90 cycles on x86-64; two
-    /// per admission otherwise). From the `strength_reduce` crate.
+    /// by a divisor fixed in advance, without a `div` instruction (tens of cycles for a 64-bit
+    /// divide on x86-64, per Agner Fog's instruction tables; two per admission otherwise). From
+    /// the `strength_reduce` crate.
     window: StrengthReducedU64,
-    /// Admissions per window per key, `L` (1..=65,535).
+    /// Admissions per window per key, `L` (1..=65,535; `Config::validate` rejects 0 and
+    /// larger limits, which the 16-bit packed counters could not hold).
     pub(crate) limit: u16,
-    /// What one penalty adds: `max(1, L / 4)`.
+    /// What one penalty adds: `max(1, L / 4)`, so at least 1.
     pub(crate) penalty: u16,
 }
 

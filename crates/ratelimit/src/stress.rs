@@ -6,6 +6,8 @@ use std::sync::Barrier;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::Duration;
 
+use txgate_tests::rng::SplitMix64;
+
 use crate::{AppKey, AppRateLimiter, Config, Decision, Origin};
 
 const T0: u64 = 1_700_000_010 * 1_000_000_000;
@@ -23,23 +25,6 @@ fn limiter(rate: u64, max_size: usize, shards: usize) -> AppRateLimiter {
 
 fn origin(i: u64) -> Origin {
     Origin::from_peer_id(&i.to_le_bytes())
-}
-
-/// A small deterministic generator (splitmix64), so trials are reproducible.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
 }
 
 /// Runs `f(thread)` on `threads` threads started together.
@@ -68,7 +53,7 @@ fn race<R: Send>(threads: usize, f: impl Fn(usize) -> R + Sync) -> Vec<R> {
 #[test]
 fn groups_without_eviction_are_linearizable() {
     let trials = if cfg!(miri) { 4 } else { 2000 };
-    let mut rng = Rng(7);
+    let mut rng = SplitMix64(7);
     for trial in 0..trials {
         let limit = 1 + rng.below(3);
         let threads = 2 + rng.below(2) as usize;
@@ -284,15 +269,15 @@ fn concurrent_eviction_keeps_the_bound() {
 #[test]
 fn random_operations_with_eviction_keep_the_structure() {
     let trials = if cfg!(miri) { 2 } else { 400 };
-    let mut rng = Rng(11);
+    let mut rng = SplitMix64(11);
     for trial in 0..trials {
         let limit = 1 + rng.below(3);
         let shards = 1 << rng.below(2);
         let capacity = 2 + rng.below(4) as usize;
         let l = limiter(limit, capacity * shards, shards);
-        let seeds: Vec<u64> = (0..3).map(|_| rng.next()).collect();
+        let seeds: Vec<u64> = (0..3).map(|_| rng.next_u64()).collect();
         let ops: Vec<u64> = race(3, |t| {
-            let mut rng = Rng(seeds[t]);
+            let mut rng = SplitMix64(seeds[t]);
             let mut ops = 0;
             let mut now = T0;
             for _ in 0..40 {

@@ -8,6 +8,13 @@
 //! could already have freed. Crates route every shared word through [`sync`], so one cfg name
 //! (`loom`) checks the whole workspace.
 //!
+//! # Modules
+//! - [`sync`]: the atomics, `Arc`, `Mutex` and `Condvar` every crate uses: `std`'s, or loom's
+//!   under `cfg(loom)`.
+//! - [`reclaim`]: [`Collector`](reclaim::Collector) and [`Guard`](reclaim::Guard), seize's
+//!   reclamation, or under `cfg(loom)` a stand-in that flags any access to memory a real
+//!   collector could already have freed.
+//!
 //! # Example
 //!
 //! ```
