@@ -28,10 +28,10 @@
 //! ```
 
 use rmp::encode::ByteBuf;
-use sha2::{Digest, Sha512, Sha512_256};
+use sha2::{Digest, Sha512};
 
 use crate::codec::{
-    TXID_PREFIX, payset_digest, put_array_len, put_bin, put_bool, put_int, put_map_len, put_str,
+    TxidHasher, payset_digest, put_array_len, put_bin, put_bool, put_int, put_map_len, put_str,
     put_uint,
 };
 use crate::{Round, Txid};
@@ -95,10 +95,7 @@ impl SynthTxn {
     pub fn txid(&self, genesis_id: &str, genesis_hash: &[u8; 32]) -> Txid {
         let mut map = ByteBuf::new();
         self.write_txn(&mut map, Some(genesis_id.as_bytes()), Some(genesis_hash));
-        let mut h = Sha512_256::new();
-        h.update(TXID_PREFIX);
-        h.update(map.as_slice());
-        Txid(h.finalize().into())
+        TxidHasher::txid_of(map.as_slice())
     }
 
     /// Writes the canonical `txn` map, with `gen`/`gh` when given (and non-empty).
@@ -273,10 +270,7 @@ pub fn encode_txn_message(txns: &[SynthTxn], genesis_id: &str, genesis_hash: &[u
     for t in txns {
         map.as_mut_vec().clear();
         t.write_txn(&mut map, Some(genesis_id.as_bytes()), Some(genesis_hash));
-        let mut h = Sha512_256::new();
-        h.update(TXID_PREFIX);
-        h.update(map.as_slice());
-        let txid = Txid(h.finalize().into());
+        let txid = TxidHasher::txid_of(map.as_slice());
         put_map_len(&mut out, 2);
         put_str(&mut out, b"sig");
         put_bin(&mut out, &SynthTxn::signature(&txid));
