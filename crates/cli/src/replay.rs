@@ -21,20 +21,19 @@
 //!    decode, compare) and a subset of the same lookups is timed.
 
 use std::collections::VecDeque;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
 use rand::{Rng, RngCore, SeedableRng};
-use txgate_bloom::AnyBloom;
-use txgate_algorand::codec::{Block, Txn, decode_block};
-use txgate_ledger::handler::{
-    CommittedTxids, Group, HandlerConfig, Message, Outcome, PoolReject, PoolSink, Source, TxHandler,
-};
-use txgate_ledger::store::{BLOOMS, DB_FILE, Ledger, LedgerConfig};
+use txgate_algorand::codec::{Block, Txn, decode_block, gossip_messages};
 use txgate_algorand::synth::{SynthTxn, encode_txn_message};
 use txgate_algorand::{Round, Txid};
+use txgate_ledger::handler::{
+    Group, HandlerConfig, Message, Outcome, PoolReject, PoolSink, Source, TxHandler,
+};
+use txgate_ledger::store::{Ledger, LedgerConfig, LedgerError};
 use txgate_ratelimit::{AppRateLimiter, Origin};
 
 use crate::config::NodeConfig;
@@ -365,17 +364,18 @@ pub(crate) fn run(args: &ReplayArgs) -> Result<Report, CliError> {
     // 3. Traffic.
     let ledger = Arc::new(ledger);
     let traffic = traffic_phase(args, &config, &ledger, &ing, trace.as_deref(), &mut rng)?;
-    drop(ledger);
 
     // 4. Bloom false-positive rate, from the stored blooms.
     let bloom = measure_fpr(
-        &dir,
+        &ledger,
         &config,
         window,
         &ing.round_txns,
         args.fpr_probes,
         &mut rng,
-    )?;
+    )
+    .map_err(ledger_err(format!("bloom fpr in {}", dir.display())))?;
+    drop(ledger);
 
     // 5. Baseline lookups without blooms.
     {
@@ -478,22 +478,25 @@ fn validate(args: &ReplayArgs, config: &NodeConfig) -> Result<(), CliError> {
             "--txns-per-round must be at most {MAX_TXNS_PER_ROUND}"
         ));
     }
-    if config.tx_backlog_size == 0 {
-        return Err(CliError::Handler(
-            txgate_ledger::handler::HandlerConfigError::ZeroBacklogCapacity,
-        ));
-    }
-    if config.app_rate_limiting_congestion_pct > 100 {
-        return Err(CliError::Handler(
-            txgate_ledger::handler::HandlerConfigError::CongestionPct(
-                config.app_rate_limiting_congestion_pct,
-            ),
-        ));
-    }
+    handler_config(args, config)
+        .validate()
+        .map_err(CliError::Handler)?;
     if config.enable_app_rate_limiting {
         AppRateLimiter::new(limiter_config(config, args.seed))?;
     }
     Ok(())
+}
+
+/// The tx handler's configuration: go-algorand's `TxBacklogSize` and
+/// `TxBacklogAppRateLimitingCongestionPct`, dedup salted from the seed; the limiter is switched on
+/// per run.
+fn handler_config(args: &ReplayArgs, config: &NodeConfig) -> HandlerConfig {
+    HandlerConfig {
+        backlog_capacity: config.tx_backlog_size,
+        congestion_pct: config.app_rate_limiting_congestion_pct,
+        dedup_salt: Some(salt_of_seed(args.seed)),
+        ..HandlerConfig::default()
+    }
 }
 
 /// The app rate limiter's configuration: go-algorand's parameters, 128 shards (its bucket
@@ -613,16 +616,6 @@ fn random_txid(rng: &mut SmallRng) -> Txid {
     Txid(id)
 }
 
-/// The ledger as the handler's committed check: `find_txid` over the validity window. A ledger
-/// error counts as "not committed" (the pool would catch a real duplicate).
-struct Committed(Arc<Ledger>);
-
-impl CommittedTxids for Committed {
-    fn is_committed(&self, txid: &Txid, first: Round, last: Round) -> bool {
-        first <= last && matches!(self.0.find_txid(txid, first..=last), Ok(Some(_)))
-    }
-}
-
 /// The simulated pool: takes every group.
 struct AcceptAll;
 
@@ -638,60 +631,6 @@ struct TrafficMsg {
     class: usize,
     origin: Origin,
     bytes: Vec<u8>,
-}
-
-/// Exact gossip messages of a block's groups: each entry's `txn` with `gen` (when `hgi`) and
-/// `gh` put back, next to its signature fields, as a peer sends a committed group again.
-/// Blocks that do not parse this way give no messages (they decoded already; this is a best
-/// effort source of duplicates).
-fn block_messages(raw: &[u8]) -> Vec<Vec<u8>> {
-    use rmpv::Value;
-    let Ok(value) = rmpv::decode::read_value(&mut &raw[..]) else {
-        return Vec::new();
-    };
-    let get = crate::txids::map_get;
-    let block = crate::txids::block_of(value);
-    let genesis_id = get(&block, "gen");
-    let genesis_hash = get(&block, "gh");
-    let Some(Value::Array(entries)) = get(&block, "txns") else {
-        return Vec::new();
-    };
-    let mut out: Vec<Vec<u8>> = Vec::new();
-    let mut last_group: Option<Value> = None;
-    for entry in &entries {
-        let Some(Value::Map(mut txn)) = get(entry, "txn") else {
-            continue;
-        };
-        if get(entry, "hgi") == Some(Value::Boolean(true))
-            && let Some(g) = &genesis_id
-        {
-            txn.push((Value::from("gen"), g.clone()));
-        }
-        if let Some(gh) = &genesis_hash {
-            txn.push((Value::from("gh"), gh.clone()));
-        }
-        txn.sort_by(|a, b| a.0.as_str().cmp(&b.0.as_str()));
-        let group = txn
-            .iter()
-            .find(|(k, _)| k.as_str() == Some("grp"))
-            .map(|(_, v)| v.clone());
-        let mut signed: Vec<(Value, Value)> = ["lsig", "msig", "sgnr", "sig"]
-            .iter()
-            .filter_map(|k| get(entry, k).map(|v| (Value::from(*k), v)))
-            .collect();
-        signed.push((Value::from("txn"), Value::Map(txn)));
-        signed.sort_by(|a, b| a.0.as_str().cmp(&b.0.as_str()));
-        let mut bytes = Vec::new();
-        if rmpv::encode::write_value(&mut bytes, &Value::Map(signed)).is_err() {
-            continue;
-        }
-        match (&group, &last_group, out.last_mut()) {
-            (Some(g), Some(prev), Some(msg)) if g == prev => msg.extend_from_slice(&bytes),
-            _ => out.push(bytes),
-        }
-        last_group = group;
-    }
-    out
 }
 
 /// Synthesized traffic over `args.traffic_seconds` from `start_ns`: honest messages at
@@ -718,7 +657,8 @@ fn synthesize(
     let resends: Vec<Vec<u8>> = ing
         .recent_raw
         .iter()
-        .flat_map(|r| block_messages(r))
+        // Blocks read decoded already; one that does not give no resends.
+        .flat_map(|r| gossip_messages(r).unwrap_or_default())
         .collect();
     let mut counts = std::collections::HashMap::<u64, u64>::new();
     for group in &ing.templates {
@@ -886,12 +826,7 @@ fn traffic_phase(
         (Some(a), Some(b)) => b - a,
         _ => 0,
     };
-    let handler_config = HandlerConfig {
-        backlog_capacity: config.tx_backlog_size,
-        congestion_pct: config.app_rate_limiting_congestion_pct,
-        dedup_salt: Some(salt_of_seed(args.seed)),
-        ..HandlerConfig::default()
-    };
+    let handler_config = handler_config(args, config);
     let mut report = TrafficReport {
         source,
         messages: msgs.len() as u64,
@@ -956,7 +891,8 @@ fn simulate(
             app_rate_limiting: limited,
             ..handler_config.clone()
         },
-        Arc::new(Committed(Arc::clone(ledger))),
+        // The ledger is the committed check (`find_txid` over each txn's validity window).
+        Arc::<Ledger>::clone(ledger),
         limiter,
         Arc::new(AcceptAll),
     )?;
@@ -1019,16 +955,16 @@ fn simulate(
     Ok(run)
 }
 
-/// Probes the stored blooms of the window's rounds with random ids, `probes` spread evenly
-/// over the rounds that have transactions.
+/// Probes the stored blooms ([`Ledger::round_bloom`]) of the window's rounds with random ids,
+/// `probes` spread evenly over the rounds that have transactions.
 fn measure_fpr(
-    dir: &Path,
+    ledger: &Ledger,
     config: &NodeConfig,
     window: Option<(Round, Round)>,
     round_txns: &[(Round, u64)],
     probes: u64,
     rng: &mut SmallRng,
-) -> Result<BloomReport, CliError> {
+) -> Result<BloomReport, LedgerError> {
     let mut report = BloomReport {
         configured_fpr: config.bloom_false_positive_rate,
         ..BloomReport::default()
@@ -1044,26 +980,13 @@ fn measure_fpr(
     if rounds.is_empty() || probes == 0 {
         return Ok(report);
     }
-    let path = dir.join(DB_FILE);
-    let store_err = |e: redb::Error| CliError::Io {
-        path: path.clone(),
-        source: std::io::Error::other(e),
-    };
-    let db = redb::Database::open(&path).map_err(|e| store_err(e.into()))?;
-    let read = db.begin_read().map_err(|e| store_err(e.into()))?;
-    let table = read.open_table(BLOOMS).map_err(|e| store_err(e.into()))?;
     let per_round = probes.div_ceil(rounds.len() as u64);
     let mut progress = Progress::start("bloom fpr", Some(rounds.len() as u64));
     let (mut expected_sum, mut bytes, mut txns) = (0.0, 0u64, 0u64);
     for &(round, items) in &rounds {
-        let Some(row) = table.get(round).map_err(|e| store_err(e.into()))? else {
+        let Some(bloom) = ledger.round_bloom(round)? else {
             continue;
         };
-        let bloom = AnyBloom::from_bytes(row.value()).map_err(|source| CliError::Bloom {
-            path: path.clone(),
-            round,
-            source,
-        })?;
         let mut id = [0u8; 32];
         let mut fp = 0;
         for _ in 0..per_round {
