@@ -2,10 +2,10 @@
 //! real ones, for the CLI's built-in workload and the ledger benches.
 //!
 //! [`encode_block`] writes msgpack `{"block": {header, "txns": [...]}, "cert": {}}` in canonical
-//! form (sorted keys, empty fields omitted, smallest integers; see [`txgate_algorand::codec`]) with a
+//! form (sorted keys, empty fields omitted, smallest integers; see [`crate::codec`]) with a
 //! correct flat payset commitment (`txn` = SHA-512/256 of `"PF"` and the payset bytes), so
-//! [`decode_block`](txgate_algorand::codec::decode_block) reads it like a real block and
-//! [`Block::verify_payset`](txgate_algorand::codec::Block::verify_payset) accepts it.
+//! [`decode_block`](crate::codec::decode_block) reads it like a real block and
+//! [`Block::verify_payset`](crate::codec::Block::verify_payset) accepts it.
 //! [`encode_txn_message`] writes the same transactions as a peer would gossip them
 //! (concatenated `SignedTxn` maps whose `txn` holds `gen` and `gh`); their txids equal those of
 //! the block form.

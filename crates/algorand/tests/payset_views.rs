@@ -230,3 +230,50 @@ fn bad_input_is_an_error_not_a_panic() {
     assert!(payset_app_ids(&[0xc1]).is_err());
     assert!(gossip_messages(&[0x90]).is_err());
 }
+
+/// A bare block `{gh, rnd, txns: [entry]}` around one payset entry, written with rmpv.
+fn block_with_entry(entry: Vec<(Value, Value)>) -> Vec<u8> {
+    let block = Value::Map(vec![
+        (Value::from("gh"), Value::Binary(vec![9; 32])),
+        (Value::from("rnd"), Value::from(5)),
+        (Value::from("txns"), Value::Array(vec![Value::Map(entry)])),
+    ]);
+    let mut out = Vec::new();
+    rmpv::encode::write_value(&mut out, &block).unwrap();
+    out
+}
+
+#[test]
+fn non_canonical_entries_read_as_the_decoder_reads_them() {
+    let txn = |apid: Value| {
+        Value::Map(vec![
+            (Value::from("apid"), apid),
+            (Value::from("type"), Value::from("appl")),
+        ])
+    };
+    // An empty `apid` (nil, 0, false) is absent for the decoder, and so here.
+    for empty in [Value::Nil, Value::from(0), Value::Boolean(false)] {
+        let raw = block_with_entry(vec![(Value::from("txn"), txn(empty.clone()))]);
+        let block = decode_block(&raw).unwrap();
+        assert!(block.txns[0].app_ids.is_empty(), "{empty}");
+        assert_eq!(payset_app_ids(&raw).unwrap(), vec![0], "{empty}");
+    }
+    let raw = block_with_entry(vec![(Value::from("txn"), txn(Value::from("x")))]);
+    assert!(decode_block(&raw).is_err() && payset_app_ids(&raw).is_err());
+    // A signature with a duplicate key has no canonical form: copied as stored, and the
+    // message still decodes to the block's txn.
+    let msig = Value::Map(vec![
+        (Value::from("v"), Value::from(1)),
+        (Value::from("v"), Value::from(2)),
+    ]);
+    let raw = block_with_entry(vec![
+        (Value::from("msig"), msig.clone()),
+        (Value::from("txn"), txn(Value::from(7))),
+    ]);
+    let block = decode_block(&raw).unwrap();
+    let messages = gossip_messages(&raw).unwrap();
+    assert_eq!(decode_txn_message(&messages[0]).unwrap(), block.txns);
+    let mut stored = Vec::new();
+    rmpv::encode::write_value(&mut stored, &msig).unwrap();
+    assert!(messages[0].windows(stored.len()).any(|w| w == stored));
+}

@@ -176,7 +176,9 @@ pub fn payset_entry_txid(
 /// # Errors
 ///
 /// [`DecodeError`] when `bytes` are not a block, an entry is not a map or has no `txn` map,
-/// or an `apid` is not an unsigned integer (or appears twice).
+/// or an `apid` is not an unsigned integer (or appears twice). An empty `apid` (nil, 0, false)
+/// is absent, as for [`decode_block`](super::decode_block), and a block that decodes always
+/// gives its ids.
 ///
 /// # Examples
 ///
@@ -217,12 +219,13 @@ fn entry_app_id(bytes: &[u8], at: usize, round: Option<Round>) -> Result<u64, De
             let mut id = None;
             for _ in 0..n {
                 let key_at = r.pos();
-                if read_key(&mut r, round)? == b"apid" {
+                let key = read_key(&mut r, round)?;
+                let (start, end, scan) = r.scan_span(2).map_err(raw)?;
+                // As the decoder reads a `txn` map: an empty value is an absent field.
+                if key == b"apid" && !scan.empty {
                     once(&mut id, round, key_at, || {
-                        read_uint(&mut r, round, "txn.apid")
+                        read_uint(&mut Reader::span(bytes, start, end), round, "txn.apid")
                     })?;
-                } else {
-                    r.skip(2).map_err(raw)?;
                 }
             }
             Ok(id)
@@ -245,13 +248,14 @@ fn entry_app_id(bytes: &[u8], at: usize, round: Option<Round>) -> Result<u64, De
 /// `BlockHeader.DecodeSignedTxn`): `gen` put back when the entry has `hgi` (and the genesis id
 /// is not empty), `gh` always. Everything is written canonically (sorted keys, empty values
 /// left out, smallest forms), so for a block a go-algorand node wrote, the values are the
-/// block's own bytes. Decoding a message with
+/// block's own bytes; a signature value with no canonical form (a duplicate key inside) is
+/// copied as stored. Decoding a message with
 /// [`decode_txn_message`](super::decode_txn_message) gives the block entries' txids.
 ///
 /// # Errors
 ///
-/// [`DecodeError`] when `bytes` are not a block ([`decode_block`](super::decode_block)'s
-/// errors).
+/// [`DecodeError`] when `bytes` are not a block ([`decode_block`]'s
+/// errors): a block that decodes always gives its messages.
 ///
 /// # Examples
 ///
@@ -276,7 +280,6 @@ fn entry_app_id(bytes: &[u8], at: usize, round: Option<Round>) -> Result<u64, De
 pub fn gossip_messages(bytes: &[u8]) -> Result<Vec<Vec<u8>>, DecodeError> {
     let block = decode_block(bytes)?;
     let round = Some(block.round);
-    let raw = |e| DecodeError::raw(e, round);
     let genesis = Genesis::new(&block.genesis_id, &block.genesis_hash);
     let mut scratch = TxnMap::default();
     let mut out: Vec<Vec<u8>> = Vec::new();
@@ -289,15 +292,23 @@ pub fn gossip_messages(bytes: &[u8]) -> Result<Vec<Vec<u8>>, DecodeError> {
             let Some((start, end, scan)) = span else {
                 continue;
             };
-            let (value, empty) = if scan.canonical {
-                (bytes[start..end].to_vec(), scan.empty)
+            let mut value = ByteBuf::new();
+            let empty = if scan.canonical {
+                value.as_mut_vec().extend_from_slice(&bytes[start..end]);
+                scan.empty
             } else {
-                let mut v = ByteBuf::new();
-                let empty =
-                    msgpack::write_canonical(&mut Reader::span(bytes, start, end), &mut v, 2)
-                        .map_err(raw)?;
-                (v.into_vec(), empty)
+                match msgpack::write_canonical(&mut Reader::span(bytes, start, end), &mut value, 2)
+                {
+                    Ok(empty) => empty,
+                    // No canonical form (a duplicate or nil key inside): the bytes as stored.
+                    Err(_) => {
+                        value.as_mut_vec().clear();
+                        value.as_mut_vec().extend_from_slice(&bytes[start..end]);
+                        false
+                    }
+                }
             };
+            let value = value.into_vec();
             // Canonical maps leave empty values out.
             if !empty {
                 signatures.push((key, value));
