@@ -190,7 +190,8 @@ impl SynthTxn {
 /// to the flat payset commitment. `timestamp` is seconds since the Unix epoch. An empty `txns`
 /// writes a block without `txns` and with the commitment of the empty (nil) payset.
 ///
-/// Cost: about one microsecond per transaction (two map encodings and two hashes each).
+/// Cost: per transaction, two map encodings and two hashes (its txid and its placeholder
+/// signature).
 pub fn encode_block(
     round: Round,
     genesis_id: &str,

@@ -95,8 +95,9 @@ pub enum DecodeError {
     /// A transaction message with no transaction in it.
     #[error("transaction message is empty")]
     EmptyMessage,
-    /// Kept from the codec's first contract for callers that wrap other decoders; this codec
-    /// reports every failure through the variants above and never returns it.
+    /// For decoders that wrap other decoders (the ledger's and the handler's pluggable
+    /// decoders take this type); this codec reports every failure through the variants above
+    /// and never returns it.
     #[error("msgpack decoding failed: {0}")]
     Malformed(String),
 }
