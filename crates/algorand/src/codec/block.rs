@@ -5,7 +5,9 @@ use rmp::encode::ByteBuf;
 
 use super::msgpack::{Reader, Scan, Token, put_bin, put_str};
 use super::payset::{locate_payset, payset_digest};
-use super::read::{once, read_32, read_bytes, read_int, read_key, read_map_len, read_uint, typed};
+use super::read::{
+    expect_end, once, read_32, read_bytes, read_int, read_key, read_map_len, read_uint, typed,
+};
 use super::txid::TxnMap;
 use super::txn::{Completion, Txn, decode_txn};
 use super::{DecodeError, PaysetError};
@@ -128,13 +130,7 @@ pub fn decode_block(bytes: &[u8]) -> Result<Block, DecodeError> {
 fn decode_block_inner(bytes: &[u8]) -> Result<Block, DecodeError> {
     let mut r = Reader::new(bytes);
     let block = parse_block_map(&mut r, 0, true)?;
-    if !r.at_end() {
-        return Err(DecodeError::TrailingBytes {
-            round: Some(block.round),
-            offset: r.pos(),
-            len: bytes.len() - r.pos(),
-        });
-    }
+    expect_end(&r, block.round)?;
     Ok(block)
 }
 

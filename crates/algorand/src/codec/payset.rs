@@ -12,7 +12,7 @@ use super::block::{
     Genesis, SIGNATURE_KEYS, decode_block, decode_entry, peek_round, read_payset_len,
 };
 use super::msgpack::{self, RawError, Reader, Token, put_str};
-use super::read::{once, read_key, read_map_len, read_uint};
+use super::read::{expect_end, once, read_key, read_map_len, read_uint};
 use super::txid::TxnMap;
 use crate::{Round, Txid};
 
@@ -52,13 +52,7 @@ pub(super) fn locate_payset(bytes: &[u8]) -> Result<Located<'_>, DecodeError> {
     let Some(located) = locate_in_map(&mut r, 0, true).map_err(fail)? else {
         return Err(DecodeError::wrong_type(None, 0, "block", "a map"));
     };
-    if !r.at_end() {
-        return Err(DecodeError::TrailingBytes {
-            round: Some(located.round),
-            offset: r.pos(),
-            len: bytes.len() - r.pos(),
-        });
-    }
+    expect_end(&r, located.round)?;
     Ok(located)
 }
 

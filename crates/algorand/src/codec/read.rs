@@ -124,3 +124,17 @@ pub(super) fn once<T>(
     *slot = Some(read()?);
     Ok(())
 }
+
+/// Checks that the block (of round `round`) is all the input: bytes after it are
+/// [`DecodeError::TrailingBytes`].
+pub(super) fn expect_end(r: &Reader<'_>, round: Round) -> Result<(), DecodeError> {
+    if r.at_end() {
+        return Ok(());
+    }
+    let len = r.input().len() - r.pos();
+    Err(DecodeError::TrailingBytes {
+        round: Some(round),
+        offset: r.pos(),
+        len,
+    })
+}
