@@ -11,7 +11,7 @@ use super::PAYSET_FLAT_PREFIX;
 use super::block::{
     Genesis, SIGNATURE_KEYS, decode_block, decode_entry, peek_round, read_payset_len,
 };
-use super::msgpack::{self, RawError, Reader, Token, put_str};
+use super::msgpack::{self, RawError, Reader, Scan, Token, put_str};
 use super::read::{expect_end, once, read_key, read_map_len, read_uint};
 use super::txid::TxnMap;
 use crate::{Round, Txid};
@@ -281,33 +281,11 @@ pub fn gossip_messages(bytes: &[u8]) -> Result<Vec<Vec<u8>>, DecodeError> {
     for (intra, (&at, txn)) in block.entry_offsets.iter().zip(&block.txns).enumerate() {
         let mut r = Reader::span(bytes, at, bytes.len());
         let (_, rest) = decode_entry(&mut r, 0, &genesis, intra, &mut scratch, round)?;
-        let mut signatures: Vec<(&[u8], Vec<u8>)> = Vec::new();
-        for (key, span) in SIGNATURE_KEYS.iter().zip(rest.signatures) {
-            let Some((start, end, scan)) = span else {
-                continue;
-            };
-            let mut value = ByteBuf::new();
-            let empty = if scan.canonical {
-                value.as_mut_vec().extend_from_slice(&bytes[start..end]);
-                scan.empty
-            } else {
-                match msgpack::write_canonical(&mut Reader::span(bytes, start, end), &mut value, 2)
-                {
-                    Ok(empty) => empty,
-                    // No canonical form (a duplicate or nil key inside): the bytes as stored.
-                    Err(_) => {
-                        value.as_mut_vec().clear();
-                        value.as_mut_vec().extend_from_slice(&bytes[start..end]);
-                        false
-                    }
-                }
-            };
-            let value = value.into_vec();
-            // Canonical maps leave empty values out.
-            if !empty {
-                signatures.push((key, value));
-            }
-        }
+        let signatures: Vec<(&[u8], Vec<u8>)> = SIGNATURE_KEYS
+            .iter()
+            .zip(rest.signatures)
+            .filter_map(|(key, span)| Some((*key, canonical_value(bytes, span?)?)))
+            .collect();
         let mut msg = ByteBuf::new();
         msgpack::put_map_len(&mut msg, signatures.len() + 1);
         for (key, value) in &signatures {
@@ -323,4 +301,20 @@ pub fn gossip_messages(bytes: &[u8]) -> Result<Vec<Vec<u8>>, DecodeError> {
         last_group = txn.group;
     }
     Ok(out)
+}
+
+/// The canonical bytes of the value at `span` (`start`, `end` and its scan), `None` when it is
+/// empty (canonical maps leave it out). A value with no canonical form (a duplicate or nil key
+/// inside) is given as stored.
+fn canonical_value(bytes: &[u8], (start, end, scan): (usize, usize, Scan)) -> Option<Vec<u8>> {
+    let stored = &bytes[start..end];
+    if scan.canonical {
+        return (!scan.empty).then(|| stored.to_vec());
+    }
+    let mut value = ByteBuf::new();
+    match msgpack::write_canonical(&mut Reader::span(bytes, start, end), &mut value, 2) {
+        Ok(true) => None,
+        Ok(false) => Some(value.into_vec()),
+        Err(_) => Some(stored.to_vec()),
+    }
 }

@@ -99,11 +99,20 @@ pub(super) struct Entry<'a> {
 ///
 /// Invariant the writers rely on: after `sort`, keys are strictly increasing (a duplicate is an
 /// error there), so the written map is canonical whenever each value is.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct TxnMap<'a> {
     pub(super) entries: Vec<Entry<'a>>,
-    /// Whether the keys came in increasing order so far.
+    /// Whether the keys came in strictly increasing order so far.
     sorted: bool,
+}
+
+impl Default for TxnMap<'_> {
+    fn default() -> Self {
+        Self {
+            entries: Vec::new(),
+            sorted: true,
+        }
+    }
 }
 
 impl<'a> TxnMap<'a> {
