@@ -128,7 +128,7 @@ pub(crate) fn run(args: &ReplayArgs) -> Result<Report, CliError> {
     // Read the trace before ingesting, so that a bad trace fails fast.
     let trace = args.trace.as_deref().map(read_trace).transpose()?;
     let db = Db::new(args, &config)?;
-    let ledger = db.open(db.config.clone())?;
+    let ledger = db.open(true)?;
     let mut rng = SmallRng::seed_from_u64(args.seed ^ 0x7478_6761_7465);
 
     let mut ing = ingest::run(args, &config, &ledger, &mut rng)?;
@@ -149,10 +149,7 @@ pub(crate) fn run(args: &ReplayArgs) -> Result<Report, CliError> {
     .map_err(db.error("bloom fpr in"))?;
     // The handlers are gone: this closes the ledger, for the baseline to open it.
     drop(ledger);
-    let base = db.open(LedgerConfig {
-        blooms: false,
-        ..db.config.clone()
-    })?;
+    let base = db.open(false)?;
     lookups::baseline(
         &base,
         &ing.hits,
@@ -216,10 +213,15 @@ impl Db {
         })
     }
 
-    /// Opens the ledger with `config`, saying on stderr how many blooms it rebuilt.
-    fn open(&self, config: LedgerConfig) -> Result<Ledger, CliError> {
+    /// Opens the ledger, with its blooms (saying on stderr how many it rebuilt) or without
+    /// them (the baseline).
+    fn open(&self, blooms: bool) -> Result<Ledger, CliError> {
+        let config = LedgerConfig {
+            blooms,
+            ..self.config.clone()
+        };
         let (ledger, open) = Ledger::open(&self.dir, config).map_err(self.error("ledger"))?;
-        if !open.rebuilt.is_empty() {
+        if blooms && !open.rebuilt.is_empty() {
             eprintln!(
                 "open: rebuilt {} missing or corrupt blooms from their blocks",
                 open.rebuilt.len()
