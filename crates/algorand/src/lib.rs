@@ -2,9 +2,9 @@
 //!
 //! Modules, one line each (the codec's own files are listed in its docs):
 //! - [`codec`]: blocks and transaction messages (msgpack) decoded, with the txid of each txn.
-//! - [`codec::TxidHasher`] (`src/codec/txid.rs`): where every txid is computed (go-algorand `Transaction.ID`).
+//! - [`codec::TxidHasher`] (`codec/txid.rs`): every txid is computed here (`Transaction.ID`).
 //! - [`source`] (feature `archive`): block sources: files, directories, tar and tar.bz2 archives.
-//! - [`synth`] (feature `synth`): synthetic blocks and messages, encoded as go-algorand encodes them.
+//! - [`synth`] (feature `synth`): synthetic blocks and messages, encoded as go-algorand does.
 //! - `types` ([`Round`], [`Txid`]): the value types every txgate crate shares.
 
 pub mod codec;
