@@ -6,9 +6,9 @@
 //! (base32, 52 characters), `type` (the txn's `type` field, bytes shown as UTF-8 with invalid
 //! sequences replaced) and `app_id`.
 //!
-//! **`app_id`**: the transaction's application id (its `apid` field,
-//! [`payset_app_ids`]), as the jsonl's `app_id`, except that an absent or zero id (not an app call, or an
-//! app creation) is left empty: 0 is not an app. Foreign apps are not shown (the codec's
+//! **`app_id`**: the transaction's application id (its `apid` field, [`payset_app_ids`]), as
+//! the jsonl's `app_id`, except that an absent or zero id (not an app call, or an app creation)
+//! is left empty: 0 is not an app. Foreign apps are not shown (the codec's
 //! `Txn::app_ids` lists them too; for a creation with foreign apps its first entry would be a
 //! foreign app, not the jsonl's `app_id`).
 

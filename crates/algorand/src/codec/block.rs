@@ -30,8 +30,9 @@ pub struct Block {
     pub txns: Vec<Txn>,
     /// Where each payset entry (`SignedTxnInBlock` map) starts in the bytes this block was
     /// decoded from, one per txn (empty for a block built by hand). The ledger's compact txid
-    /// index points at entries by these offsets ([`payset_offsets`](super::payset_offsets) computes them from bytes
-    /// alone, [`payset_entry_txid`](super::payset_entry_txid) reads one entry's txid).
+    /// index points at entries by these offsets ([`payset_offsets`](super::payset_offsets)
+    /// computes them from bytes alone, [`payset_entry_txid`](super::payset_entry_txid) reads
+    /// one entry's txid); [`gossip_messages`](super::gossip_messages) relies on one per txn.
     pub entry_offsets: Vec<usize>,
 }
 

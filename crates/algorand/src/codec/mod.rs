@@ -3,10 +3,10 @@
 //!
 //! # Files
 //!
-//! - `block.rs`: [`decode_block`], [`Block`]: header fields; payset entries completed with `gen`/`gh`.
+//! - `block.rs`: [`decode_block`], [`Block`]: header fields, entries completed with `gen`/`gh`.
 //! - `txn.rs`: [`decode_txn_message`], [`Txn`]: a `txn` map's fields and app ids.
 //! - `txid.rs`: [`TxidHasher`], the txid rule, and the canonical `txn` map it hashes.
-//! - `payset.rs`: the payset as stored: commitment, entry offsets, one entry's txid, app ids, gossip.
+//! - `payset.rs`: the payset as stored: commitment, offsets, an entry's txid, app ids, gossip.
 //! - `msgpack.rs`: the bounds-checked msgpack reader, the canonical check and re-encoder.
 //! - `read.rs`: typed reads of one field's value, with the errors naming the field.
 //! - `error.rs`: [`DecodeError`] and [`PaysetError`].
