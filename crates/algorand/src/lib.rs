@@ -1,15 +1,11 @@
 //! txgate-algorand: Algorand's wire format as txgate reads it.
 //!
-//! Modules:
-//! - [`codec`]: msgpack blocks and transaction messages as algod serves and peers gossip them;
-//!   the txid rule (go-algorand `Transaction.ID`); app ids of each transaction; the payset
-//!   commitment check; a block's groups as gossip messages.
-//! - [`source`] (feature `archive`, on by default): block sources: one file per round,
-//!   directories of them, and tar and tar.bz2 archives of them.
-//! - [`synth`] (feature `synth`, on by default): a synthetic block and message encoder that writes what a
-//!   go-algorand node writes, for tests, benches and built-in workloads.
-//!
-//! [`Round`] and [`Txid`] are the value types every txgate crate shares.
+//! Modules, one line each (the codec's own files are listed in its docs):
+//! - [`codec`]: blocks and transaction messages (msgpack) decoded, with the txid of each txn.
+//! - [`codec::TxidHasher`] (`codec/txid.rs`): every txid is computed here (`Transaction.ID`).
+//! - [`source`] (feature `archive`): block sources: files, directories, tar and tar.bz2 archives.
+//! - [`synth`] (feature `synth`): synthetic blocks and messages, encoded as go-algorand does.
+//! - `types` ([`Round`], [`Txid`]): the value types every txgate crate shares.
 
 pub mod codec;
 #[cfg(feature = "archive")]

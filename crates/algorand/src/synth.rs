@@ -2,10 +2,10 @@
 //! real ones, for the CLI's built-in workload and the ledger benches.
 //!
 //! [`encode_block`] writes msgpack `{"block": {header, "txns": [...]}, "cert": {}}` in canonical
-//! form (sorted keys, empty fields omitted, smallest integers; see [`txgate_algorand::codec`]) with a
+//! form (sorted keys, empty fields omitted, smallest integers; see [`crate::codec`]) with a
 //! correct flat payset commitment (`txn` = SHA-512/256 of `"PF"` and the payset bytes), so
-//! [`decode_block`](txgate_algorand::codec::decode_block) reads it like a real block and
-//! [`Block::verify_payset`](txgate_algorand::codec::Block::verify_payset) accepts it.
+//! [`decode_block`](crate::codec::decode_block) reads it like a real block and
+//! [`Block::verify_payset`](crate::codec::Block::verify_payset) accepts it.
 //! [`encode_txn_message`] writes the same transactions as a peer would gossip them
 //! (concatenated `SignedTxn` maps whose `txn` holds `gen` and `gh`); their txids equal those of
 //! the block form.
@@ -28,10 +28,10 @@
 //! ```
 
 use rmp::encode::ByteBuf;
-use sha2::{Digest, Sha512, Sha512_256};
+use sha2::{Digest, Sha512};
 
 use crate::codec::{
-    TXID_PREFIX, payset_digest, put_array_len, put_bin, put_bool, put_int, put_map_len, put_str,
+    TxidHasher, payset_digest, put_array_len, put_bin, put_bool, put_int, put_map_len, put_str,
     put_uint,
 };
 use crate::{Round, Txid};
@@ -95,10 +95,7 @@ impl SynthTxn {
     pub fn txid(&self, genesis_id: &str, genesis_hash: &[u8; 32]) -> Txid {
         let mut map = ByteBuf::new();
         self.write_txn(&mut map, Some(genesis_id.as_bytes()), Some(genesis_hash));
-        let mut h = Sha512_256::new();
-        h.update(TXID_PREFIX);
-        h.update(map.as_slice());
-        Txid(h.finalize().into())
+        TxidHasher::txid_of(map.as_slice())
     }
 
     /// Writes the canonical `txn` map, with `gen`/`gh` when given (and non-empty).
@@ -193,7 +190,8 @@ impl SynthTxn {
 /// to the flat payset commitment. `timestamp` is seconds since the Unix epoch. An empty `txns`
 /// writes a block without `txns` and with the commitment of the empty (nil) payset.
 ///
-/// Cost: about one microsecond per transaction (two map encodings and two hashes each).
+/// Cost: per transaction, two map encodings and two hashes (its txid and its placeholder
+/// signature).
 pub fn encode_block(
     round: Round,
     genesis_id: &str,
@@ -273,10 +271,7 @@ pub fn encode_txn_message(txns: &[SynthTxn], genesis_id: &str, genesis_hash: &[u
     for t in txns {
         map.as_mut_vec().clear();
         t.write_txn(&mut map, Some(genesis_id.as_bytes()), Some(genesis_hash));
-        let mut h = Sha512_256::new();
-        h.update(TXID_PREFIX);
-        h.update(map.as_slice());
-        let txid = Txid(h.finalize().into());
+        let txid = TxidHasher::txid_of(map.as_slice());
         put_map_len(&mut out, 2);
         put_str(&mut out, b"sig");
         put_bin(&mut out, &SynthTxn::signature(&txid));

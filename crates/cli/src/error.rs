@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use txgate_algorand::Round;
 use txgate_algorand::codec::DecodeError;
-use txgate_ledger::handler::HandlerConfigError;
 use txgate_algorand::source::SourceError;
+use txgate_ledger::handler::HandlerConfigError;
 use txgate_ledger::store::LedgerError;
 
 /// Everything that makes a command fail.
@@ -65,17 +65,6 @@ pub(crate) enum CliError {
         /// What is wrong.
         message: String,
     },
-    /// A stored bloom does not load.
-    #[error("{}: bloom of round {round}: {source}", .path.display())]
-    Bloom {
-        /// The database file.
-        path: PathBuf,
-        /// The round.
-        round: Round,
-        /// Why it does not load.
-        #[source]
-        source: txgate_bloom::LoadError,
-    },
     /// The rate limiter refused its configuration.
     #[error("invalid app rate limiter configuration: {0}")]
     Limiter(#[from] txgate_ratelimit::ConfigError),
@@ -125,7 +114,6 @@ impl CliError {
                     | L::Decode { round: None, .. }
             ),
             CliError::Algod(e) => e.is_usage(),
-            CliError::Bloom { .. } => false,
             CliError::Block { .. }
             | CliError::Trace { .. }
             | CliError::Config { .. }

@@ -17,10 +17,10 @@ use std::time::{Duration, Instant};
 use rand::RngCore;
 use rand::rngs::SmallRng;
 use serde::Serialize;
-use txgate_bloom::{BLOCK_BYTES, BloomBuilder};
 use txgate_algorand::codec::Block;
-use txgate_ledger::store::Ledger;
 use txgate_algorand::{Round, Txid};
+use txgate_bloom::{BLOCK_BYTES, BloomBuilder};
+use txgate_ledger::store::Ledger;
 
 use crate::error::CliError;
 

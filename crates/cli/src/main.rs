@@ -17,6 +17,23 @@
 //! Exit status: 0 on success; 2 for bad input or usage (clap's usage errors too); 1 for a
 //! runtime failure (I/O, the network, the database); 130 for a second Ctrl-C while following.
 //! Errors print one line, `txgate: error: ...`, naming the file, line, round or node.
+//!
+//! Modules, one line each (txids are computed by `txgate_algorand::codec::TxidHasher`):
+//! - [`replay`]: `txgate replay`, one submodule per phase (ingest, lookups, traffic, fpr).
+//! - [`txids`]: `txgate txids`, the CSV of every transaction.
+//! - [`limit`]: `txgate limit`, the app rate limiter alone over a trace.
+//! - [`feed`]: block feeds (files, directories, archives, algod, the built-in workload).
+//! - [`algod`]: the algod REST client (blocks, status, wait-for-block-after), with retries.
+//! - [`follow`]: `replay --follow`: each new round after the range, one line each.
+//! - [`workload`]: the built-in deterministic workload (synthetic blocks, senders' peers).
+//! - [`trace`]: traffic trace CSV (`ts_ns,origin,app_ids`).
+//! - [`config`]: the node configuration (TOML or go-algorand's config.json).
+//! - [`rounds`]: `--rounds` ranges.
+//! - [`report`]: the replay report's figures and its table.
+//! - [`output`]: `--json` targets and the schema version.
+//! - [`plot`]: the SVG line-chart writer of `--plot`.
+//! - [`progress`]: phase progress on stderr.
+//! - [`error`]: [`CliError`] and the exit codes.
 
 mod algod;
 mod config;

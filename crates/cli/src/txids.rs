@@ -6,9 +6,9 @@
 //! (base32, 52 characters), `type` (the txn's `type` field, bytes shown as UTF-8 with invalid
 //! sequences replaced) and `app_id`.
 //!
-//! **`app_id`**: the transaction's application id (its `apid` field, read from the block's
-//! msgpack), as the jsonl's `app_id`, except that an absent or zero id (not an app call, or an
-//! app creation) is left empty: 0 is not an app. Foreign apps are not shown (the codec's
+//! **`app_id`**: the transaction's application id (its `apid` field, [`payset_app_ids`]), as
+//! the jsonl's `app_id`, except that an absent or zero id (not an app call, or an app creation)
+//! is left empty: 0 is not an app. Foreign apps are not shown (the codec's
 //! `Txn::app_ids` lists them too; for a creation with foreign apps its first entry would be a
 //! foreign app, not the jsonl's `app_id`).
 
@@ -16,7 +16,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use txgate_algorand::codec::{DecodeError, decode_block};
+use txgate_algorand::codec::{decode_block, payset_app_ids};
 use txgate_ledger::store::DEFAULT_MAX_TXN_LIFE;
 
 use crate::error::CliError;
@@ -68,19 +68,12 @@ pub(crate) fn run(args: &TxidsArgs, out: &mut dyn Write) -> Result<u64, CliError
         if !rounds.contains(block.round) {
             continue;
         }
-        let block_err = |message: String| CliError::Block {
+        // One id per payset entry, as `decode_block` gives one txn per entry.
+        let apids = payset_app_ids(&raw.bytes).map_err(|source| CliError::Block {
             round: Some(block.round),
             name: raw.name.clone(),
-            source: DecodeError::Malformed(message),
-        };
-        let apids = application_ids(&raw.bytes).map_err(block_err)?;
-        if apids.len() != block.txns.len() {
-            return Err(block_err(format!(
-                "{} payset entries but {} decoded transactions",
-                apids.len(),
-                block.txns.len()
-            )));
-        }
+            source,
+        })?;
         for (intra, (txn, apid)) in block.txns.iter().zip(apids).enumerate() {
             let app = if apid == 0 {
                 String::new()
@@ -100,49 +93,4 @@ pub(crate) fn run(args: &TxidsArgs, out: &mut dyn Write) -> Result<u64, CliError
     }
     csv.flush().map_err(stdout)?;
     Ok(count)
-}
-
-/// The `apid` (application id) of every payset entry of a raw block, in order; 0 when absent.
-/// Reads msgpack `{block: {txns: [...]}}` or a bare block.
-///
-/// # Errors
-///
-/// A message when the bytes are not such a block (a block the codec decoded always is).
-pub(crate) fn application_ids(raw: &[u8]) -> Result<Vec<u64>, String> {
-    use rmpv::Value;
-    let value = rmpv::decode::read_value(&mut &raw[..]).map_err(|e| e.to_string())?;
-    let get = map_get;
-    let block = block_of(value);
-    let entries = match get(&block, "txns") {
-        None | Some(Value::Nil) => return Ok(Vec::new()),
-        Some(Value::Array(entries)) => entries,
-        Some(_) => return Err("`txns` is not an array".into()),
-    };
-    entries
-        .iter()
-        .map(|entry| {
-            let txn = get(entry, "txn").ok_or("a payset entry has no `txn`")?;
-            match get(&txn, "apid") {
-                None => Ok(0),
-                Some(v) => v
-                    .as_u64()
-                    .ok_or_else(|| "`txn.apid` is not a u64".to_owned()),
-            }
-        })
-        .collect()
-}
-
-/// The value under the string key `k` of the msgpack map `m` (cloned), if `m` is a map that
-/// holds it.
-pub(crate) fn map_get(m: &rmpv::Value, k: &str) -> Option<rmpv::Value> {
-    m.as_map()?
-        .iter()
-        .find(|(key, _)| key.as_str() == Some(k))
-        .map(|(_, v)| v.clone())
-}
-
-/// The block map of an algod block file: the `block` of `{block, cert}`, or the value itself
-/// (a bare block).
-pub(crate) fn block_of(value: rmpv::Value) -> rmpv::Value {
-    map_get(&value, "block").unwrap_or(value)
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 use common::{DATASET2, SMALL, assert_fails, assert_ok, command, stderr, stdout, txgate};
 use serde_json::Value;
 use txgate_algorand::source::BlockSource;
-use txgate_ledger::store::{BLOOMS, DB_FILE, Ledger};
+use txgate_ledger::store::Ledger;
 use txgate_tests::algod::FakeAlgod;
 
 const TOKEN: &str = "4d9fb1c0e2a7-test-token-5f3e";
@@ -305,20 +305,14 @@ fn replay_follow_ingests_every_round_once_while_the_node_makes_them() {
 
     // The ledger is whole: every round, no bloom to rebuild; the lines' bloom sizes are the
     // stored blooms'.
-    {
-        let (ledger, open) = Ledger::open(&db, Default::default()).unwrap();
-        assert_eq!((open.first, open.latest), (Some(0), Some(LAST)));
-        assert!(open.rebuilt.is_empty());
-        drop(ledger);
-    }
-    let store = redb::Database::open(db.join(DB_FILE)).unwrap();
-    let read = store.begin_read().unwrap();
-    let table_blooms = read.open_table(BLOOMS).unwrap();
+    let (ledger, open) = Ledger::open(&db, Default::default()).unwrap();
+    assert_eq!((open.first, open.latest), (Some(0), Some(LAST)));
+    assert!(open.rebuilt.is_empty());
     for &(round, _, bytes) in &rows {
-        let row = table_blooms.get(round).unwrap().unwrap();
-        let bloom = txgate_bloom::AnyBloom::from_bytes(row.value()).unwrap();
+        let bloom = ledger.round_bloom(round).unwrap().expect("a stored bloom");
         assert_eq!(bytes, bloom.memory_bytes(), "round {round}");
     }
+    drop(ledger);
     let report_text = std::fs::read_to_string(&json).unwrap();
     assert_no_token(&[&table, &err, &report_text]);
 }

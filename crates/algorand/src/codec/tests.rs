@@ -5,7 +5,10 @@ use proptest::prelude::*;
 use rmpv::Value;
 use sha2::{Digest, Sha512_256};
 
+use rmp::encode::ByteBuf;
+
 use super::*;
+use crate::Txid;
 use crate::synth::{SynthTxn, encode_block, encode_txn_message};
 
 const GEN: &str = "synth-v1";

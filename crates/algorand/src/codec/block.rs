@@ -1,0 +1,363 @@
+//! Blocks: the header fields txgate reads and the payset's entries, each `txn` completed with
+//! the header's `gen`/`gh` before hashing (go-algorand `BlockHeader.DecodeSignedTxn`).
+
+use rmp::encode::ByteBuf;
+
+use super::msgpack::{Reader, Scan, Token, put_bin, put_str};
+use super::payset::{locate_payset, payset_digest};
+use super::read::{
+    expect_end, once, read_32, read_bytes, read_int, read_key, read_map_len, read_uint, typed,
+};
+use super::txid::TxnMap;
+use super::txn::{Completion, Txn, decode_txn};
+use super::{DecodeError, PaysetError};
+use crate::Round;
+
+/// A decoded block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Block {
+    /// Header `rnd`.
+    pub round: Round,
+    /// Header `gen` (genesis id), bytes.
+    pub genesis_id: Vec<u8>,
+    /// Header `gh` (genesis hash).
+    pub genesis_hash: [u8; 32],
+    /// Header `ts` (seconds since the Unix epoch).
+    pub timestamp: i64,
+    /// Header `txn` (payset commitment), if present.
+    pub txn_commitment: Option<[u8; 32]>,
+    /// The payset in block order.
+    pub txns: Vec<Txn>,
+    /// Where each payset entry (`SignedTxnInBlock` map) starts in the bytes this block was
+    /// decoded from, one per txn (empty for a block built by hand). The ledger's compact txid
+    /// index points at entries by these offsets ([`payset_offsets`](super::payset_offsets)
+    /// computes them from bytes alone, [`payset_entry_txid`](super::payset_entry_txid) reads
+    /// one entry's txid); [`gossip_messages`](super::gossip_messages) relies on one per txn.
+    pub entry_offsets: Vec<usize>,
+}
+
+impl Block {
+    /// Checks the header's `txn` commitment against the payset in `bytes` (the bytes this block
+    /// was decoded from): SHA-512/256 over `"PF"` and the payset's msgpack bytes, go-algorand's
+    /// `Payset.CommitFlat` (protocols before `PaysetCommitMerkle`; later blocks commit to a
+    /// Merkle tree and will not match). The payset is hashed as it is stored, which is its
+    /// canonical encoding for every block a go-algorand node writes.
+    ///
+    /// # Errors
+    /// [`PaysetError`]: bytes that are not a block (or another round's), no commitment, or a
+    /// mismatch (which also holds for blocks whose payset was trimmed, like the betanet test
+    /// block of the indexer).
+    pub fn verify_payset(&self, bytes: &[u8]) -> Result<(), PaysetError> {
+        let located = locate_payset(bytes)?;
+        if located.round != self.round {
+            return Err(PaysetError::OtherBlock {
+                round: self.round,
+                bytes_round: located.round,
+            });
+        }
+        let header = self
+            .txn_commitment
+            .ok_or(PaysetError::NoCommitment { round: self.round })?;
+        let computed = payset_digest(located.payset);
+        if computed == header {
+            Ok(())
+        } else {
+            Err(PaysetError::Mismatch {
+                round: self.round,
+                header,
+                computed,
+            })
+        }
+    }
+}
+
+/// Best-effort round of a (possibly broken) block: the first `rnd` of the top-level map or of
+/// its `block` map, read until the first structural error.
+pub(super) fn peek_round(bytes: &[u8]) -> Option<Round> {
+    fn walk(r: &mut Reader<'_>, top: bool) -> Option<Round> {
+        let Ok((Token::Map(n), _)) = r.token() else {
+            return None;
+        };
+        for _ in 0..n {
+            match r.token().ok()?.0 {
+                Token::Str(b"rnd") => {
+                    return match r.token().ok()?.0 {
+                        Token::Uint(v) => Some(v),
+                        _ => None,
+                    };
+                }
+                Token::Str(b"block") if top => return walk(r, false),
+                _ => r.skip(1).ok()?,
+            }
+        }
+        // A block map without `rnd` is round 0 (go-algorand omits zero values).
+        (!top).then_some(0)
+    }
+    walk(&mut Reader::new(bytes), true)
+}
+
+/// Decodes a block: msgpack `{block, cert}` or a bare block.
+///
+/// # Errors
+///
+/// [`DecodeError`] on any malformed input (see its variants; the error names the round when the
+/// input shows it); never panics.
+///
+/// # Examples
+///
+/// ```
+/// use txgate_algorand::codec::decode_block;
+/// use txgate_algorand::synth::{SynthTxn, encode_block};
+///
+/// let txn = SynthTxn::payment([7; 32], 10, 1010);
+/// let bytes = encode_block(11, "testnet-v1.0", &[1; 32], 1_700_000_000, &[txn]);
+/// let block = decode_block(&bytes)?;
+/// assert_eq!((block.round, block.txns.len()), (11, 1));
+/// block.verify_payset(&bytes).expect("synthetic blocks carry a correct commitment");
+/// assert!(decode_block(&bytes[..bytes.len() - 1]).is_err());
+/// # Ok::<(), txgate_algorand::codec::DecodeError>(())
+/// ```
+pub fn decode_block(bytes: &[u8]) -> Result<Block, DecodeError> {
+    decode_block_inner(bytes).map_err(|mut e| {
+        if e.round().is_none()
+            && let Some(r) = peek_round(bytes)
+        {
+            e.set_round_if_unknown(r);
+        }
+        e
+    })
+}
+
+fn decode_block_inner(bytes: &[u8]) -> Result<Block, DecodeError> {
+    let mut r = Reader::new(bytes);
+    let block = parse_block_map(&mut r, 0, true)?;
+    expect_end(&r, block.round)?;
+    Ok(block)
+}
+
+/// Header fields seen so far in a block map.
+#[derive(Default)]
+struct Header<'a> {
+    round: Option<Round>,
+    genesis_id: Option<&'a [u8]>,
+    genesis_hash: Option<[u8; 32]>,
+    timestamp: Option<i64>,
+    commitment: Option<[u8; 32]>,
+    /// `txns` decoded in place (gen and gh were already known).
+    txns: Option<(Vec<Txn>, Vec<usize>)>,
+    /// `txns` span, kept for after the map when gen or gh came later.
+    deferred: Option<(usize, usize)>,
+}
+
+fn parse_block_map(r: &mut Reader<'_>, depth: usize, top: bool) -> Result<Block, DecodeError> {
+    let n = read_map_len(r, None, "block", "a map")?;
+    let mut h = Header::default();
+    let mut inner: Option<Block> = None;
+    for _ in 0..n {
+        let round = h.round;
+        let raw = |e| DecodeError::raw(e, round);
+        let key_at = r.pos();
+        let key = read_key(r, round)?;
+        if inner.is_some() {
+            // The rest of a `{block, cert}` wrapper (the certificate) is checked, not read.
+            r.skip(depth + 1).map_err(raw)?;
+            continue;
+        }
+        match key {
+            b"block" if top => {
+                inner = Some(parse_block_map(r, depth + 1, false)?);
+            }
+            b"rnd" => once(&mut h.round, round, key_at, || read_uint(r, round, "rnd"))?,
+            b"gen" => once(&mut h.genesis_id, round, key_at, || {
+                read_bytes(r, round, "gen")
+            })?,
+            b"gh" => once(&mut h.genesis_hash, round, key_at, || {
+                read_32(r, round, "gh")
+            })?,
+            b"ts" => once(&mut h.timestamp, round, key_at, || read_int(r, round, "ts"))?,
+            b"txn" => once(&mut h.commitment, round, key_at, || {
+                read_32(r, round, "txn")
+            })?,
+            b"txns" => {
+                if h.txns.is_some() || h.deferred.is_some() {
+                    return Err(DecodeError::DuplicateKey {
+                        round,
+                        offset: key_at,
+                    });
+                }
+                match (h.genesis_id, h.genesis_hash) {
+                    (Some(gen_id), Some(gh)) => {
+                        h.txns = Some(decode_payset(r, depth + 1, gen_id, &gh, round)?);
+                    }
+                    _ => {
+                        let (s, e, _) = r.scan_span(depth + 1).map_err(raw)?;
+                        h.deferred = Some((s, e));
+                    }
+                }
+            }
+            _ => r.skip(depth + 1).map_err(raw)?,
+        }
+    }
+    if let Some(block) = inner {
+        return Ok(block);
+    }
+    let round = h.round.unwrap_or(0);
+    let genesis_hash = h.genesis_hash.ok_or(DecodeError::MissingField {
+        round: Some(round),
+        field: "gh",
+    })?;
+    let genesis_id = h.genesis_id.unwrap_or_default();
+    let (txns, entry_offsets) = match (h.txns, h.deferred) {
+        (Some(txns), _) => txns,
+        (None, Some((s, e))) => {
+            let mut pr = Reader::span(r.input(), s, e);
+            decode_payset(&mut pr, depth + 1, genesis_id, &genesis_hash, Some(round))?
+        }
+        (None, None) => (Vec::new(), Vec::new()),
+    };
+    Ok(Block {
+        round,
+        genesis_id: genesis_id.to_vec(),
+        genesis_hash,
+        timestamp: h.timestamp.unwrap_or(0),
+        txn_commitment: h.commitment,
+        txns,
+        entry_offsets,
+    })
+}
+
+/// Decodes the payset (`txns`: an array of `SignedTxnInBlock` maps, nil when empty) under `r`;
+/// returns the txns and where each entry starts.
+fn decode_payset(
+    r: &mut Reader<'_>,
+    depth: usize,
+    genesis_id: &[u8],
+    genesis_hash: &[u8; 32],
+    round: Option<Round>,
+) -> Result<(Vec<Txn>, Vec<usize>), DecodeError> {
+    let n = read_payset_len(r, round)?;
+    let genesis = Genesis::new(genesis_id, genesis_hash);
+    let mut scratch = TxnMap::default();
+    // A length header is checked against the bytes left, not trusted for a large allocation.
+    let mut txns = Vec::with_capacity((n as usize).min(4096));
+    let mut offsets = Vec::with_capacity((n as usize).min(4096));
+    for intra in 0..n as usize {
+        offsets.push(r.pos());
+        txns.push(decode_entry(r, depth, &genesis, intra, &mut scratch, round)?.0);
+    }
+    Ok((txns, offsets))
+}
+
+/// The payset's array header (nil: empty).
+pub(super) fn read_payset_len(
+    r: &mut Reader<'_>,
+    round: Option<Round>,
+) -> Result<u32, DecodeError> {
+    typed(r, round, "txns", "an array", |t| match t {
+        Token::Array(n) => Some(n),
+        Token::Nil => Some(0),
+        _ => None,
+    })
+}
+
+/// A block's genesis id and hash, pre-encoded as the values that complete its txns' maps.
+pub(super) struct Genesis<'g> {
+    id: &'g [u8],
+    gen_buf: ByteBuf,
+    gh_buf: ByteBuf,
+}
+
+impl<'g> Genesis<'g> {
+    pub(super) fn new(id: &'g [u8], hash: &[u8; 32]) -> Self {
+        let mut gen_buf = ByteBuf::new();
+        put_str(&mut gen_buf, id);
+        let mut gh_buf = ByteBuf::new();
+        put_bin(&mut gh_buf, hash);
+        Genesis {
+            id,
+            gen_buf,
+            gh_buf,
+        }
+    }
+
+    /// The completion of entry `intra` of the payset: `gen` when the entry has `hgi` (and the
+    /// genesis id is not empty), `gh` always.
+    pub(super) fn completion(&self, hgi: bool, intra: usize) -> Completion<'_> {
+        Completion {
+            gen_value: (hgi && !self.id.is_empty()).then_some(self.gen_buf.as_slice()),
+            gh_value: self.gh_buf.as_slice(),
+            intra,
+        }
+    }
+}
+
+/// The signature fields of a `SignedTxn` go-algorand writes next to `txn`, in key order:
+/// `lsig` (`LogicSig`), `msig` (`MultisigSig`), `sgnr` (`AuthAddr`), `sig` (`Signature`).
+pub(super) const SIGNATURE_KEYS: [&[u8]; 4] = [b"lsig", b"msig", b"sgnr", b"sig"];
+
+/// What a payset entry holds besides its decoded `txn`: where its signature fields are.
+///
+/// Invariant: spans are byte ranges of the input the entry was read from, each one whole value.
+#[derive(Debug, Default)]
+pub(super) struct EntryRest {
+    /// The spans of the [`SIGNATURE_KEYS`] fields present, by index, with their scans.
+    pub(super) signatures: [Option<(usize, usize, Scan)>; 4],
+}
+
+/// Decodes the payset entry (a `SignedTxnInBlock` map) under `r`, entry `intra` of its payset
+/// (the payset at `depth`). On success `scratch` holds the entry's completed, canonical `txn` map.
+pub(super) fn decode_entry<'a: 'm, 'm>(
+    r: &mut Reader<'a>,
+    depth: usize,
+    genesis: &'m Genesis<'_>,
+    intra: usize,
+    scratch: &mut TxnMap<'m>,
+    round: Option<Round>,
+) -> Result<(Txn, EntryRest), DecodeError> {
+    let raw = |e| DecodeError::raw(e, round);
+    let m = read_map_len(r, round, "txns[]", "a SignedTxnInBlock map")?;
+    let mut hgi: Option<bool> = None;
+    // (txn, its span, the `hgi` it was completed with)
+    let mut txn: Option<(Txn, usize, usize, bool)> = None;
+    let mut rest = EntryRest::default();
+    for _ in 0..m {
+        let key_at = r.pos();
+        let key = read_key(r, round)?;
+        if key == b"txn" {
+            once(&mut txn, round, key_at, || {
+                let with_hgi = hgi.unwrap_or(false);
+                let completion = genesis.completion(with_hgi, intra);
+                let start = r.pos();
+                let t = decode_txn(r, depth + 2, Some(&completion), scratch, round)?;
+                Ok((t, start, r.pos(), with_hgi))
+            })?;
+        } else if key == b"hgi" {
+            once(&mut hgi, round, key_at, || {
+                typed(r, round, "hgi", "a bool", |t| match t {
+                    Token::Bool(b) => Some(b),
+                    _ => None,
+                })
+            })?;
+        } else if let Some(i) = SIGNATURE_KEYS.iter().position(|k| *k == key) {
+            once(&mut rest.signatures[i], round, key_at, || {
+                r.scan_span(depth + 2).map_err(raw)
+            })?;
+        } else {
+            r.skip(depth + 2).map_err(raw)?;
+        }
+    }
+    let Some((mut t, start, end, with_hgi)) = txn else {
+        return Err(DecodeError::MissingField {
+            round,
+            field: "txns[].txn",
+        });
+    };
+    let hgi = hgi.unwrap_or(false);
+    if genesis.completion(hgi, intra).gen_value != genesis.completion(with_hgi, intra).gen_value {
+        // `hgi` came after `txn` (not canonical order): hash again with the right map.
+        let completion = genesis.completion(hgi, intra);
+        let mut again = Reader::span(r.input(), start, end);
+        t = decode_txn(&mut again, depth + 2, Some(&completion), scratch, round)?;
+    }
+    Ok((t, rest))
+}

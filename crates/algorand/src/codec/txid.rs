@@ -1,0 +1,181 @@
+//! The txid rule and the canonical `txn` map it hashes.
+//!
+//! go-algorand `Transaction.ID` is `crypto.HashObj(tx)`: SHA-512/256 over the domain prefix
+//! `"TX"` (`protocol.Transaction`) followed by `protocol.Encode(tx)`, the canonical msgpack map
+//! of the transaction (see the [`codec`](super) docs for "canonical"). [`TxidHasher`] is that
+//! hash, the only one in this crate: the decoder feeds it a [`TxnMap`], the synthetic encoder
+//! the map it wrote.
+
+use rmp::encode::ByteBuf;
+use sha2::{Digest, Sha512_256};
+
+use super::TXID_PREFIX;
+use super::msgpack;
+use crate::Txid;
+
+/// SHA-512/256 over `"TX"` and the canonical msgpack bytes of a `txn` map, fed in pieces
+/// (go-algorand `Transaction.ID`).
+///
+/// The hasher does not check that the bytes are canonical: bytes that are not give a txid no
+/// go-algorand node computes.
+///
+/// # Examples
+///
+/// ```
+/// use txgate_algorand::codec::{TxidHasher, decode_txn_message};
+///
+/// // {"txn": {"type": "pay"}}: the txid is over the inner map's bytes.
+/// let txn_map = [0x81, 0xa4, b't', b'y', b'p', b'e', 0xa3, b'p', b'a', b'y'];
+/// let mut message = vec![0x81, 0xa3, b't', b'x', b'n'];
+/// message.extend_from_slice(&txn_map);
+/// let decoded = decode_txn_message(&message)?;
+/// assert_eq!(decoded[0].txid, TxidHasher::txid_of(&txn_map));
+///
+/// let mut h = TxidHasher::new();
+/// h.update(&txn_map[..4]);
+/// h.update(&txn_map[4..]);
+/// assert_eq!(h.finish(), decoded[0].txid);
+/// # Ok::<(), txgate_algorand::codec::DecodeError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct TxidHasher(Sha512_256);
+
+impl Default for TxidHasher {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TxidHasher {
+    /// A hasher that has taken the `"TX"` prefix.
+    pub fn new() -> Self {
+        let mut h = Sha512_256::new();
+        h.update(TXID_PREFIX);
+        Self(h)
+    }
+
+    /// Feeds the next bytes of the canonical `txn` map.
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    /// The txid of everything fed.
+    pub fn finish(self) -> Txid {
+        Txid(self.0.finalize().into())
+    }
+
+    /// The txid of one whole canonical `txn` map.
+    pub fn txid_of(canonical_txn: &[u8]) -> Txid {
+        let mut h = Self::new();
+        h.update(canonical_txn);
+        h.finish()
+    }
+}
+
+/// Where an entry's value bytes are.
+#[derive(Debug, Clone)]
+pub(super) enum EntryValue<'a> {
+    /// Canonical bytes of the input, `start..end`.
+    Span(usize, usize),
+    /// Re-encoded bytes (the input's were not canonical).
+    Owned(Vec<u8>),
+    /// The block's pre-encoded `gen` or `gh` value (a payset entry's completion).
+    Completion(&'a [u8]),
+}
+
+/// One non-empty entry of a `txn` map.
+#[derive(Debug, Clone)]
+pub(super) struct Entry<'a> {
+    /// The key's bytes (written back as str).
+    pub(super) key: &'a [u8],
+    /// Offset of the key in the input (for duplicate-key errors).
+    pub(super) key_at: usize,
+    pub(super) value: EntryValue<'a>,
+}
+
+/// A `txn` map on its way to the hash (or to a gossip message): its non-empty entries, in key
+/// order once [`TxnMap::sort`] has run, values pointing into `input` or at the completion
+/// values.
+///
+/// Invariant the writers rely on: after `sort`, keys are strictly increasing (a duplicate is an
+/// error there), so the written map is canonical whenever each value is.
+#[derive(Debug)]
+pub(super) struct TxnMap<'a> {
+    pub(super) entries: Vec<Entry<'a>>,
+    /// Whether the keys came in strictly increasing order so far.
+    sorted: bool,
+}
+
+impl Default for TxnMap<'_> {
+    fn default() -> Self {
+        Self {
+            entries: Vec::new(),
+            sorted: true,
+        }
+    }
+}
+
+impl<'a> TxnMap<'a> {
+    /// Empties the map for the next `txn` (the allocation is kept).
+    pub(super) fn clear(&mut self) {
+        self.entries.clear();
+        self.sorted = true;
+    }
+
+    /// Appends an entry read from the input.
+    pub(super) fn push(&mut self, entry: Entry<'a>) {
+        if let Some(last) = self.entries.last() {
+            self.sorted &= last.key < entry.key;
+        }
+        self.entries.push(entry);
+    }
+
+    /// Adds a key the input does not hold (`gen`, `gh`), keeping sorted maps sorted.
+    pub(super) fn insert(&mut self, entry: Entry<'a>) {
+        if self.sorted {
+            let pos = self.entries.partition_point(|e| e.key < entry.key);
+            self.entries.insert(pos, entry);
+        } else {
+            self.entries.push(entry);
+        }
+    }
+
+    /// Sorts the keys; returns the offset of a duplicate key (the later occurrence), if any.
+    pub(super) fn sort(&mut self) -> Result<(), usize> {
+        if self.sorted {
+            return Ok(());
+        }
+        self.entries.sort_by(|a, b| a.key.cmp(b.key));
+        self.sorted = true;
+        match self.entries.windows(2).find(|w| w[0].key == w[1].key) {
+            Some(w) => Err(w[0].key_at.max(w[1].key_at)),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes the canonical map, piece by piece, to `sink`; `input` is what spans point into.
+    pub(super) fn write(&self, input: &[u8], sink: &mut impl FnMut(&[u8])) {
+        sink(msgpack::map_header(self.entries.len()).as_ref());
+        for e in &self.entries {
+            sink(msgpack::str_header(e.key.len()).as_ref());
+            sink(e.key);
+            match &e.value {
+                EntryValue::Span(s, t) => sink(&input[*s..*t]),
+                EntryValue::Owned(v) => sink(v),
+                EntryValue::Completion(v) => sink(v),
+            }
+        }
+    }
+
+    /// The txid of the map.
+    pub(super) fn txid(&self, input: &[u8]) -> Txid {
+        let mut h = TxidHasher::new();
+        self.write(input, &mut |b| h.update(b));
+        h.finish()
+    }
+
+    /// Appends the canonical map to `out`.
+    pub(super) fn write_to(&self, input: &[u8], out: &mut ByteBuf) {
+        self.write(input, &mut |b| out.as_mut_vec().extend_from_slice(b));
+    }
+}

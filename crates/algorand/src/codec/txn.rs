@@ -1,0 +1,269 @@
+//! Transactions: the `txn` map (its fields, its canonical form and txid) and transaction
+//! messages as peers gossip them.
+
+use rmp::encode::ByteBuf;
+
+use super::DecodeError;
+use super::msgpack::{self, Reader, Scan};
+use super::read::{read_32, read_array_len, read_bytes, read_key, read_map_len, read_uint};
+use super::txid::{Entry, EntryValue, TxnMap};
+use crate::{Round, Txid};
+
+/// One transaction of a block (or of a transaction message), with what the ledger and the
+/// handler need from it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Txn {
+    /// The txid by the go-algorand rule.
+    pub txid: Txid,
+    /// The `type` field as bytes (`pay`, `appl`, ...).
+    pub tx_type: Vec<u8>,
+    /// The sender address (`snd`), 32 bytes (zero if absent).
+    pub sender: [u8; 32],
+    /// First valid round (`fv`, 0 if absent).
+    pub first_valid: Round,
+    /// Last valid round (`lv`, 0 if absent).
+    pub last_valid: Round,
+    /// The group id (`grp`), if any.
+    pub group: Option<[u8; 32]>,
+    /// App ids: `apid`, foreign apps (`apfa`) and access-list app references (`al[i].p`, go-algorand
+    /// `ResourceRef.App`); 0 (creation) dropped; distinct, in that order, first-seen within it.
+    pub app_ids: Vec<u64>,
+}
+
+/// Decodes a transaction message: one or more concatenated msgpack `SignedTxn` maps (a group).
+/// Each txid is over the `txn` map as sent (no `gen`/`gh` added).
+///
+/// # Errors
+///
+/// [`DecodeError`] on any malformed input (no transaction at all is
+/// [`DecodeError::EmptyMessage`]; bytes after the last map that are not a whole map are an
+/// error too); never panics.
+pub fn decode_txn_message(bytes: &[u8]) -> Result<Vec<Txn>, DecodeError> {
+    let mut r = Reader::new(bytes);
+    let raw = |e| DecodeError::raw(e, None);
+    let mut scratch = TxnMap::default();
+    let mut out = Vec::new();
+    while !r.at_end() {
+        let m = read_map_len(&mut r, None, "SignedTxn", "a map")?;
+        let mut txn = None;
+        for _ in 0..m {
+            let key_at = r.pos();
+            let key = read_key(&mut r, None)?;
+            if key == b"txn" {
+                super::read::once(&mut txn, None, key_at, || {
+                    decode_txn(&mut r, 1, None, &mut scratch, None)
+                })?;
+            } else {
+                r.skip(1).map_err(raw)?;
+            }
+        }
+        out.push(txn.ok_or(DecodeError::MissingField {
+            round: None,
+            field: "txn",
+        })?);
+    }
+    if out.is_empty() {
+        return Err(DecodeError::EmptyMessage);
+    }
+    Ok(out)
+}
+
+/// What to add to a payset entry's `txn` map before hashing (go-algorand
+/// `BlockHeader.DecodeSignedTxn`).
+pub(super) struct Completion<'m> {
+    /// Pre-encoded `gen` value (str), when the entry has `hgi` and the block's genesis id is not
+    /// empty.
+    pub(super) gen_value: Option<&'m [u8]>,
+    /// Pre-encoded `gh` value (bin 32).
+    pub(super) gh_value: &'m [u8],
+    /// Index of the entry in the payset (for errors).
+    pub(super) intra: usize,
+}
+
+/// Decodes the `txn` map under `r` (at `depth`), completing it with `completion` (block entries),
+/// extracting the fields and hashing its canonical form.
+pub(super) fn decode_txn<'a: 'm, 'm>(
+    r: &mut Reader<'a>,
+    depth: usize,
+    completion: Option<&Completion<'m>>,
+    scratch: &mut TxnMap<'m>,
+    round: Option<Round>,
+) -> Result<Txn, DecodeError> {
+    let input = r.input();
+    let f = read_txn_map(r, depth, completion, scratch, round)?;
+    let tx_type = f.tx_type.ok_or(DecodeError::MissingField {
+        round,
+        field: "txn.type",
+    })?;
+    let app_ids = distinct_app_ids(
+        f.apid
+            .into_iter()
+            .chain(f.apps.iter().copied())
+            .chain(f.access_apps.iter().copied()),
+    );
+    Ok(Txn {
+        txid: scratch.txid(input),
+        tx_type: tx_type.to_vec(),
+        sender: f.sender.unwrap_or([0; 32]),
+        first_valid: f.first_valid.unwrap_or(0),
+        last_valid: f.last_valid.unwrap_or(0),
+        group: f.group,
+        app_ids,
+    })
+}
+
+/// Reads the `txn` map under `r` into `scratch` (its non-empty entries, canonical values, sorted
+/// keys, completed with `completion`) and returns the fields of interest.
+///
+/// # Errors
+/// Malformed input, a field of the wrong type, a duplicate key, or (block entries) a `txn` that
+/// holds `gen` or `gh` itself.
+pub(super) fn read_txn_map<'a: 'm, 'm>(
+    r: &mut Reader<'a>,
+    depth: usize,
+    completion: Option<&Completion<'m>>,
+    scratch: &mut TxnMap<'m>,
+    round: Option<Round>,
+) -> Result<Fields<'a>, DecodeError> {
+    let raw = |e| DecodeError::raw(e, round);
+    let input = r.input();
+    let at = r.pos();
+    let n = read_map_len(r, round, "txn", "a map")?;
+    scratch.clear();
+    let mut f = Fields::default();
+    for _ in 0..n {
+        let key_at = r.pos();
+        let key = read_key(r, round)?;
+        if let Some(c) = completion
+            && (key == b"gen" || key == b"gh")
+        {
+            return Err(DecodeError::GenesisInBlockTxn {
+                round,
+                intra: c.intra,
+                field: if key == b"gen" { "gen" } else { "gh" },
+            });
+        }
+        let (start, end, Scan { canonical, empty }) = r.scan_span(depth + 1).map_err(raw)?;
+        if empty {
+            continue;
+        }
+        f.read(key, &mut Reader::span(input, start, end), depth + 1, round)?;
+        let value = if canonical {
+            EntryValue::Span(start, end)
+        } else {
+            let mut out = ByteBuf::new();
+            let empty =
+                msgpack::write_canonical(&mut Reader::span(input, start, end), &mut out, depth + 1)
+                    .map_err(raw)?;
+            if empty {
+                continue;
+            }
+            EntryValue::Owned(out.into_vec())
+        };
+        scratch.push(Entry { key, key_at, value });
+    }
+    if let Some(c) = completion {
+        // The keys are not among the input's (checked above).
+        let mut add = |key: &'static [u8], value| {
+            scratch.insert(Entry {
+                key,
+                key_at: at,
+                value: EntryValue::Completion(value),
+            });
+        };
+        if let Some(g) = c.gen_value {
+            add(b"gen", g);
+        }
+        add(b"gh", c.gh_value);
+    }
+    scratch
+        .sort()
+        .map_err(|offset| DecodeError::DuplicateKey { round, offset })?;
+    Ok(f)
+}
+
+/// The fields of a `txn` map the ledger and the handler use.
+#[derive(Default)]
+pub(super) struct Fields<'a> {
+    tx_type: Option<&'a [u8]>,
+    sender: Option<[u8; 32]>,
+    first_valid: Option<u64>,
+    last_valid: Option<u64>,
+    group: Option<[u8; 32]>,
+    pub(super) apid: Option<u64>,
+    apps: Vec<u64>,
+    access_apps: Vec<u64>,
+}
+
+impl<'a> Fields<'a> {
+    /// Reads `key`'s value from `r` when it is a field of interest.
+    fn read(
+        &mut self,
+        key: &[u8],
+        r: &mut Reader<'a>,
+        depth: usize,
+        round: Option<Round>,
+    ) -> Result<(), DecodeError> {
+        match key {
+            b"type" => self.tx_type = Some(read_bytes(r, round, "txn.type")?),
+            b"snd" => self.sender = Some(read_32(r, round, "txn.snd")?),
+            b"fv" => self.first_valid = Some(read_uint(r, round, "txn.fv")?),
+            b"lv" => self.last_valid = Some(read_uint(r, round, "txn.lv")?),
+            b"grp" => self.group = Some(read_32(r, round, "txn.grp")?),
+            b"apid" => self.apid = Some(read_uint(r, round, "txn.apid")?),
+            b"apfa" => {
+                let n = read_array_len(r, round, "txn.apfa")?;
+                for _ in 0..n {
+                    self.apps.push(read_uint(r, round, "txn.apfa[]")?);
+                }
+            }
+            b"al" => {
+                let n = read_array_len(r, round, "txn.al")?;
+                for _ in 0..n {
+                    let m = read_map_len(r, round, "txn.al[]", "a ResourceRef map")?;
+                    for _ in 0..m {
+                        if read_key(r, round)? == b"p" {
+                            self.access_apps.push(read_uint(r, round, "txn.al[].p")?);
+                        } else {
+                            r.skip(depth + 2).map_err(|e| DecodeError::raw(e, round))?;
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// The distinct non-zero ids of `ids`, in first-seen order, in O(n log n) whatever the input
+/// (a peer controls how many foreign apps a message names: a quadratic scan would let one
+/// message burn CPU by the square of its size). A group's apps are the distinct ids of its
+/// transactions' [`Txn::app_ids`].
+///
+/// ```
+/// use txgate_algorand::codec::distinct_app_ids;
+/// assert_eq!(distinct_app_ids([7, 0, 3, 7, 3].into_iter()), vec![7, 3]);
+/// ```
+pub fn distinct_app_ids(ids: impl Iterator<Item = u64>) -> Vec<u64> {
+    /// Up to this many ids a linear scan beats a set.
+    const SMALL: usize = 16;
+    let mut out: Vec<u64> = Vec::new();
+    let mut seen: Option<std::collections::HashSet<u64>> = None;
+    for id in ids.filter(|&id| id != 0) {
+        let new = match &mut seen {
+            Some(set) => set.insert(id),
+            None if out.len() < SMALL => !out.contains(&id),
+            None => {
+                let mut set: std::collections::HashSet<u64> = out.iter().copied().collect();
+                let new = set.insert(id);
+                seen = Some(set);
+                new
+            }
+        };
+        if new {
+            out.push(id);
+        }
+    }
+    out
+}

@@ -1,0 +1,292 @@
+//! `txgate replay`: blocks through the ledger, lookups with and without blooms, the blooms'
+//! measured false-positive rate, and traffic through the tx handler with and without the app
+//! rate limiter; then the report.
+//!
+//! Phases, in order, one module each:
+//! 1. [`ingest`]: the blocks of the feed decoded and added to the ledger (and `--follow`).
+//! 2. [`lookups`] with blooms: hits and misses by `lookup_txid`, misses over a whole window by
+//!    `find_txid`, timed one by one.
+//! 3. [`traffic`]: messages ([`messages`]: the `--trace`, else synthesized from the blocks'
+//!    groups) through a `TxHandler` whose backlog a simulated pool drains at `--service-rate`
+//!    groups per second of message time; once with the app rate limiter (when enabled), once
+//!    without.
+//! 4. [`fpr`]: the stored blooms of the window's rounds probed with random ids.
+//! 5. [`lookups`] baseline: the ledger reopened without blooms (go-algorand's baseline: load the
+//!    block, decode, compare) and a subset of the same lookups timed.
+//!
+//! Then the report, `--json` and `--plot` ([`chart`]). One seeded generator draws every random
+//! choice, in phase order, so a seed gives the same counts run after run.
+
+mod chart;
+mod fpr;
+mod ingest;
+mod lookups;
+mod messages;
+mod traffic;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rand::SeedableRng;
+use rand::rngs::SmallRng;
+use txgate_algorand::Round;
+use txgate_ledger::handler::HandlerConfig;
+use txgate_ledger::store::{Ledger, LedgerConfig, LedgerError};
+use txgate_ratelimit::AppRateLimiter;
+
+use crate::config::NodeConfig;
+use crate::error::CliError;
+use crate::feed::SourceArgs;
+use crate::limit::salt_of_seed;
+use crate::output::{JsonTarget, SCHEMA_VERSION};
+use crate::report::Report;
+use crate::trace::read_trace;
+
+/// Arguments of `txgate replay`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ReplayArgs {
+    /// The blocks: --blocks or --algod, and --rounds. Without --blocks and --algod, the built-in
+    /// deterministic workload is replayed.
+    #[command(flatten)]
+    pub(crate) source: SourceArgs,
+    /// After the range, wait for each new round of the node (--algod; GET
+    /// /v2/status/wait-for-block-after/{round}), ingest it and print one line per round; Ctrl-C
+    /// (or SIGTERM) ends it with the report, the --db ledger valid.
+    #[arg(short, long, requires = "algod")]
+    pub(crate) follow: bool,
+    /// Traffic trace CSV with header `ts_ns,origin,app_ids`: ts_ns = receive time in ns since
+    /// the Unix epoch; origin = IPv4/IPv6 literal or hex peer id; app_ids = `;`-separated app
+    /// ids, empty for a group without app calls. Lines are processed in file order (timestamps
+    /// may go backwards). Without it, traffic is synthesized from the blocks' groups.
+    #[arg(short, long, value_name = "CSV")]
+    pub(crate) trace: Option<PathBuf>,
+    /// Ledger directory, kept afterwards. An existing ledger is continued: rounds it holds are
+    /// skipped, ingest resumes at its latest round + 1. Without it: a temporary directory,
+    /// deleted at exit.
+    #[arg(short, long, value_name = "DIR")]
+    pub(crate) db: Option<PathBuf>,
+    /// Node configuration with go-algorand's names: TxBacklogSize,
+    /// TxBacklogAppTxPerSecondRate, TxBacklogServiceRateWindowSeconds (seconds),
+    /// TxBacklogAppTxRateLimiterMaxSize, TxBacklogAppRateLimitingCongestionPct (percent),
+    /// EnableTxBacklogAppRateLimiting, plus BloomFalsePositiveRate and MaxTxnLife (rounds).
+    /// TOML (unknown keys are an error) or go-algorand's config.json (keys txgate does not use
+    /// are ignored, as go-algorand does). Without it: $ALGORAND_DATA/config.json when that
+    /// exists.
+    #[arg(short, long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// Also write the report as JSON (same figures as the table) to FILE; `-` writes it to
+    /// stdout instead of the table (follow lines then go to stderr).
+    #[arg(short, long, value_name = "FILE", value_parser = crate::output::json_target)]
+    pub(crate) json: Option<JsonTarget>,
+    /// Also write an SVG chart of the acceptance rate (admitted / offered, per second of message
+    /// time) with and without the app limiter, per traffic class.
+    #[arg(short, long, value_name = "FILE.svg")]
+    pub(crate) plot: Option<PathBuf>,
+    /// Built-in workload: transactions per round.
+    #[arg(long, value_name = "M", default_value_t = 1_000)]
+    pub(crate) txns_per_round: usize,
+    /// Seed of the built-in workload, the synthesized traffic and the random lookups.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub(crate) seed: u64,
+    /// Hit lookups and miss lookups with blooms (each; hits are capped at the txids read).
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub(crate) lookups: usize,
+    /// Hit and miss lookups without blooms (each; every one decodes a whole block).
+    #[arg(long, value_name = "N", default_value_t = 500)]
+    pub(crate) baseline_lookups: usize,
+    /// Random ids probed against the blooms to measure their false-positive rate.
+    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
+    pub(crate) fpr_probes: u64,
+    /// Synthesized traffic: seconds of message time.
+    #[arg(long, value_name = "SECS", default_value_t = 60)]
+    pub(crate) traffic_seconds: u64,
+    /// Synthesized traffic: honest messages per second (groups modelled on the blocks' groups,
+    /// from the senders' peers).
+    #[arg(long, value_name = "N", default_value_t = 1_000)]
+    pub(crate) honest_rate: u64,
+    /// Synthesized traffic: spam messages per second, all from one peer calling one app (the
+    /// most called app of the blocks).
+    #[arg(long, value_name = "N", default_value_t = 2_000)]
+    pub(crate) spam_rate: u64,
+    /// Groups per second the simulated transaction pool takes from the backlog (message time);
+    /// traffic above it congests the backlog.
+    #[arg(long, value_name = "N", default_value_t = 1_500)]
+    pub(crate) service_rate: u64,
+}
+
+/// Rounds of the built-in workload by default (`1..=2000`).
+pub(crate) const DEFAULT_WORKLOAD_ROUNDS: Round = 2_000;
+
+/// Runs the replay: see the module docs.
+///
+/// # Errors
+///
+/// [`CliError`] naming the file, line or round for bad input; ledger and algod errors.
+pub(crate) fn run(args: &ReplayArgs) -> Result<Report, CliError> {
+    let (config, config_source) = crate::config::resolve(args.config.as_deref())?;
+    validate(args, &config)?;
+    // Read the trace before ingesting, so that a bad trace fails fast.
+    let trace = args.trace.as_deref().map(read_trace).transpose()?;
+    let db = Db::new(args, &config)?;
+    let ledger = db.open(true)?;
+    let mut rng = SmallRng::seed_from_u64(args.seed ^ 0x7478_6761_7465);
+
+    let mut ing = ingest::run(args, &config, &ledger, &mut rng)?;
+    let window = lookups::window(&ledger, config.max_txn_life);
+    let misses = lookups::random_misses(window, args.lookups, &mut rng);
+    let mut lookups = lookups::with_blooms(&ledger, &ing.hits, &misses, window)
+        .map_err(db.error("lookups in"))?;
+    let ledger = Arc::new(ledger);
+    let traffic = traffic::run(args, &config, &ledger, &ing, trace.as_deref(), &mut rng)?;
+    let bloom = fpr::measure(
+        &ledger,
+        &config,
+        window,
+        &ing.round_txns,
+        args.fpr_probes,
+        &mut rng,
+    )
+    .map_err(db.error("bloom fpr in"))?;
+    // The handlers are gone: this closes the ledger, for the baseline to open it.
+    drop(ledger);
+    let base = db.open(false)?;
+    lookups::baseline(
+        &base,
+        &ing.hits,
+        &misses,
+        args.baseline_lookups,
+        &mut lookups,
+    )
+    .map_err(db.error("baseline lookups in"))?;
+
+    let report = Report {
+        schema_version: SCHEMA_VERSION,
+        source: std::mem::take(&mut ing.source),
+        db: args.db.as_ref().map(|d| d.display().to_string()),
+        config_source,
+        config,
+        ingest: std::mem::take(&mut ing.report),
+        follow: ing.follow.take(),
+        lookups,
+        bloom,
+        traffic,
+    };
+    if let Some(target) = &args.json {
+        target.write(&report)?;
+    }
+    if let Some(path) = &args.plot {
+        std::fs::write(path, chart::acceptance_chart(&report.traffic))
+            .map_err(CliError::io(path))?;
+    }
+    Ok(report)
+}
+
+/// The ledger directory (`--db`, else a temporary directory deleted when this is dropped) and
+/// the ledger configuration of the node config.
+struct Db {
+    dir: PathBuf,
+    config: LedgerConfig,
+    _temp: Option<tempfile::TempDir>,
+}
+
+impl Db {
+    fn new(args: &ReplayArgs, config: &NodeConfig) -> Result<Self, CliError> {
+        let (dir, temp) = match &args.db {
+            Some(dir) => (dir.clone(), None),
+            None => {
+                let temp = tempfile::Builder::new()
+                    .prefix("txgate-replay-")
+                    .tempdir()
+                    .map_err(CliError::io(std::env::temp_dir()))?;
+                (temp.path().to_owned(), Some(temp))
+            }
+        };
+        let config = LedgerConfig {
+            false_positive_rate: config.bloom_false_positive_rate,
+            max_txn_life: config.max_txn_life,
+            ..LedgerConfig::default()
+        };
+        Ok(Self {
+            dir,
+            config,
+            _temp: temp,
+        })
+    }
+
+    /// Opens the ledger, with its blooms (saying on stderr how many it rebuilt) or without
+    /// them (the baseline).
+    fn open(&self, blooms: bool) -> Result<Ledger, CliError> {
+        let config = LedgerConfig {
+            blooms,
+            ..self.config.clone()
+        };
+        let (ledger, open) = Ledger::open(&self.dir, config).map_err(self.error("ledger"))?;
+        if blooms && !open.rebuilt.is_empty() {
+            eprintln!(
+                "open: rebuilt {} missing or corrupt blooms from their blocks",
+                open.rebuilt.len()
+            );
+        }
+        Ok(ledger)
+    }
+
+    /// A ledger error in `what` the directory.
+    fn error(&self, what: &str) -> impl FnOnce(LedgerError) -> CliError + use<> {
+        let context = format!("{what} {}", self.dir.display());
+        move |source| CliError::Ledger { context, source }
+    }
+}
+
+/// Most messages the synthesized traffic may hold (they are built in memory first).
+const MAX_MESSAGES: u64 = 50_000_000;
+/// Most lookups of one kind (their samples are kept in memory).
+const MAX_LOOKUPS: usize = 100_000_000;
+/// Most transactions per round of the built-in workload (go-algorand blocks hold ~25,000).
+const MAX_TXNS_PER_ROUND: usize = 1_000_000;
+
+/// Checks the flags and the configuration before anything is ingested, so that a bad value
+/// fails at once instead of after the ingest.
+fn validate(args: &ReplayArgs, config: &NodeConfig) -> Result<(), CliError> {
+    let usage = |m: String| Err(CliError::Usage(m));
+    if args.service_rate == 0 {
+        return usage("--service-rate must be at least 1".into());
+    }
+    let messages = args
+        .honest_rate
+        .checked_add(args.spam_rate)
+        .and_then(|r| r.checked_mul(args.traffic_seconds));
+    if args.trace.is_none() && messages.is_none_or(|m| m > MAX_MESSAGES) {
+        return usage(format!(
+            "(--honest-rate + --spam-rate) x --traffic-seconds must be at most {MAX_MESSAGES} messages"
+        ));
+    }
+    if args.lookups > MAX_LOOKUPS || args.baseline_lookups > MAX_LOOKUPS {
+        return usage(format!(
+            "--lookups and --baseline-lookups must be at most {MAX_LOOKUPS}"
+        ));
+    }
+    if args.txns_per_round > MAX_TXNS_PER_ROUND {
+        return usage(format!(
+            "--txns-per-round must be at most {MAX_TXNS_PER_ROUND}"
+        ));
+    }
+    handler_config(args, config)
+        .validate()
+        .map_err(CliError::Handler)?;
+    if config.enable_app_rate_limiting {
+        AppRateLimiter::new(traffic::limiter_config(config, args.seed))?;
+    }
+    Ok(())
+}
+
+/// The tx handler's configuration: go-algorand's `TxBacklogSize` and
+/// `TxBacklogAppRateLimitingCongestionPct`, dedup salted from the seed; the limiter is switched on
+/// per run.
+pub(super) fn handler_config(args: &ReplayArgs, config: &NodeConfig) -> HandlerConfig {
+    HandlerConfig {
+        backlog_capacity: config.tx_backlog_size,
+        congestion_pct: config.app_rate_limiting_congestion_pct,
+        dedup_salt: Some(salt_of_seed(args.seed)),
+        ..HandlerConfig::default()
+    }
+}

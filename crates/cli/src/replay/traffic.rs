@@ -1,0 +1,216 @@
+//! The traffic phase: the messages ([`super::messages`]) through a fresh [`TxHandler`] per run,
+//! once with the app rate limiter (when enabled) and once without, while a simulated
+//! transaction pool drains the backlog at `--service-rate` groups per second of message time.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rand::rngs::SmallRng;
+use txgate_ledger::handler::{
+    Group, HandlerConfig, Message, Outcome, PoolReject, PoolSink, Source, TxHandler,
+};
+use txgate_ledger::store::Ledger;
+use txgate_ratelimit::AppRateLimiter;
+
+use super::ingest::Ingested;
+use super::messages::{TrafficMsg, synthesize, trace_messages};
+use super::{ReplayArgs, handler_config};
+use crate::config::NodeConfig;
+use crate::error::CliError;
+use crate::limit::salt_of_seed;
+use crate::progress::Progress;
+use crate::report::{ClassReport, RunReport, TrafficReport};
+
+/// Runs the traffic phase: see the module docs.
+///
+/// # Errors
+///
+/// [`CliError`] when the limiter or the handler refuses its configuration.
+pub(super) fn run(
+    args: &ReplayArgs,
+    config: &NodeConfig,
+    ledger: &Arc<Ledger>,
+    ing: &Ingested,
+    trace: Option<&[crate::trace::TraceEntry]>,
+    rng: &mut SmallRng,
+) -> Result<TrafficReport, CliError> {
+    let latest = ledger.latest().unwrap_or(0);
+    let first_valid = latest.saturating_sub(5).max(1);
+    let (msgs, classes, source) = match (trace, &args.trace) {
+        (Some(trace), Some(path)) => (
+            trace_messages(trace, ing, first_valid, first_valid + config.max_txn_life),
+            vec!["trace"],
+            format!("trace {}", path.display()),
+        ),
+        _ => {
+            let start = u64::try_from(crate::workload::Workload::timestamp(latest))
+                .unwrap_or(0)
+                .saturating_mul(1_000_000_000);
+            (
+                synthesize(args, ing, latest, config.max_txn_life, start, rng),
+                vec!["honest", "spam", "resent"],
+                "synthesized from the blocks' groups".to_owned(),
+            )
+        }
+    };
+    let span_ns = match (
+        msgs.iter().map(|m| m.t_ns).min(),
+        msgs.iter().map(|m| m.t_ns).max(),
+    ) {
+        (Some(a), Some(b)) => b - a,
+        _ => 0,
+    };
+    let handler_config = handler_config(args, config);
+    let mut report = TrafficReport {
+        source,
+        messages: msgs.len() as u64,
+        span_ns,
+        service_rate_per_second: args.service_rate,
+        congestion_threshold: handler_config.congestion_threshold() as u64,
+        ..TrafficReport::default()
+    };
+    let mut progress = Progress::start(
+        "traffic",
+        Some(msgs.len() as u64 * (1 + u64::from(config.enable_app_rate_limiting))),
+    );
+    if config.enable_app_rate_limiting {
+        report.with_limiter = Some(simulate(
+            &msgs,
+            &classes,
+            config,
+            &handler_config,
+            ledger,
+            true,
+            args,
+            &mut progress,
+        )?);
+    }
+    report.without_limiter = simulate(
+        &msgs,
+        &classes,
+        config,
+        &handler_config,
+        ledger,
+        false,
+        args,
+        &mut progress,
+    )?;
+    progress.finish(&format!("{} messages per run", msgs.len()));
+    Ok(report)
+}
+
+/// One run of the messages through a fresh handler; the pool drains the backlog at
+/// `args.service_rate` groups per second of message time (capacity unused while the backlog is
+/// empty is lost); the clock is the latest message time seen (traces may go backwards).
+#[allow(clippy::too_many_arguments)]
+fn simulate(
+    msgs: &[TrafficMsg],
+    classes: &[&str],
+    config: &NodeConfig,
+    handler_config: &HandlerConfig,
+    ledger: &Arc<Ledger>,
+    limited: bool,
+    args: &ReplayArgs,
+    progress: &mut Progress,
+) -> Result<RunReport, CliError> {
+    let limiter = if limited {
+        Some(Arc::new(AppRateLimiter::new(limiter_config(
+            config, args.seed,
+        ))?))
+    } else {
+        None
+    };
+    let handler = TxHandler::new(
+        HandlerConfig {
+            app_rate_limiting: limited,
+            ..handler_config.clone()
+        },
+        // The ledger is the committed check (`find_txid` over each txn's validity window).
+        Arc::<Ledger>::clone(ledger),
+        limiter,
+        Arc::new(AcceptAll),
+    )?;
+    let mut run = RunReport {
+        classes: classes
+            .iter()
+            .map(|c| ClassReport {
+                name: (*c).to_owned(),
+                ..ClassReport::default()
+            })
+            .collect(),
+        ..RunReport::default()
+    };
+    let t0 = msgs.first().map_or(0, |m| m.t_ns);
+    let mut clock = t0;
+    let mut credit = 0.0f64;
+    for m in msgs {
+        if m.t_ns > clock {
+            credit += (m.t_ns - clock) as f64 * args.service_rate as f64 / 1e9;
+            clock = m.t_ns;
+            while credit >= 1.0 {
+                if !handler.drain_once() {
+                    credit = 0.0;
+                    break;
+                }
+                credit -= 1.0;
+            }
+        }
+        let outcome = handler.handle(&Message {
+            bytes: &m.bytes,
+            source: Source::Peer(m.origin),
+            received_ns: m.t_ns,
+        });
+        let second = (m.t_ns.saturating_sub(t0) / 1_000_000_000) as usize;
+        let class = &mut run.classes[m.class];
+        if class.per_second.len() <= second {
+            class.per_second.resize(second + 1, (0, 0));
+        }
+        class.offered += 1;
+        class.per_second[second].0 += 1;
+        if outcome == Outcome::Enqueued {
+            class.admitted += 1;
+            class.per_second[second].1 += 1;
+        }
+        run.max_backlog = run.max_backlog.max(handler.backlog_len() as u64);
+        progress.inc(1);
+    }
+    handler.shutdown();
+    let s = handler.stats();
+    run.offered = msgs.len() as u64;
+    run.admitted = s.enqueued;
+    run.duplicate = s.duplicate;
+    run.decode_error = s.decode_error;
+    run.group_too_large = s.group_too_large;
+    run.already_committed = s.already_committed;
+    run.rate_limited = s.rate_limited;
+    run.backlog_full = s.backlog_full;
+    run.limiter_checks = s.limiter_checks;
+    run.pool_accepted = s.pool_accepted;
+    Ok(run)
+}
+
+/// The app rate limiter's configuration: go-algorand's parameters, 128 shards (its bucket
+/// count; fewer for a max size below 256, each shard holding at least 2 keys).
+pub(super) fn limiter_config(config: &NodeConfig, seed: u64) -> txgate_ratelimit::Config {
+    let max_size = config.app_tx_rate_limiter_max_size;
+    let mut shards = 128;
+    while shards > 1 && max_size < 2 * shards {
+        shards /= 2;
+    }
+    txgate_ratelimit::Config {
+        max_size,
+        rate_per_second: config.app_tx_per_second_rate,
+        window: Duration::from_secs(config.service_rate_window_seconds),
+        shards,
+        salt: Some(salt_of_seed(seed)),
+    }
+}
+
+/// The simulated pool: takes every group.
+struct AcceptAll;
+
+impl PoolSink for AcceptAll {
+    fn submit(&self, _: &Group) -> Result<(), PoolReject> {
+        Ok(())
+    }
+}
