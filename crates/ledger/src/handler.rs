@@ -132,8 +132,8 @@ use txgate_ratelimit::{AppKey, AppRateLimiter, Origin};
 use txgate_sync::sync::thread::{self, JoinHandle, Thread, ThreadId};
 use txgate_sync::sync::{AtomicBool, Condvar, Mutex, fence};
 
-use txgate_algorand::codec::{self, DecodeError, Txn};
 use crate::{Round, Txid};
+use txgate_algorand::codec::{self, DecodeError, Txn};
 
 use backlog::Backlog;
 use dedup::{Check, DedupCache};

@@ -15,11 +15,11 @@ use std::time::Duration;
 
 use rmpv::Value;
 use sha2::{Digest, Sha512_256};
+use txgate_algorand::synth::{SynthTxn, encode_txn_message};
 use txgate_ledger::handler::{
     CommittedTxids, Group, HandlerConfig, HandlerConfigError, Message, Outcome, PoolReject,
     PoolSink, Source, TxHandler, WorkerError,
 };
-use txgate_algorand::synth::{SynthTxn, encode_txn_message};
 use txgate_ledger::{Round, Txid};
 use txgate_ratelimit::{AppRateLimiter, Config, Origin};
 

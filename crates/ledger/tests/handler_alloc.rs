@@ -15,10 +15,10 @@ use std::cell::Cell;
 use std::sync::Arc;
 use std::time::Duration;
 
+use txgate_algorand::synth::{SynthTxn, encode_txn_message};
 use txgate_ledger::handler::{
     CommittedTxids, Group, HandlerConfig, Message, Outcome, PoolReject, PoolSink, Source, TxHandler,
 };
-use txgate_algorand::synth::{SynthTxn, encode_txn_message};
 use txgate_ledger::{Round, Txid};
 use txgate_ratelimit::{AppRateLimiter, Config, Origin};
 

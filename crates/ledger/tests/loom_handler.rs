@@ -16,8 +16,8 @@
 use std::sync::{Arc, Mutex};
 
 use loom::thread;
-use txgate_ledger::Txid;
 use txgate_algorand::codec::{DecodeError, Txn};
+use txgate_ledger::Txid;
 use txgate_ledger::handler::{
     CommittedTxids, Group, HandlerConfig, Message, Outcome, PoolReject, PoolSink, Source, TxHandler,
 };
