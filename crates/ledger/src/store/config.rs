@@ -45,8 +45,8 @@ pub struct LedgerConfig {
     /// that lack an index row.
     pub txid_index: bool,
     /// MaxTxnLife in rounds (default [`DEFAULT_MAX_TXN_LIFE`], at most [`MAX_WINDOW_ROUNDS`]):
-    /// the window of in-memory blooms and of [`Ledger::find_txid`](super::Ledger::find_txid) is the latest MaxTxnLife + 1
-    /// rounds.
+    /// the window of in-memory blooms and of [`Ledger::find_txid`](super::Ledger::find_txid) is the
+    /// latest MaxTxnLife + 1 rounds.
     pub max_txn_life: u64,
     /// Keep every block (default true). False prunes blocks, blooms and index rows of rounds
     /// that leave the window (older than latest - MaxTxnLife), in the write transaction of the

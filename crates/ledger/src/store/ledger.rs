@@ -143,12 +143,12 @@ impl Ledger {
     }
 
     /// Adds an already decoded block as the next round: `block.round` must be the latest
-    /// round plus one, or any round for an empty ledger (a ledger may start at any round, e.g. from a
-    /// catchpoint; the first round is kept in `meta`). `raw` is stored as the block's bytes and
+    /// round plus one, or any round for an empty ledger (a ledger may start at any round, e.g. from
+    /// a catchpoint; the first round is kept in `meta`). `raw` is stored as the block's bytes and
     /// must be the encoding `block` was decoded from: the txid index points into it, and the
     /// blooms-disabled lookups and bloom rebuilds decode it again. (A block from
-    /// [`decode_block`](txgate_algorand::codec::decode_block) carries its entries' offsets; for one built by hand `raw` is
-    /// scanned for them.)
+    /// [`decode_block`](txgate_algorand::codec::decode_block) carries its entries' offsets; for one
+    /// built by hand `raw` is scanned for them.)
     ///
     /// The block must be of the ledger's network (see [`Genesis`]); the first block names it.
     ///

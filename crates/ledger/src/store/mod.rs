@@ -2,11 +2,11 @@
 //!
 //! A [`Ledger`] is a directory holding one [redb](https://docs.rs/redb/2) database
 //! (`ledger.redb`). Each round is added by [`Ledger::add_block`] in one write transaction that
-//! holds the round's raw block bytes, its bloom filter of txids (an [`AnyBloom`](txgate_bloom::AnyBloom) in the
-//! configured block layout, sized from the round's transaction count and the configured
-//! false-positive rate) and its txid index row, so a crash leaves a round wholly present or
-//! wholly absent. After the commit the round's bloom is published to an in-memory window of the
-//! last MaxTxnLife + 1 rounds that readers query without locks.
+//! holds the round's raw block bytes, its bloom filter of txids (an
+//! [`AnyBloom`](txgate_bloom::AnyBloom) in the configured block layout, sized from the round's
+//! transaction count and the configured false-positive rate) and its txid index row, so a crash
+//! leaves a round wholly present or wholly absent. After the commit the round's bloom is published
+//! to an in-memory window of the last MaxTxnLife + 1 rounds that readers query without locks.
 //!
 //! [`Ledger::lookup_txid`] answers "is this txid in round R?": the round's bloom answers "no"
 //! without touching the database; a "maybe" goes to the exact index. [`Ledger::find_txid`] asks

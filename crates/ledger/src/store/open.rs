@@ -74,10 +74,11 @@ impl Ledger {
     /// # Errors
     ///
     /// [`LedgerError::Config`] for a false-positive rate outside (0, 1) or a MaxTxnLife above
-    /// [`MAX_WINDOW_ROUNDS`](super::MAX_WINDOW_ROUNDS); [`LedgerError::Dir`], [`LedgerError::Open`] (e.g. another
-    /// process has it open), [`LedgerError::Format`]; while rebuilding a bloom, or learning the
-    /// network of a ledger written before the `chain` table existed, [`LedgerError::Missing`] (no
-    /// block), [`LedgerError::Decode`], [`LedgerError::Bloom`]; [`LedgerError::Store`].
+    /// [`MAX_WINDOW_ROUNDS`](super::MAX_WINDOW_ROUNDS); [`LedgerError::Dir`], [`LedgerError::Open`]
+    /// (e.g. another process has it open), [`LedgerError::Format`]; while rebuilding a bloom, or
+    /// learning the network of a ledger written before the `chain` table existed,
+    /// [`LedgerError::Missing`] (no block), [`LedgerError::Decode`], [`LedgerError::Bloom`];
+    /// [`LedgerError::Store`].
     pub fn open(
         dir: impl AsRef<Path>,
         config: LedgerConfig,

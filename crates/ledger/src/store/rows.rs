@@ -76,8 +76,8 @@ pub(super) fn check_network(ledger: Option<&Genesis>, block: &Block) -> Result<(
     }
 }
 
-/// The ledger's network from the `chain` table; a non-empty ledger without the rows (written before the
-/// table existed) learns it from its oldest kept block, `first`, and writes the rows.
+/// The ledger's network from the `chain` table; a non-empty ledger without the rows (written before
+/// the table existed) learns it from its oldest kept block, `first`, and writes the rows.
 pub(super) fn read_genesis(
     txn: &WriteTransaction,
     first: Option<Round>,

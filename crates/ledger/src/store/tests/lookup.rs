@@ -1,4 +1,5 @@
-//! Lookups: exact answers through the blooms and the compact index, the window of `find_txid`, the blooms-disabled baseline.
+//! Lookups: exact answers through the blooms and the compact index, the window of `find_txid`, the
+//! blooms-disabled baseline.
 
 use super::*;
 

@@ -1,4 +1,5 @@
-//! Opening: blooms loaded, damaged or missing ones rebuilt, the other layout, format 1, the index added later.
+//! Opening: blooms loaded, damaged or missing ones rebuilt, the other layout, format 1, the index
+//! added later.
 
 use super::*;
 

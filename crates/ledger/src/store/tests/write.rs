@@ -1,4 +1,5 @@
-//! Writes: sequencing, the network check, pruning, configuration and seed, readers racing the writer.
+//! Writes: sequencing, the network check, pruning, configuration and seed, readers racing the
+//! writer.
 
 use super::*;
 
