@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 
 pub mod algod;
+pub mod handler_doubles;
 
 /// The real-data directory: `$TXGATE_DATA` if set, else `<workspace>/../shared/data`.
 pub fn data_dir() -> PathBuf {

@@ -16,11 +16,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use txgate_algorand::synth::{SynthTxn, encode_txn_message};
-use txgate_ledger::handler::{
-    CommittedTxids, Group, HandlerConfig, Message, Outcome, PoolReject, PoolSink, Source, TxHandler,
-};
-use txgate_ledger::{Round, Txid};
+use txgate_ledger::handler::{HandlerConfig, Message, Outcome, Source, TxHandler};
 use txgate_ratelimit::{AppRateLimiter, Config, Origin};
+use txgate_tests::handler_doubles::{AcceptAll, NothingCommitted};
 
 struct Counting;
 
@@ -61,22 +59,6 @@ const T0: u64 = 1_700_000_000 * 1_000_000_000;
 /// Past two dedup intervals and two limiter windows: a pass starts on empty dedup generations
 /// and fresh limiter counts, with the limiter's keys and the key cache warm.
 const GAP: u64 = 150 * 1_000_000_000;
-
-struct NothingCommitted;
-
-impl CommittedTxids for NothingCommitted {
-    fn is_committed(&self, _: &Txid, _: Round, _: Round) -> bool {
-        false
-    }
-}
-
-struct Accept;
-
-impl PoolSink for Accept {
-    fn submit(&self, _: &Group) -> Result<(), PoolReject> {
-        Ok(())
-    }
-}
 
 /// One message: its bytes, its sender, its transactions, whether it calls apps.
 type Msg = (Vec<u8>, Origin, usize, bool);
@@ -159,7 +141,7 @@ fn handler(limited: bool, capacity: usize) -> TxHandler {
         },
         Arc::new(NothingCommitted),
         limiter,
-        Arc::new(Accept),
+        Arc::new(AcceptAll),
     )
     .unwrap()
 }
