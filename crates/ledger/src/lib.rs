@@ -16,8 +16,8 @@
 //!   pruning at open, the window's blooms loaded or rebuilt ([`store::OpenReport`]).
 //! - `store/index.rs`: a round's bloom and compact txid index **built** from its block
 //!   (`build_round_bloom`, `build_round_index`), and the index's search.
-//! - `store/rows.rs`: a round's bloom and index rows **persisted** (`write_rows`), pruning, the
-//!   network's rows and the network check.
+//! - `store/rows.rs`: a round's bloom and index rows **persisted** (`persist_round_rows`), pruning,
+//!   the network's rows and the network check.
 //! - `store/blocks.rs`: the block codec, and the one read of a stored block.
 //! - `store/tables.rs`: the database file, format version, tables and keys (private).
 //! - `store/window.rs`: the lock-free in-memory window of round blooms (seize-reclaimed).

@@ -17,7 +17,7 @@ use super::genesis::Genesis;
 use super::index::{
     PrefixIndex, build_round_bloom, build_round_index, search_format_1_row, search_prefixes,
 };
-use super::rows::{check_network, prune, write_genesis, write_rows};
+use super::rows::{check_network, persist_round_rows, prune, write_genesis};
 use super::tables::{
     BLOCKS, BLOOMS, META, META_FIRST, META_INDEXED_FROM, META_LATEST, TXID_PREFIXES, TXIDS,
 };
@@ -231,7 +231,7 @@ impl Ledger {
             }
         }
         if let Some((bloom, index)) = &indexed {
-            write_rows(&txn, round, bloom, index.as_deref())?;
+            persist_round_rows(&txn, round, bloom, index.as_deref())?;
         }
         if let Some(g) = &new_genesis {
             write_genesis(&txn, round, g)?;
@@ -390,7 +390,7 @@ impl Ledger {
 
     /// The bloom of `block` (tagged as `round`; `raw` its bytes) in the configured layout and
     /// the ledger's seed, and its compact index row when `with_index`: the rows
-    /// [`write_rows`] persists for the round.
+    /// [`persist_round_rows`] writes for the round.
     pub(super) fn build_round_rows(
         &self,
         block: &Block,

@@ -55,8 +55,8 @@
 //!   ([`OpenReport`]).
 //! - `index.rs`: a round's bloom and compact txid index built from its block
 //!   (`build_round_bloom`, `build_round_index`), and their search.
-//! - `rows.rs`: a round's rows persisted (`write_rows`), rounds pruned, the network's rows and
-//!   the network check.
+//! - `rows.rs`: a round's rows persisted (`persist_round_rows`), rounds pruned, the network's rows
+//!   and the network check.
 //! - `blocks.rs`: the block codec, and the one read of a stored block.
 //! - `tables.rs`: the database file, format version, tables and keys.
 //! - `window.rs`: the lock-free window of the last MaxTxnLife + 1 rounds' blooms.

@@ -12,7 +12,7 @@ use super::blocks::{Codec, stored_block};
 use super::config::LedgerConfig;
 use super::error::{LedgerError, db_err};
 use super::ledger::{Ledger, WriterState};
-use super::rows::{prune, read_genesis, write_rows};
+use super::rows::{persist_round_rows, prune, read_genesis};
 use super::tables::{
     BLOCKS, BLOOMS, DB_FILE, FORMAT_VERSION, FORMAT_VERSION_1, META, META_FIRST, META_FORMAT,
     META_INDEXED_FROM, META_LATEST, META_SEED, TXID_PREFIXES, TXIDS,
@@ -255,7 +255,7 @@ impl Ledger {
             // A rebuild writes the index row too, whatever `txid_index` says, so that the
             // marker's promise holds for every round it covers.
             let (bloom, index) = self.build_round_rows(&block, &raw, round, true)?;
-            write_rows(txn, round, &bloom, index.as_deref())?;
+            persist_round_rows(txn, round, &bloom, index.as_deref())?;
             blooms[i] = Some(bloom);
         }
         // With the index on, every round of the window now has its bloom and index rows; rounds

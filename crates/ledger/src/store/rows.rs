@@ -1,5 +1,5 @@
-//! A round's rows: the bloom and index rows written with it ([`write_rows`]), the deletes of
-//! rounds that leave the window ([`prune`]), and the `chain` table's network rows with the check
+//! A round's rows: the bloom and index rows written with it ([`persist_round_rows`]), the deletes
+//! of rounds that leave the window ([`prune`]), and the `chain` table's network rows with the check
 //! that a block belongs to the ledger's network ([`check_network`]).
 
 use redb::{ReadableTable, WriteTransaction};
@@ -17,7 +17,7 @@ use crate::Round;
 
 /// Writes a round's bloom row and, when given, its compact txid index row (idempotent:
 /// rewriting a round writes the same rows).
-pub(super) fn write_rows(
+pub(super) fn persist_round_rows(
     txn: &WriteTransaction,
     round: Round,
     bloom: &AnyBloom,
