@@ -37,13 +37,13 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use txgate_ledger::handler::{
-    CommittedTxids, DEFAULT_APP_KEY_CACHE, Group, HandlerConfig, HandlerStats, Message, Outcome,
-    PoolReject, PoolSink, Source, TxHandler,
-};
 use txgate_algorand::synth::{SynthTxn, encode_txn_message};
-use txgate_algorand::{Round, Txid};
+use txgate_ledger::handler::{
+    DEFAULT_APP_KEY_CACHE, Group, HandlerConfig, HandlerStats, Message, Outcome, PoolReject,
+    PoolSink, Source, TxHandler,
+};
 use txgate_ratelimit::{AppRateLimiter, Config};
+use txgate_tests::handler_doubles::NothingCommitted;
 
 /// Messages fed per iteration.
 const MESSAGES: usize = 32_768;
@@ -60,14 +60,6 @@ const SPAM: usize = 10 * 200;
 mod gossip;
 
 use gossip::GossipMsg;
-
-struct NothingCommitted;
-
-impl CommittedTxids for NothingCommitted {
-    fn is_committed(&self, _: &Txid, _: Round, _: Round) -> bool {
-        false
-    }
-}
 
 /// Accepts every group; once armed, holds the next one (the plug) until released.
 #[derive(Default)]

@@ -18,11 +18,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use iai_callgrind::{library_benchmark, library_benchmark_group, main};
-use txgate_ledger::handler::{
-    CommittedTxids, Group, HandlerConfig, Message, PoolReject, PoolSink, Source, TxHandler,
-};
-use txgate_algorand::{Round, Txid};
+use txgate_ledger::handler::{HandlerConfig, Message, Source, TxHandler};
 use txgate_ratelimit::{AppRateLimiter, Config};
+use txgate_tests::handler_doubles::{AcceptAll, NothingCommitted};
 
 // The spam generator is the criterion bench's only.
 #[allow(dead_code)]
@@ -33,22 +31,6 @@ mod gossip;
 const MESSAGES: usize = 1_000;
 const T0: u64 = 1_700_000_000 * 1_000_000_000;
 const GAP: u64 = 150 * 1_000_000_000;
-
-struct NothingCommitted;
-
-impl CommittedTxids for NothingCommitted {
-    fn is_committed(&self, _: &Txid, _: Round, _: Round) -> bool {
-        false
-    }
-}
-
-struct Accept;
-
-impl PoolSink for Accept {
-    fn submit(&self, _: &Group) -> Result<(), PoolReject> {
-        Ok(())
-    }
-}
 
 fn feed(h: &TxHandler, msgs: &[gossip::GossipMsg], now: u64) {
     for m in msgs {
@@ -85,7 +67,7 @@ fn warm(limited: bool, key_cache: usize) -> (TxHandler, Vec<gossip::GossipMsg>) 
         },
         Arc::new(NothingCommitted),
         limiter,
-        Arc::new(Accept),
+        Arc::new(AcceptAll),
     )
     .unwrap();
     feed(&h, &msgs, T0);

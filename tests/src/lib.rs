@@ -9,6 +9,8 @@
 //! - [`bloom_format`]: the version-1 form of a serialized bloom filter and what a loader must
 //!   write back for accepted bytes.
 //! - [`algod`]: a fake algod HTTP server over recorded blocks, for the CLI's algod source.
+//! - [`handler_doubles`]: stand-ins for the tx handler's committed check and transaction pool
+//!   (nothing committed, a recorded map, an accept-all pool, a recording pool).
 //! - This file: the real-data directory ([`data_dir`], [`data_file`]) and the real rounds' txids
 //!   ([`real_round_txids`]).
 //!
@@ -22,6 +24,7 @@ use std::path::PathBuf;
 pub mod algod;
 pub mod alloc;
 pub mod bloom_format;
+pub mod handler_doubles;
 pub mod rng;
 
 /// The real-data directory: `$TXGATE_DATA` if set, else `<workspace>/../shared/data`.

@@ -11,9 +11,9 @@
 
 use std::time::Instant;
 
+use txgate_algorand::synth::{SynthTxn, encode_block};
 use txgate_ledger::Round;
 use txgate_ledger::store::{Ledger, LedgerConfig};
-use txgate_algorand::synth::{SynthTxn, encode_block};
 
 const GEN: &str = "bench-v1";
 const GH: [u8; 32] = [0x42; 32];

@@ -1,13 +1,42 @@
 //! txgate-ledger: wires txgate-bloom and txgate-ratelimit into a node's transaction ingress.
 //!
-//! Modules:
-//! - [`store`]: the redb-backed ledger of Algorand blocks with per-round txid blooms over the
-//!   round window (`lookup_txid`, `find_txid`).
-//! - [`handler`]: go-algorand's transaction handler pipeline (dedup, decode, committed check,
-//!   app rate limiter under congestion, bounded backlog, workers, pool sink).
-//!
 //! The Algorand wire format (blocks, txids, sources) is [`txgate_algorand`]; [`Round`] and
-//! [`Txid`] are re-exported from it.
+//! [`Txid`] are re-exported from it. `store` and `handler` do not use each other: the one link,
+//! the ledger as the handler's committed check, is the `impl CommittedTxids for Ledger` below.
+//!
+//! # Modules
+//!
+//! [`store`]: the redb-backed ledger of Algorand blocks with per-round txid blooms over the
+//! window of the latest MaxTxnLife + 1 rounds ([`store::Ledger`]):
+//!
+//! - `store/ledger.rs`: the [`Ledger`](store::Ledger) type, its invariants, `add_block` (one
+//!   write transaction per round, then the bloom published) and the lookups (`lookup_txid`,
+//!   `find_txid`, `block`, `round_bloom`).
+//! - `store/open.rs`: `Ledger::open`: configuration and format checks, format-1 migration,
+//!   pruning at open, the window's blooms loaded or rebuilt ([`store::OpenReport`]).
+//! - `store/index.rs`: a round's bloom and compact txid index **built** from its block
+//!   (`build_round_bloom`, `build_round_index`), and the index's search.
+//! - `store/rows.rs`: a round's bloom and index rows **persisted** (`persist_round_rows`), pruning,
+//!   the network's rows and the network check.
+//! - `store/blocks.rs`: the block codec, and the one read of a stored block.
+//! - `store/tables.rs`: the database file, format version, tables and keys (private).
+//! - `store/window.rs`: the lock-free in-memory window of round blooms (seize-reclaimed).
+//! - `store/config.rs`, `store/error.rs`, `store/genesis.rs`: [`store::LedgerConfig`] and the
+//!   defaults, [`store::LedgerError`], [`store::Genesis`] (the network check's rule).
+//!
+//! [`handler`]: go-algorand's `TxHandler` pipeline ([`handler::TxHandler`]):
+//!
+//! - `handler/tx_handler.rs`: the [`TxHandler`](handler::TxHandler) type: `new`, `handle`,
+//!   workers, drain, shutdown, stats.
+//! - `handler/pipeline.rs`: a message's steps (size, dedup, decode, committed check, app rate
+//!   limiter under congestion, backlog) and the worker step into the pool.
+//! - `handler/workers.rs`: the worker loop, the park/unpark handshake, the shutdown sequence.
+//! - `handler/inner.rs`: the state shared with the workers (shutdown gate, wake-up slots).
+//! - `handler/config.rs`, `handler/types.rs`: [`handler::HandlerConfig`] with go-algorand's
+//!   defaults and errors; the traits and values at the edges ([`handler::CommittedTxids`],
+//!   [`handler::PoolSink`], [`handler::Message`], [`handler::Outcome`]).
+//! - `handler/dedup.rs`, `handler/keys.rs`, `handler/backlog.rs`, `handler/stats.rs`: the
+//!   raw-message dedup cache, the rate-limiter key cache, the bounded backlog, the counters.
 
 pub mod handler;
 pub mod store;

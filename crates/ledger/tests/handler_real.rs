@@ -4,16 +4,16 @@
 //! the indexer's `.response` JSON of each vector (its `id`, `first-valid`, `last-valid`,
 //! `application-id`, `foreign-apps`), not from the codec.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use txgate_ledger::handler::{
-    CommittedTxids, Group, HandlerConfig, Message, Outcome, PoolReject, PoolSink, Source, TxHandler,
-};
+use rmpv::Value;
+use txgate_ledger::handler::{CommittedTxids, HandlerConfig, Message, Outcome, Source, TxHandler};
+use txgate_ledger::store::{Ledger, LedgerConfig};
 use txgate_ledger::{Round, Txid};
 use txgate_ratelimit::Origin;
 use txgate_tests::data_file;
+use txgate_tests::handler_doubles::{NothingCommitted, RecordingPool};
 
 const NAMES: [&str; 30] = [
     "app_call_1",
@@ -87,27 +87,83 @@ fn vectors() -> Option<Vec<Vector>> {
     Some(out)
 }
 
-#[derive(Default)]
-struct Ledger(HashMap<Txid, Round>);
-
-impl CommittedTxids for Ledger {
-    fn is_committed(&self, txid: &Txid, first: Round, last: Round) -> bool {
-        self.0.get(txid).is_some_and(|r| (first..=last).contains(r))
+/// A block of `round` as algod stores it, with `signed` (vectors' `SignedTxn` bytes) as its
+/// payset: each entry's `txn` without `gen` and `gh` (the header carries them; `hgi` says the
+/// entry had `gen`), so the ledger computes the txids go-algorand does. The header's network is
+/// `genesis` (`gen`, nil for none, and `gh`); a vector of another network is refused by the
+/// ledger.
+fn block(round: Round, genesis: &(Value, Value), signed: &[&[u8]]) -> Vec<u8> {
+    let key = |k: &str| Value::from(k);
+    let entries: Vec<Value> = signed
+        .iter()
+        .map(|bytes| {
+            let Value::Map(fields) = rmpv::decode::read_value(&mut &bytes[..]).unwrap() else {
+                panic!("a SignedTxn is a map");
+            };
+            let mut had_gen = false;
+            let mut entry: Vec<(Value, Value)> = fields
+                .into_iter()
+                .map(|(k, v)| match (k.as_str(), v) {
+                    (Some("txn"), Value::Map(txn)) => {
+                        had_gen = txn.iter().any(|(k, _)| k.as_str() == Some("gen"));
+                        let txn = txn
+                            .into_iter()
+                            .filter(|(k, _)| !matches!(k.as_str(), Some("gen" | "gh")))
+                            .collect();
+                        (k, Value::Map(txn))
+                    }
+                    (_, v) => (k, v),
+                })
+                .collect();
+            if had_gen {
+                entry.push((key("hgi"), Value::Boolean(true)));
+            }
+            entry.sort_by(|a, b| a.0.as_str().cmp(&b.0.as_str()));
+            Value::Map(entry)
+        })
+        .collect();
+    let mut header = Vec::new();
+    if !genesis.0.is_nil() {
+        header.push((key("gen"), genesis.0.clone()));
     }
+    header.push((key("gh"), genesis.1.clone()));
+    header.push((key("rnd"), Value::from(round)));
+    if !entries.is_empty() {
+        header.push((key("txns"), Value::Array(entries)));
+    }
+    let block = Value::Map(vec![
+        (key("block"), Value::Map(header)),
+        (key("cert"), Value::Map(vec![])),
+    ]);
+    let mut out = Vec::new();
+    rmpv::encode::write_value(&mut out, &block).unwrap();
+    out
 }
 
-#[derive(Default)]
-struct Pool(Mutex<Vec<Group>>);
-
-impl PoolSink for Pool {
-    fn submit(&self, group: &Group) -> Result<(), PoolReject> {
-        self.0.lock().unwrap().push(group.clone());
-        Ok(())
-    }
+/// The network (`gen`, `gh`) a vector's transaction names (`gen` may be absent: nil).
+fn network(v: &Vector) -> (Value, Value) {
+    let Value::Map(fields) = rmpv::decode::read_value(&mut &v.bytes[..]).unwrap() else {
+        panic!("a SignedTxn is a map");
+    };
+    let txn = fields
+        .into_iter()
+        .find(|(k, _)| k.as_str() == Some("txn"))
+        .map(|(_, v)| v)
+        .unwrap();
+    let field = |name: &str| {
+        txn.as_map()
+            .unwrap()
+            .iter()
+            .find(|(k, _)| k.as_str() == Some(name))
+            .map(|(_, v)| v.clone())
+    };
+    let gh = field("gh").unwrap_or_else(|| panic!("{}: no gh", v.name));
+    (field("gen").unwrap_or(Value::Nil), gh)
 }
 
-fn handler(ledger: Ledger) -> (TxHandler, Arc<Pool>) {
-    let pool = Arc::new(Pool::default());
+/// A pool that keeps every group, and no committed transaction.
+fn handler(committed: Arc<dyn CommittedTxids + Send + Sync>) -> (TxHandler, Arc<RecordingPool>) {
+    let pool = Arc::new(RecordingPool::default());
     let h = TxHandler::new(
         HandlerConfig {
             backlog_capacity: 64,
@@ -115,7 +171,7 @@ fn handler(ledger: Ledger) -> (TxHandler, Arc<Pool>) {
             dedup_salt: Some([5; 16]),
             ..HandlerConfig::default()
         },
-        Arc::new(ledger),
+        committed,
         None,
         pool.clone(),
     )
@@ -134,7 +190,7 @@ fn msg(bytes: &[u8]) -> Message<'_> {
 #[test]
 fn real_signed_txns_reach_the_pool_with_the_indexer_txids() {
     let Some(vs) = vectors() else { return };
-    let (h, pool) = handler(Ledger::default());
+    let (h, pool) = handler(Arc::new(NothingCommitted));
     for v in &vs {
         assert_eq!(h.handle(&msg(&v.bytes)), Outcome::Enqueued, "{}", v.name);
     }
@@ -142,7 +198,7 @@ fn real_signed_txns_reach_the_pool_with_the_indexer_txids() {
         assert_eq!(h.handle(&msg(&v.bytes)), Outcome::Duplicate, "{}", v.name);
     }
     assert_eq!(h.drain(), 30);
-    let seen = pool.0.lock().unwrap();
+    let seen = pool.groups();
     for (v, g) in vs.iter().zip(seen.iter()) {
         assert_eq!(g.txns.len(), 1, "{}", v.name);
         let t = &g.txns[0];
@@ -169,22 +225,48 @@ fn real_signed_txns_reach_the_pool_with_the_indexer_txids() {
 fn real_txns_committed_inside_their_window_are_dropped() {
     let Some(vs) = vectors() else { return };
     let by_name = |n: &str| vs.iter().find(|v| v.name == n).unwrap();
-    let (call, pay) = (by_name("app_call_2"), by_name("payment"));
-    // app_call_2 is valid in [28, 1028]: committed at 500 is inside. payment is valid in
-    // [170537, 171537]: a commit at round 5 is outside its window.
-    let ledger = Ledger(HashMap::from([(call.txid, 500), (pay.txid, 5)]));
-    let (h, _pool) = handler(ledger);
+    let (call, upd) = (by_name("app_call_2"), by_name("app_update"));
+    // The committed check is the real ledger's (`impl CommittedTxids for Ledger`), over blocks
+    // of rounds 4..=500 of the vectors' network (no genesis id, one genesis hash).
+    // app_call_2 is valid in [28, 1028]: committed at 500 is inside. app_update is valid in
+    // [5, 1005]: a commit at round 4 is outside its window.
+    let genesis = network(call);
+    assert_eq!(network(upd), genesis, "both vectors are of one network");
+    assert_eq!(genesis.0, Value::Nil, "the vectors carry no genesis id");
+    assert_eq!(
+        [
+            (call.first_valid, call.last_valid),
+            (upd.first_valid, upd.last_valid)
+        ],
+        [(28, 1028), (5, 1005)]
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (ledger, _) = Ledger::open(dir.path(), LedgerConfig::default()).unwrap();
+    for round in 4..=500 {
+        let signed: &[&[u8]] = match round {
+            4 => &[&upd.bytes],
+            500 => &[&call.bytes],
+            _ => &[],
+        };
+        ledger.add_block(&block(round, &genesis, signed)).unwrap();
+    }
+    // The ledger computed the indexer's txids from the blocks.
+    let found = |txid| ledger.find_txid(txid, 0..=500).unwrap().map(|r| r.round);
+    assert_eq!((found(&call.txid), found(&upd.txid)), (Some(500), Some(4)));
+    let (h, _pool) = handler(Arc::new(ledger));
     assert_eq!(h.handle(&msg(&call.bytes)), Outcome::AlreadyCommitted);
-    assert_eq!(h.handle(&msg(&pay.bytes)), Outcome::Enqueued);
+    assert_eq!(h.handle(&msg(&upd.bytes)), Outcome::Enqueued);
     // In a group, the committed member drops the whole message.
-    let group = [pay.bytes.clone(), call.bytes.clone()].concat();
+    let group = [upd.bytes.clone(), call.bytes.clone()].concat();
     assert_eq!(h.handle(&msg(&group)), Outcome::AlreadyCommitted);
+    let st = h.stats();
+    assert_eq!((st.already_committed, st.enqueued), (2, 1));
 }
 
 #[test]
 fn real_groups_of_16_pass_and_17_are_too_large() {
     let Some(vs) = vectors() else { return };
-    let (h, pool) = handler(Ledger::default());
+    let (h, pool) = handler(Arc::new(NothingCommitted));
     let g16: Vec<u8> = vs[..16].iter().flat_map(|v| v.bytes.clone()).collect();
     let g17: Vec<u8> = vs[..17].iter().flat_map(|v| v.bytes.clone()).collect();
     assert_eq!(h.handle(&msg(&g16)), Outcome::Enqueued);
@@ -192,7 +274,7 @@ fn real_groups_of_16_pass_and_17_are_too_large() {
     // A truncated message is a decode error, never a panic.
     assert_eq!(h.handle(&msg(&g16[..g16.len() - 1])), Outcome::DecodeError);
     assert_eq!(h.drain(), 1);
-    let seen = pool.0.lock().unwrap();
+    let seen = pool.groups();
     let ids: Vec<Txid> = seen[0].txns.iter().map(|t| t.txid).collect();
     let want: Vec<Txid> = vs[..16].iter().map(|v| v.txid).collect();
     assert_eq!(ids, want);

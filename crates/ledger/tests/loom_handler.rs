@@ -16,12 +16,13 @@
 use std::sync::{Arc, Mutex};
 
 use loom::thread;
-use txgate_ledger::Txid;
 use txgate_algorand::codec::{DecodeError, Txn};
+use txgate_ledger::Txid;
 use txgate_ledger::handler::{
     CommittedTxids, Group, HandlerConfig, Message, Outcome, PoolReject, PoolSink, Source, TxHandler,
 };
 use txgate_ratelimit::Origin;
+use txgate_tests::handler_doubles::{NothingCommitted, RecordingPool};
 
 /// A message is one byte `b`: a payment whose txid is 32 bytes of `b`; empty is malformed.
 fn decode(bytes: &[u8]) -> Result<Vec<Txn>, DecodeError> {
@@ -39,26 +40,7 @@ fn decode(bytes: &[u8]) -> Result<Vec<Txn>, DecodeError> {
     }])
 }
 
-struct NothingCommitted;
-
-impl CommittedTxids for NothingCommitted {
-    fn is_committed(&self, _: &Txid, _: u64, _: u64) -> bool {
-        false
-    }
-}
-
-/// Records the first txid byte of every group it is handed.
-#[derive(Default)]
-struct Recorder(Mutex<Vec<u8>>);
-
-impl PoolSink for Recorder {
-    fn submit(&self, group: &Group) -> Result<(), PoolReject> {
-        self.0.lock().unwrap().push(group.txns[0].txid.0[0]);
-        Ok(())
-    }
-}
-
-fn handler(capacity: usize) -> (loom::sync::Arc<TxHandler>, Arc<Recorder>) {
+fn handler(capacity: usize) -> (loom::sync::Arc<TxHandler>, Arc<RecordingPool>) {
     handler_with(HandlerConfig {
         backlog_capacity: capacity,
         ..config()
@@ -75,8 +57,8 @@ fn config() -> HandlerConfig {
     }
 }
 
-fn handler_with(config: HandlerConfig) -> (loom::sync::Arc<TxHandler>, Arc<Recorder>) {
-    let sink = Arc::new(Recorder::default());
+fn handler_with(config: HandlerConfig) -> (loom::sync::Arc<TxHandler>, Arc<RecordingPool>) {
+    let sink = Arc::new(RecordingPool::default());
     let h = TxHandler::new(config, Arc::new(NothingCommitted), None, sink.clone()).unwrap();
     (loom::sync::Arc::new(h), sink)
 }
@@ -123,7 +105,7 @@ fn racing_pushes_and_a_pop_conserve_groups() {
         assert_eq!(enqueued.len() + full, 2, "{outcomes:?}");
         assert!(!enqueued.is_empty(), "one slot: the first push always fits");
         assert_eq!(popped + rest, enqueued.len());
-        let mut seen = sink.0.lock().unwrap().clone();
+        let mut seen = sink.first_txid_bytes();
         seen.sort_unstable();
         enqueued.sort_unstable();
         assert_eq!(seen, enqueued);
@@ -148,7 +130,7 @@ fn handle_racing_shutdown_is_refused_or_drained() {
         };
         h.shutdown();
         let outcome = t.join().unwrap();
-        let seen = sink.0.lock().unwrap().clone();
+        let seen = sink.first_txid_bytes();
         match outcome {
             Outcome::Enqueued => assert_eq!(seen, vec![5]),
             Outcome::ShutDown => assert!(seen.is_empty()),
@@ -182,7 +164,7 @@ fn racing_copies_enqueue_once() {
             .filter(|o| **o == Outcome::Duplicate)
             .count();
         assert_eq!((enq, dup), (1, 1), "{outcomes:?}");
-        assert_eq!(*sink.0.lock().unwrap(), vec![9]);
+        assert_eq!(sink.first_txid_bytes(), vec![9]);
         let st = h.stats();
         assert_eq!((st.enqueued, st.duplicate, st.processed()), (1, 1, 1));
     });
@@ -211,7 +193,7 @@ fn racing_copies_after_an_idle_gap_enqueue_once() {
         let enq = outcomes.iter().filter(|o| **o == Outcome::Enqueued).count();
         assert_eq!(enq, 1, "{outcomes:?}");
         h.drain();
-        assert_eq!(*sink.0.lock().unwrap(), vec![1, 9]);
+        assert_eq!(sink.first_txid_bytes(), vec![1, 9]);
     });
 }
 

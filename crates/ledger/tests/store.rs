@@ -5,14 +5,16 @@
 
 use std::collections::{HashMap, HashSet};
 
-use redb::{Database, ReadableTable};
+use redb::{Database, ReadableTable, TableDefinition};
 use txgate_algorand::source::BlockSource;
-use txgate_ledger::store::{
-    BLOOMS, DB_FILE, Ledger, LedgerConfig, LedgerError, RebuildReason, TxRecord,
-};
 use txgate_algorand::synth::{SynthTxn, encode_block};
+use txgate_ledger::store::{DB_FILE, Ledger, LedgerConfig, LedgerError, RebuildReason, TxRecord};
 use txgate_ledger::{Round, Txid};
 use txgate_tests::{data_file, real_round_txids};
+
+/// The `blooms` table, named as the store's format documents it, to damage a row (the store's
+/// table definitions are private).
+const BLOOMS: TableDefinition<'static, u64, &[u8]> = TableDefinition::new("blooms");
 
 /// Round -> txids in block order.
 type RoundTxids = HashMap<Round, Vec<Txid>>;

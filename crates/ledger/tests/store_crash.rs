@@ -12,13 +12,18 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use redb::{Database, ReadableTable};
-use txgate_ledger::store::{
-    BLOCKS, BLOOMS, DB_FILE, Ledger, LedgerConfig, LedgerError, PREFIX_ENTRY_BYTES, TXID_PREFIXES,
-    TxRecord,
-};
+use redb::{Database, ReadableTable, TableDefinition};
 use txgate_algorand::synth::{SynthTxn, encode_block};
+use txgate_ledger::store::{DB_FILE, Ledger, LedgerConfig, LedgerError, TxRecord};
 use txgate_ledger::{Round, Txid};
+
+// The on-disk rows this test inspects after a kill, named as the store's format documents them
+// (the store's table definitions are private; this test checks the format, not the API).
+const BLOCKS: TableDefinition<'static, u64, &[u8]> = TableDefinition::new("blocks");
+const BLOOMS: TableDefinition<'static, u64, &[u8]> = TableDefinition::new("blooms");
+const TXID_PREFIXES: TableDefinition<'static, u64, &[u8]> = TableDefinition::new("txid_prefixes");
+/// Bytes per txn of a compact index row: a 4-byte txid prefix and a 4-byte entry offset.
+const PREFIX_ENTRY_BYTES: usize = 8;
 
 const CHILD_ENV: &str = "TXGATE_LEDGER_CRASH_DIR";
 

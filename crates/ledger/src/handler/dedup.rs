@@ -6,12 +6,10 @@
 //! - Key: a salted digest of the message bytes. Upstream: BLAKE2b-256(msg || 4-byte salt), the
 //!   salt redrawn at every swap. Here: SHA-256(16-byte salt || msg), one salt per handler
 //!   (random, or given for reproducible runs). SHA-256 because the crate already depends on
-//!   `sha2` (for txids) and `sha2` uses the x86 SHA extensions where the CPU has them. Measured
-//!   on a shared 2-core x86 machine with SHA-NI (noisy: load average about 7), the dedup step
-//!   added about 1.5 us per 216-byte message with SHA-512/256 (no hardware support) and about
-//!   0.45 us with SHA-256. The salt
-//!   keeps a peer from predicting keys, so it cannot make another peer's message look like a
-//!   duplicate of its own.
+//!   `sha2` (for txids) and `sha2` uses the x86 SHA extensions where the CPU has them, which
+//!   SHA-512/256 (the txid hash) cannot use: the dedup step hashes every message, so it takes
+//!   the hash the hardware runs fastest. The salt keeps a peer from predicting keys, so it
+//!   cannot make another peer's message look like a duplicate of its own.
 //! - Two generations, *current* and *previous*. A message is a duplicate iff its key is in
 //!   either. A new key goes into *current*.
 //! - Size rotation: when *current* already holds `max_size` keys and a new key arrives, previous

@@ -1,10 +1,10 @@
 //! A bounded cache of the rate limiter's derived keys, per (origin, app id).
 //!
-//! Deriving an [`AppKey`] costs one BLAKE2b-256 ([`AppRateLimiter::app_key`], about 300 ns on
-//! this project's machine), more than the rest of an admission; go-algorand derives it for every
-//! app of every message. A peer's connection sends many messages for the same apps, so the
-//! handler derives each (origin, app) key once and keeps it: the limiter's API takes pre-derived
-//! keys ([`AppRateLimiter::admit_keys`], [`AppRateLimiter::penalize_keys`]) for this use. A key is
+//! Deriving an [`AppKey`] costs one BLAKE2b-256 ([`AppRateLimiter::app_key`]), more than the
+//! rest of an admission; go-algorand derives it for every app of every message. A peer's
+//! connection sends many messages for the same apps, so the handler derives each (origin, app)
+//! key once and keeps it: the limiter's API takes pre-derived keys
+//! ([`AppRateLimiter::admit_keys`], [`AppRateLimiter::penalize_keys`]) for this use. A key is
 //! only meaningful to the limiter that derived it (its salt), so a cache belongs to one limiter:
 //! the handler's.
 //!

@@ -1,0 +1,219 @@
+//! [`HandlerConfig`], its go-algorand defaults and its check ([`HandlerConfig::validate`]); the
+//! errors of building a handler and starting its workers.
+
+use std::time::Duration;
+
+use txgate_algorand::codec;
+
+use super::types::DecodeFn;
+
+/// go-algorand `TxBacklogSize` default (config.Local, `version[27]:"26000"`): groups the backlog
+/// holds before it drops.
+pub const DEFAULT_BACKLOG_CAPACITY: usize = 26_000;
+
+/// go-algorand `TxBacklogAppRateLimitingCongestionPct` default (config.Local,
+/// `version[38]:"10"`): the app rate limiter runs once the backlog holds more than this percentage
+/// of its capacity.
+pub const DEFAULT_CONGESTION_PCT: u32 = 10;
+
+/// go-algorand `TxIncomingFilterMaxSize` default (config.Local, `version[28]:"500000"`): keys in
+/// the current generation of the raw-message dedup cache before it rotates.
+pub const DEFAULT_DEDUP_MAX_SIZE: usize = 500_000;
+
+/// go-algorand's dedup rotation period: `handler.msgCache.Start(handler.ctx, 60*time.Second)` in
+/// `TxHandler.Start`.
+pub const DEFAULT_DEDUP_INTERVAL: Duration = Duration::from_secs(60);
+
+/// go-algorand `bounds.MaxTxGroupSize` (consensus `MaxTxGroupSize` = 16): transactions per group.
+pub const DEFAULT_MAX_GROUP_SIZE: usize = 16;
+
+/// Default of [`HandlerConfig::app_key_cache`]: (origin, app) keys remembered, 2^17 (32 bytes
+/// each: 4 MiB, allocated when the handler is built).
+pub const DEFAULT_APP_KEY_CACHE: usize = 131_072;
+
+/// go-algorand `protocol.TxnTagMaxSize` (protocol/tags.go, returned by
+/// `protocol.Tag.MaxMessageSize` for `TxnTag` = "TX"): bytes of a transaction message. Its
+/// network layer drops a longer message of that tag before any handler reads it; upstream
+/// chose it as "a bit bigger than a txn group can be" (see its `TestMaxSizesCorrect`).
+pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 5_000_000;
+
+/// Configuration of a [`TxHandler`](super::TxHandler). Defaults are go-algorand's (see each
+/// constant).
+#[derive(Clone, Debug)]
+pub struct HandlerConfig {
+    /// Groups the backlog holds (default [`DEFAULT_BACKLOG_CAPACITY`] = 26,000).
+    pub backlog_capacity: usize,
+    /// Consult the app rate limiter under congestion (default `true`, go-algorand
+    /// `EnableTxBacklogAppRateLimiting`). Needs a limiter passed to
+    /// [`TxHandler::new`](super::TxHandler::new).
+    pub app_rate_limiting: bool,
+    /// Derived rate-limiter keys remembered, one per (origin, app id) pair, in a fixed
+    /// set-associative cache (default [`DEFAULT_APP_KEY_CACHE`] = 131,072, rounded up to a power
+    /// of two; 0 derives every key for every message, as go-algorand does). Only used with a
+    /// limiter.
+    pub app_key_cache: usize,
+    /// Congestion threshold in percent of `backlog_capacity`, 0 to 100 (default
+    /// [`DEFAULT_CONGESTION_PCT`] = 10): the limiter runs when `backlog.len() >
+    /// backlog_capacity * congestion_pct / 100`.
+    pub congestion_pct: u32,
+    /// Deduplicate raw messages (default `true`, go-algorand `TxIncomingFilteringFlags` = 1).
+    pub dedup: bool,
+    /// Keys in the dedup cache's current generation before it rotates (default
+    /// [`DEFAULT_DEDUP_MAX_SIZE`] = 500,000); up to twice this many are remembered.
+    pub dedup_max_size: usize,
+    /// Dedup rotation period (default [`DEFAULT_DEDUP_INTERVAL`] = 60 s), on the messages'
+    /// clock.
+    pub dedup_interval: Duration,
+    /// The 16-byte dedup salt; `None` (default) draws one from the OS.
+    pub dedup_salt: Option<[u8; 16]>,
+    /// Most transactions in one group (default [`DEFAULT_MAX_GROUP_SIZE`] = 16).
+    pub max_group_size: usize,
+    /// Most bytes in one message (default [`DEFAULT_MAX_MESSAGE_SIZE`] = 5,000,000, go-algorand's
+    /// limit for transaction messages); longer ones get
+    /// [`Outcome::MessageTooLarge`](super::Outcome::MessageTooLarge) before any other step.
+    pub max_message_size: usize,
+    /// The message decoder (default [`codec::decode_txn_message`]).
+    pub decoder: DecodeFn,
+}
+
+impl Default for HandlerConfig {
+    fn default() -> Self {
+        Self {
+            backlog_capacity: DEFAULT_BACKLOG_CAPACITY,
+            app_rate_limiting: true,
+            app_key_cache: DEFAULT_APP_KEY_CACHE,
+            congestion_pct: DEFAULT_CONGESTION_PCT,
+            dedup: true,
+            dedup_max_size: DEFAULT_DEDUP_MAX_SIZE,
+            dedup_interval: DEFAULT_DEDUP_INTERVAL,
+            dedup_salt: None,
+            max_group_size: DEFAULT_MAX_GROUP_SIZE,
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            decoder: codec::decode_txn_message,
+        }
+    }
+}
+
+impl HandlerConfig {
+    /// Checks the configuration as [`TxHandler::new`](super::TxHandler::new) does, without building
+    /// anything: the checks a CLI or a node's config loader runs before it starts.
+    ///
+    /// ```
+    /// use txgate_ledger::handler::{HandlerConfig, HandlerConfigError};
+    /// let bad = HandlerConfig { congestion_pct: 150, ..HandlerConfig::default() };
+    /// assert!(matches!(bad.validate(), Err(HandlerConfigError::CongestionPct(150))));
+    /// assert!(HandlerConfig::default().validate().is_ok());
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`HandlerConfigError`] for a zero backlog capacity, group size or message size, a
+    /// congestion percentage above 100, or (with dedup on) a zero dedup size or interval.
+    pub fn validate(&self) -> Result<(), HandlerConfigError> {
+        if self.backlog_capacity == 0 {
+            return Err(HandlerConfigError::ZeroBacklogCapacity);
+        }
+        if self.congestion_pct > 100 {
+            return Err(HandlerConfigError::CongestionPct(self.congestion_pct));
+        }
+        if self.max_group_size == 0 {
+            return Err(HandlerConfigError::ZeroMaxGroupSize);
+        }
+        if self.max_message_size == 0 {
+            return Err(HandlerConfigError::ZeroMaxMessageSize);
+        }
+        if self.dedup {
+            if self.dedup_max_size == 0 {
+                return Err(HandlerConfigError::ZeroDedupMaxSize);
+            }
+            if self.dedup_interval.is_zero() {
+                return Err(HandlerConfigError::ZeroDedupInterval);
+            }
+        }
+        Ok(())
+    }
+
+    /// The backlog length above which the app rate limiter runs:
+    /// `backlog_capacity * congestion_pct / 100`, floored (2,600 by default). go-algorand computes
+    /// `int(float64(TxBacklogSize) * float64(pct) / 100)`, the same value for these integers.
+    pub fn congestion_threshold(&self) -> usize {
+        let t = (self.backlog_capacity as u128) * u128::from(self.congestion_pct) / 100;
+        usize::try_from(t).unwrap_or(usize::MAX)
+    }
+}
+
+/// Why [`TxHandler::new`](super::TxHandler::new) refused a configuration.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HandlerConfigError {
+    /// `backlog_capacity` is zero.
+    #[error("backlog_capacity must be at least 1")]
+    ZeroBacklogCapacity,
+    /// `congestion_pct` is above 100 (go-algorand rejects the same).
+    #[error("congestion_pct must be 0..=100, got {0}")]
+    CongestionPct(u32),
+    /// Dedup is on with `dedup_max_size` zero.
+    #[error("dedup_max_size must be at least 1 when dedup is on")]
+    ZeroDedupMaxSize,
+    /// Dedup is on with a zero (or sub-nanosecond) `dedup_interval`.
+    #[error("dedup_interval must be at least 1 ns when dedup is on")]
+    ZeroDedupInterval,
+    /// `max_group_size` is zero.
+    #[error("max_group_size must be at least 1")]
+    ZeroMaxGroupSize,
+    /// `max_message_size` is zero (every message would be dropped).
+    #[error("max_message_size must be at least 1")]
+    ZeroMaxMessageSize,
+    /// `app_rate_limiting` is on but no limiter was given (go-algorand rejects an enabled app
+    /// limiter of size zero).
+    #[error("app_rate_limiting is on but no AppRateLimiter was given (pass one, or turn it off)")]
+    MissingLimiter,
+    /// The OS random source failed while drawing the dedup salt.
+    #[error("drawing the dedup salt from the OS failed: {0}")]
+    Salt(getrandom::Error),
+}
+
+/// Why [`TxHandler::start_workers`](super::TxHandler::start_workers) refused.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WorkerError {
+    /// Workers were started already.
+    #[error("workers already started")]
+    AlreadyStarted,
+    /// The handler is shut down.
+    #[error("the handler is shut down")]
+    ShutDown,
+    /// `n` was zero.
+    #[error("start at least one worker")]
+    ZeroWorkers,
+    /// The OS refused a thread.
+    #[error("spawning worker {index} failed: {source}")]
+    Spawn {
+        /// Index of the worker that failed (those before it run and are joined at shutdown).
+        index: usize,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn congestion_threshold_floors() {
+        let c = |cap, pct| {
+            HandlerConfig {
+                backlog_capacity: cap,
+                congestion_pct: pct,
+                ..HandlerConfig::default()
+            }
+            .congestion_threshold()
+        };
+        assert_eq!(HandlerConfig::default().congestion_threshold(), 2_600);
+        assert_eq!(c(19, 10), 1);
+        assert_eq!(c(20, 10), 2);
+        assert_eq!(c(7, 0), 0);
+        assert_eq!(c(7, 100), 7);
+    }
+}

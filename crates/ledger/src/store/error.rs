@@ -1,0 +1,163 @@
+//! [`LedgerError`]: why a ledger operation failed.
+
+use std::path::PathBuf;
+
+use txgate_algorand::codec::DecodeError;
+use txgate_bloom::{BuildError, LoadError};
+
+use super::genesis::Genesis;
+use super::tables::FORMAT_VERSION;
+use crate::Round;
+
+/// Why a ledger operation failed. Every variant names the round (or file) concerned.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LedgerError {
+    /// The configuration is not usable.
+    #[error("invalid ledger configuration: {0}")]
+    Config(String),
+    /// The ledger directory could not be created.
+    #[error("cannot create ledger directory {path}: {source}")]
+    Dir {
+        /// The directory.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The database could not be opened (locked by another process, corrupt, unreadable).
+    #[error("cannot open ledger database {path}: {source}")]
+    Open {
+        /// The database file.
+        path: PathBuf,
+        /// redb's error.
+        source: Box<redb::Error>,
+    },
+    /// The database was written by another format version.
+    #[error("ledger database {path} has format {found}, this build reads format {FORMAT_VERSION}")]
+    Format {
+        /// The database file.
+        path: PathBuf,
+        /// The version found.
+        found: u64,
+    },
+    /// A database operation failed.
+    #[error("ledger store error{}: {source}", fmt_round(*.round))]
+    Store {
+        /// The round concerned, if any.
+        round: Option<Round>,
+        /// redb's error.
+        source: Box<redb::Error>,
+    },
+    /// `add_block` of a round that is not the latest + 1. Nothing was written.
+    #[error("block of round {got} is out of order: the next round is {expected}")]
+    OutOfOrder {
+        /// latest + 1.
+        expected: Round,
+        /// The round of the block.
+        got: Round,
+    },
+    /// Block bytes do not decode (given to `add_block`, or stored and read back).
+    #[error("block{} does not decode: {source}", fmt_round(*.round))]
+    Decode {
+        /// The round, when known (stored blocks).
+        round: Option<Round>,
+        /// The codec's error.
+        source: DecodeError,
+    },
+    /// A round's bloom could not be built.
+    #[error("cannot build the bloom of round {round}: {source}")]
+    Bloom {
+        /// The round.
+        round: Round,
+        /// The bloom crate's error.
+        source: BuildError,
+    },
+    /// `add_block` of a block of another network than the ledger's (its genesis id or hash
+    /// differs from the ledger's first block's). Nothing was written.
+    #[error(
+        "block of round {round} is from network {block}, but the ledger holds network {ledger}; nothing was written"
+    )]
+    OtherNetwork {
+        /// The round of the block.
+        round: Round,
+        /// The block's network (boxed: keeps the error small).
+        block: Box<Genesis>,
+        /// The ledger's network.
+        ledger: Box<Genesis>,
+    },
+    /// More transactions in one block than the index can number (`u32`).
+    #[error("block of round {round} has {count} transactions, more than u32::MAX")]
+    TooManyTxns {
+        /// The round.
+        round: Round,
+        /// Its transaction count.
+        count: usize,
+    },
+    /// A lookup of a round after the latest one.
+    #[error("round {round} is after the latest round ({})", fmt_opt(*.latest))]
+    BeyondLatest {
+        /// The round asked for.
+        round: Round,
+        /// The latest round (`None`: empty ledger).
+        latest: Option<Round>,
+    },
+    /// A lookup of a round whose block is not kept (pruned, or before the ledger's first round).
+    #[error("round {round} is not kept: the oldest kept round is {first}")]
+    NotKept {
+        /// The round asked for.
+        round: Round,
+        /// The oldest kept round.
+        first: Round,
+    },
+    /// A block too large for the compact txid index's 32-bit entry offsets (4 GiB).
+    #[error("block of round {round} is {bytes} bytes, more than the txid index addresses")]
+    BlockTooLarge {
+        /// The round.
+        round: Round,
+        /// The block's bytes.
+        bytes: usize,
+    },
+    /// The block bytes given with a decoded block are not its encoding (their payset has
+    /// another number of entries).
+    #[error("the bytes given for round {round} hold {found} payset entries, the block {expected}")]
+    RawMismatch {
+        /// The round.
+        round: Round,
+        /// Txns in the decoded block.
+        expected: usize,
+        /// Entries in the bytes.
+        found: usize,
+    },
+    /// A stored bloom's bytes do not load (damaged after the ledger was opened).
+    #[error("the stored bloom of round {round} does not load: {source}")]
+    StoredBloom {
+        /// The round.
+        round: Round,
+        /// The bloom crate's error.
+        source: LoadError,
+    },
+    /// The database lacks a row it must have (the file was damaged or edited).
+    #[error("ledger database is missing the {what} of round {round}")]
+    Missing {
+        /// Which row: "block" or "txid index".
+        what: &'static str,
+        /// The round.
+        round: Round,
+    },
+}
+
+fn fmt_round(round: Option<Round>) -> String {
+    round.map(|r| format!(" (round {r})")).unwrap_or_default()
+}
+
+fn fmt_opt(round: Option<Round>) -> String {
+    round.map_or_else(|| "none".to_owned(), |r| r.to_string())
+}
+
+/// Maps a redb error into [`LedgerError::Store`] for `round`.
+pub(super) fn db_err<E: Into<redb::Error>>(round: Option<Round>) -> impl FnOnce(E) -> LedgerError {
+    move |e| LedgerError::Store {
+        round,
+        source: Box::new(e.into()),
+    }
+}

@@ -1,0 +1,481 @@
+//! [`Ledger`]: its state, the write path ([`Ledger::add_decoded_block`]) and the lookups
+//! ([`Ledger::lookup_txid`], [`Ledger::find_txid`], [`Ledger::block`], [`Ledger::round_bloom`]).
+//! Opening is in `open.rs`.
+
+use std::ops::RangeInclusive;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use redb::{Database, ReadTransaction};
+use txgate_algorand::codec::Block;
+use txgate_bloom::AnyBloom;
+
+use super::blocks::{Codec, stored_block};
+use super::config::LedgerConfig;
+use super::error::{LedgerError, db_err};
+use super::genesis::Genesis;
+use super::index::{
+    PrefixIndex, build_round_bloom, build_round_index, search_format_1_row, search_prefixes,
+};
+use super::rows::{check_network, persist_round_rows, prune, write_genesis};
+use super::tables::{
+    BLOCKS, BLOOMS, META, META_FIRST, META_INDEXED_FROM, META_LATEST, TXID_PREFIXES, TXIDS,
+};
+use super::window::{Probe, Window};
+use crate::{Round, Txid};
+
+/// Where a txid was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TxRecord {
+    /// The round whose block holds the transaction.
+    pub round: Round,
+    /// Its position in the block's payset (0-based; the first one when a payset repeats a txid).
+    pub index: u32,
+}
+
+/// A persistent ledger of Algorand blocks with per-round txid blooms. `Send + Sync`: share it
+/// by reference or `Arc`; one `add_block` runs at a time (a writer lock), lookups never wait
+/// for it.
+///
+/// The fields are set by [`Ledger::open`] (`open.rs`), which establishes their invariants.
+pub struct Ledger {
+    pub(super) db: Database,
+    /// The database file: `DB_FILE` in the ledger directory.
+    pub(super) path: PathBuf,
+    /// Checked at open: a false-positive rate in (0, 1), `max_txn_life <= MAX_WINDOW_ROUNDS`.
+    pub(super) config: LedgerConfig,
+    /// The persisted bloom seed (not necessarily `config.bloom_seed`): every bloom of the window
+    /// was built or loaded with it (open rebuilds a stored bloom with another), so
+    /// [`Ledger::find_txid`] hashes a txid once for all rounds.
+    pub(super) seed: u64,
+    pub(super) codec: Codec,
+    /// Blooms of the last MaxTxnLife + 1 rounds: its capacity is `config.max_txn_life + 1`, so
+    /// every round `find_txid` searches (latest - MaxTxnLife ..= latest) is in it. A round is
+    /// published only after its write transaction commits, so a reader that finds it in the
+    /// window finds its rows in the database. `None` values when blooms are disabled (the
+    /// window then only publishes the latest round) or for rounds added while they were.
+    pub(super) window: Window<Option<AnyBloom>>,
+    /// Serializes writers; holds the oldest kept round and the network (`None`: empty ledger).
+    pub(super) writer: Mutex<WriterState>,
+}
+
+/// The writer's state, assigned only after a write transaction commits (so a writer that
+/// panics leaves it consistent, and a poisoned lock is still usable).
+pub(super) struct WriterState {
+    /// The oldest kept round: `META_FIRST` in the database.
+    pub(super) first: Option<Round>,
+    /// The network of the ledger's blocks (`None`: empty ledger); as in the `chain` table.
+    pub(super) genesis: Option<Genesis>,
+}
+
+impl std::fmt::Debug for Ledger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ledger")
+            .field("path", &self.path)
+            .field("config", &self.config)
+            .field("seed", &self.seed)
+            .field("latest", &self.window.latest())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Ledger {
+    /// The configuration the ledger runs with (the seed in use is [`Ledger::bloom_seed`]).
+    pub fn config(&self) -> &LedgerConfig {
+        &self.config
+    }
+
+    /// The bloom hash seed in use (persisted at creation).
+    pub fn bloom_seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The latest round (`None`: empty ledger). Lock-free.
+    pub fn latest(&self) -> Option<Round> {
+        self.window.latest()
+    }
+
+    /// The oldest kept round (`None`: empty ledger). Takes the writer lock briefly.
+    pub fn first(&self) -> Option<Round> {
+        self.writer.lock().unwrap_or_else(|e| e.into_inner()).first
+    }
+
+    /// The network of the ledger's blocks, from its first block (`None`: empty ledger). Takes
+    /// the writer lock briefly.
+    pub fn genesis(&self) -> Option<Genesis> {
+        self.writer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .genesis
+            .clone()
+    }
+
+    /// Checks that `block` is of the ledger's network (see [`Genesis`]); an empty ledger takes
+    /// any. [`Ledger::add_decoded_block`] runs this check; a caller that skips blocks it
+    /// already holds can run it on them too.
+    ///
+    /// # Errors
+    ///
+    /// [`LedgerError::OtherNetwork`] naming both networks.
+    pub fn check_network(&self, block: &Block) -> Result<(), LedgerError> {
+        let writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        check_network(writer.genesis.as_ref(), block)
+    }
+
+    /// Decodes `raw` (msgpack `{block, cert}` or a bare block, as algod serves and stores
+    /// blocks) and adds it as the next round; returns the round.
+    ///
+    /// # Errors
+    ///
+    /// [`LedgerError::Decode`] if `raw` is not a block; otherwise as
+    /// [`Ledger::add_decoded_block`]. Nothing is written on error.
+    pub fn add_block(&self, raw: &[u8]) -> Result<Round, LedgerError> {
+        let block = (self.codec.decode)(raw).map_err(|source| LedgerError::Decode {
+            round: None,
+            source,
+        })?;
+        self.add_decoded_block(&block, raw)
+    }
+
+    /// Adds an already decoded block as the next round: `block.round` must be the latest
+    /// round plus one, or any round for an empty ledger (a ledger may start at any round, e.g. from
+    /// a catchpoint; the first round is kept in `meta`). `raw` is stored as the block's bytes and
+    /// must be the encoding `block` was decoded from: the txid index points into it, and the
+    /// blooms-disabled lookups and bloom rebuilds decode it again. (A block from
+    /// [`decode_block`](txgate_algorand::codec::decode_block) carries its entries' offsets; for one
+    /// built by hand `raw` is scanned for them.)
+    ///
+    /// The block must be of the ledger's network (see [`Genesis`]); the first block names it.
+    ///
+    /// One write transaction stores the block bytes, the round's bloom and its txid index row
+    /// (and, non-archival, deletes the round that leaves the window); after the commit the
+    /// bloom is published to readers. One writer at a time: concurrent calls wait for each
+    /// other; lookups do not wait.
+    ///
+    /// # Errors
+    ///
+    /// [`LedgerError::OutOfOrder`], [`LedgerError::OtherNetwork`], [`LedgerError::TooManyTxns`],
+    /// [`LedgerError::Bloom`], [`LedgerError::Store`]; with the txid index, [`LedgerError::Decode`]
+    /// or [`LedgerError::RawMismatch`] when `raw` is not the block's encoding and
+    /// [`LedgerError::BlockTooLarge`]. Nothing is written or published on error.
+    pub fn add_decoded_block(&self, block: &Block, raw: &[u8]) -> Result<Round, LedgerError> {
+        // A panicking writer cannot leave the state half-updated: `first` is assigned only after
+        // the commit, so a poisoned lock is still consistent.
+        let mut writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let round = block.round;
+        if let Some(latest) = self.window.latest() {
+            let expected = latest.checked_add(1).ok_or(LedgerError::OutOfOrder {
+                expected: latest,
+                got: round,
+            })?;
+            if round != expected {
+                return Err(LedgerError::OutOfOrder {
+                    expected,
+                    got: round,
+                });
+            }
+        }
+        if round == u64::MAX {
+            // The window encodes latest + 1; no chain gets there.
+            return Err(LedgerError::OutOfOrder {
+                expected: u64::MAX - 1,
+                got: round,
+            });
+        }
+        check_network(writer.genesis.as_ref(), block)?;
+        // The first block names the network; a zero hash is learnt when a block sets it.
+        let genesis = Genesis::of(block);
+        let new_genesis = match &writer.genesis {
+            Some(g) if g.hash != [0; 32] || genesis.hash == [0; 32] => None,
+            Some(g) => Some(Genesis {
+                id: g.id.clone(),
+                hash: genesis.hash,
+            }),
+            None => Some(genesis),
+        };
+        let indexed = if self.config.blooms {
+            Some(self.build_round_rows(block, raw, round, self.config.txid_index)?)
+        } else {
+            None
+        };
+        let indexed_round = self.config.blooms && self.config.txid_index;
+
+        let txn = self.db.begin_write().map_err(db_err(Some(round)))?;
+        let first = writer.first.unwrap_or(round);
+        let mut new_first = first;
+        {
+            let mut blocks = txn.open_table(BLOCKS).map_err(db_err(Some(round)))?;
+            blocks.insert(round, raw).map_err(db_err(Some(round)))?;
+        }
+        {
+            let mut meta = txn.open_table(META).map_err(db_err(Some(round)))?;
+            meta.insert(META_LATEST, round)
+                .map_err(db_err(Some(round)))?;
+            if writer.first.is_none() {
+                meta.insert(META_FIRST, round)
+                    .map_err(db_err(Some(round)))?;
+                if indexed_round {
+                    meta.insert(META_INDEXED_FROM, round)
+                        .map_err(db_err(Some(round)))?;
+                }
+            }
+            if !indexed_round {
+                // This round has no bloom or no index row.
+                meta.remove(META_INDEXED_FROM)
+                    .map_err(db_err(Some(round)))?;
+            }
+        }
+        if let Some((bloom, index)) = &indexed {
+            persist_round_rows(&txn, round, bloom, index.as_deref())?;
+        }
+        if let Some(g) = &new_genesis {
+            write_genesis(&txn, round, g)?;
+        }
+        if !self.config.archival {
+            let window_start = round.saturating_sub(self.config.max_txn_life);
+            if first < window_start {
+                prune(&txn, first, window_start)?;
+                new_first = window_start;
+            }
+        }
+        txn.commit().map_err(db_err(Some(round)))?;
+        writer.first = Some(new_first);
+        if new_genesis.is_some() {
+            writer.genesis = new_genesis;
+        }
+        self.window.publish(round, indexed.map(|(bloom, _)| bloom));
+        Ok(round)
+    }
+
+    /// Looks `txid` up in `round`. With blooms, a round of the window whose bloom says "no" is
+    /// answered without touching the database; "maybe" (or a kept round older than the window)
+    /// goes to the exact txid index. Without blooms, the round's block is loaded and decoded
+    /// and its txids compared (go-algorand's baseline). Both give identical answers.
+    ///
+    /// # Errors
+    ///
+    /// [`LedgerError::BeyondLatest`] for a round after the latest; [`LedgerError::NotKept`] for
+    /// a round before the oldest kept one; [`LedgerError::Store`]; blooms disabled (or rounds
+    /// indexed without blooms): [`LedgerError::Missing`], [`LedgerError::Decode`].
+    pub fn lookup_txid(&self, txid: &Txid, round: Round) -> Result<Option<TxRecord>, LedgerError> {
+        let reader = self.window.reader();
+        match reader.get(round) {
+            Probe::Beyond(latest) => Err(LedgerError::BeyondLatest { round, latest }),
+            Probe::Hit(entry) => match &*entry {
+                Some(bloom) if !bloom.contains_id(txid.as_bytes()) => Ok(None),
+                Some(_) => self.confirm_in_round(&self.read()?, txid, round, true),
+                None => self.confirm_in_round(&self.read()?, txid, round, false),
+            },
+            Probe::Outside => self.confirm_in_round(&self.read()?, txid, round, self.config.blooms),
+        }
+    }
+
+    /// Finds `txid` in `rounds`, newest round first, over at most the window (the latest
+    /// MaxTxnLife + 1 rounds): rounds after the latest or before the window are skipped. This is
+    /// the tx handler's "already committed?" check over a transaction's validity window
+    /// (first valid ..= last valid). With blooms, each round costs one bloom probe (the txid is
+    /// hashed once) unless the bloom says "maybe".
+    ///
+    /// # Errors
+    ///
+    /// As [`Ledger::lookup_txid`], except that rounds outside the window are not errors.
+    pub fn find_txid(
+        &self,
+        txid: &Txid,
+        rounds: RangeInclusive<Round>,
+    ) -> Result<Option<TxRecord>, LedgerError> {
+        let reader = self.window.reader();
+        let Some(latest) = reader.latest() else {
+            return Ok(None);
+        };
+        let hi = (*rounds.end()).min(latest);
+        let lo = (*rounds.start()).max(latest.saturating_sub(self.config.max_txn_life));
+        if rounds.is_empty() || lo > hi {
+            return Ok(None);
+        }
+        // Every bloom of this ledger uses `self.seed`, so one hash serves all rounds: (seed, hash)
+        // of the last bloom that hashed the txid.
+        let mut hashed: Option<(u64, u64)> = None;
+        let mut read: Option<ReadTransaction> = None;
+        for round in (lo..=hi).rev() {
+            let blooms = match reader.get(round) {
+                Probe::Hit(entry) => match &*entry {
+                    Some(bloom) => {
+                        let hash = match hashed {
+                            Some((seed, hash)) if seed == bloom.seed() => hash,
+                            _ => {
+                                let hash = bloom.hash_id(txid.as_bytes());
+                                hashed = Some((bloom.seed(), hash));
+                                hash
+                            }
+                        };
+                        if !bloom.contains_hash(hash) {
+                            continue;
+                        }
+                        true
+                    }
+                    None => false,
+                },
+                // The writer moved the window on since `latest` was read: older rounds are out.
+                Probe::Outside => break,
+                Probe::Beyond(_) => continue,
+            };
+            let txn = match &read {
+                Some(txn) => txn,
+                None => read.insert(self.read()?),
+            };
+            match self.confirm_in_round(txn, txid, round, blooms) {
+                Ok(None) => {}
+                Ok(found) => return Ok(found),
+                Err(LedgerError::NotKept { .. }) => break,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(None)
+    }
+
+    /// The stored bytes of `round`'s block (go-algorand `Ledger.Block`, undecoded).
+    ///
+    /// # Errors
+    ///
+    /// [`LedgerError::BeyondLatest`], [`LedgerError::NotKept`], [`LedgerError::Missing`],
+    /// [`LedgerError::Store`].
+    pub fn block(&self, round: Round) -> Result<Vec<u8>, LedgerError> {
+        let txn = self.read()?;
+        self.check_kept(&txn, round)?;
+        let blocks = txn.open_table(BLOCKS).map_err(db_err(Some(round)))?;
+        Ok(stored_block(&blocks, round)?.value().to_vec())
+    }
+
+    /// The bloom filter of `round`'s txids as the ledger persisted it (checksum verified), for
+    /// measuring its false-positive rate or shipping it to a peer. `Ok(None)` when the round has
+    /// no bloom: blooms are disabled, or the round was ingested while they were.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use txgate_algorand::synth::{SynthTxn, encode_block};
+    /// use txgate_ledger::store::{Ledger, LedgerConfig};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let ledger = Ledger::open(dir.path(), LedgerConfig::default())?.0;
+    /// let txn = SynthTxn::payment([1; 32], 1, 1000);
+    /// let txid = txn.txid("net-v1", &[7; 32]);
+    /// ledger.add_block(&encode_block(0, "net-v1", &[7; 32], 0, &[txn]))?;
+    /// let bloom = ledger.round_bloom(0)?.expect("blooms are on by default");
+    /// assert!(bloom.contains_id(txid.as_bytes()));
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`LedgerError::BeyondLatest`], [`LedgerError::NotKept`], [`LedgerError::Store`];
+    /// [`LedgerError::StoredBloom`] when the stored bytes no longer load (damaged since the
+    /// ledger was opened: opening rebuilds damaged blooms).
+    pub fn round_bloom(&self, round: Round) -> Result<Option<AnyBloom>, LedgerError> {
+        let txn = self.read()?;
+        self.check_kept(&txn, round)?;
+        let blooms = txn.open_table(BLOOMS).map_err(db_err(Some(round)))?;
+        let Some(row) = blooms.get(round).map_err(db_err(Some(round)))? else {
+            return Ok(None);
+        };
+        AnyBloom::from_bytes(row.value())
+            .map(Some)
+            .map_err(|source| LedgerError::StoredBloom { round, source })
+    }
+
+    /// The bloom of `block` (tagged as `round`; `raw` its bytes) in the configured layout and
+    /// the ledger's seed, and its compact index row when `with_index`: the rows
+    /// [`persist_round_rows`] writes for the round.
+    pub(super) fn build_round_rows(
+        &self,
+        block: &Block,
+        raw: &[u8],
+        round: Round,
+        with_index: bool,
+    ) -> Result<(AnyBloom, Option<Vec<u8>>), LedgerError> {
+        let bloom = build_round_bloom(&self.config, self.seed, block, round)?;
+        if !with_index {
+            return Ok((bloom, None));
+        }
+        let index = build_round_index(&self.codec, block, raw, round)?;
+        Ok((bloom, Some(index)))
+    }
+
+    fn read(&self) -> Result<ReadTransaction, LedgerError> {
+        self.db.begin_read().map_err(db_err(None))
+    }
+
+    /// Checks in `txn`'s snapshot that `round` is kept; returns the indexed-from round.
+    fn check_kept(
+        &self,
+        txn: &ReadTransaction,
+        round: Round,
+    ) -> Result<Option<Round>, LedgerError> {
+        let meta = txn.open_table(META).map_err(db_err(Some(round)))?;
+        let get = |key| {
+            meta.get(key)
+                .map(|v| v.map(|v| v.value()))
+                .map_err(db_err(Some(round)))
+        };
+        let latest = get(META_LATEST)?;
+        match (get(META_FIRST)?, latest) {
+            (Some(first), Some(latest)) if (first..=latest).contains(&round) => {
+                get(META_INDEXED_FROM)
+            }
+            (Some(first), Some(_)) if round < first => Err(LedgerError::NotKept { round, first }),
+            _ => Err(LedgerError::BeyondLatest { round, latest }),
+        }
+    }
+
+    /// Confirms in the database whether `txid` is in `round` (a bloom said "maybe", or there is
+    /// none): from the round's txid index when `indexed` (and the round is indexed), else by
+    /// decoding the block and comparing its txids. Exact either way.
+    fn confirm_in_round(
+        &self,
+        txn: &ReadTransaction,
+        txid: &Txid,
+        round: Round,
+        indexed: bool,
+    ) -> Result<Option<TxRecord>, LedgerError> {
+        let indexed_from = self.check_kept(txn, round)?;
+        if indexed && indexed_from.is_some_and(|from| from <= round) {
+            let prefixes = txn.open_table(TXID_PREFIXES).map_err(db_err(Some(round)))?;
+            match prefixes.get(round).map_err(db_err(Some(round)))? {
+                Some(row) => {
+                    if let Some(index) = PrefixIndex::parse(row.value()) {
+                        return Ok(search_prefixes(&self.codec, txn, &index, txid, round)?
+                            .map(|index| TxRecord { round, index }));
+                    }
+                    // A malformed row (a damaged file): the block below answers.
+                }
+                None => {
+                    // A round a format-1 build indexed.
+                    let table = txn.open_table(TXIDS).map_err(db_err(Some(round)))?;
+                    let row = table.get(round).map_err(db_err(Some(round)))?.ok_or(
+                        LedgerError::Missing {
+                            what: "txid index",
+                            round,
+                        },
+                    )?;
+                    return Ok(search_format_1_row(row.value(), txid)
+                        .map(|index| TxRecord { round, index }));
+                }
+            }
+        }
+        let blocks = txn.open_table(BLOCKS).map_err(db_err(Some(round)))?;
+        let block = self
+            .codec
+            .decode_stored(stored_block(&blocks, round)?.value(), round)?;
+        Ok(block
+            .txns
+            .iter()
+            .position(|t| t.txid == *txid)
+            .and_then(|i| u32::try_from(i).ok())
+            .map(|index| TxRecord { round, index }))
+    }
+}

@@ -1,0 +1,129 @@
+//! A round's rows: the bloom and index rows written with it ([`persist_round_rows`]), the deletes
+//! of rounds that leave the window ([`prune`]), and the `chain` table's network rows with the check
+//! that a block belongs to the ledger's network ([`check_network`]).
+
+use redb::{ReadableTable, WriteTransaction};
+use txgate_algorand::codec::Block;
+use txgate_bloom::AnyBloom;
+
+use super::blocks::{Codec, stored_block};
+use super::error::{LedgerError, db_err};
+use super::genesis::Genesis;
+use super::tables::{
+    BLOCKS, BLOOMS, CHAIN, CHAIN_GENESIS_HASH, CHAIN_GENESIS_ID, META, META_FIRST, TXID_PREFIXES,
+    TXIDS,
+};
+use crate::Round;
+
+/// Writes a round's bloom row and, when given, its compact txid index row (idempotent:
+/// rewriting a round writes the same rows).
+pub(super) fn persist_round_rows(
+    txn: &WriteTransaction,
+    round: Round,
+    bloom: &AnyBloom,
+    index: Option<&[u8]>,
+) -> Result<(), LedgerError> {
+    let mut blooms = txn.open_table(BLOOMS).map_err(db_err(Some(round)))?;
+    blooms
+        .insert(round, bloom.to_bytes().as_slice())
+        .map_err(db_err(Some(round)))?;
+    if let Some(index) = index {
+        txn.open_table(TXID_PREFIXES)
+            .map_err(db_err(Some(round)))?
+            .insert(round, index)
+            .map_err(db_err(Some(round)))?;
+    }
+    Ok(())
+}
+
+/// Deletes blocks, blooms and index rows of rounds `from..to` and sets the first round to `to`.
+pub(super) fn prune(txn: &WriteTransaction, from: Round, to: Round) -> Result<(), LedgerError> {
+    let r = Some(from);
+    txn.open_table(BLOCKS)
+        .map_err(db_err(r))?
+        .retain_in(from..to, |_, _| false)
+        .map_err(db_err(r))?;
+    txn.open_table(BLOOMS)
+        .map_err(db_err(r))?
+        .retain_in(from..to, |_, _| false)
+        .map_err(db_err(r))?;
+    txn.open_table(TXID_PREFIXES)
+        .map_err(db_err(r))?
+        .retain_in(from..to, |_, _| false)
+        .map_err(db_err(r))?;
+    txn.open_table(TXIDS)
+        .map_err(db_err(r))?
+        .retain_in(from..to, |_, _| false)
+        .map_err(db_err(r))?;
+    txn.open_table(META)
+        .map_err(db_err(r))?
+        .insert(META_FIRST, to)
+        .map_err(db_err(r))?;
+    Ok(())
+}
+
+/// [`LedgerError::OtherNetwork`] unless `block` is of network `ledger` (`None`: any).
+pub(super) fn check_network(ledger: Option<&Genesis>, block: &Block) -> Result<(), LedgerError> {
+    match ledger {
+        Some(ledger) if !ledger.same_network(&Genesis::of(block)) => {
+            Err(LedgerError::OtherNetwork {
+                round: block.round,
+                block: Box::new(Genesis::of(block)),
+                ledger: Box::new(ledger.clone()),
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The ledger's network from the `chain` table; a non-empty ledger without the rows (written before
+/// the table existed) learns it from its oldest kept block, `first`, and writes the rows.
+pub(super) fn read_genesis(
+    txn: &WriteTransaction,
+    first: Option<Round>,
+    codec: &Codec,
+) -> Result<Option<Genesis>, LedgerError> {
+    let stored = {
+        let chain = txn.open_table(CHAIN).map_err(db_err(None))?;
+        let id = chain.get(CHAIN_GENESIS_ID).map_err(db_err(None))?;
+        let hash = chain.get(CHAIN_GENESIS_HASH).map_err(db_err(None))?;
+        match (id, hash) {
+            (Some(id), Some(hash)) => Some(Genesis {
+                id: id.value().to_vec(),
+                // A damaged row of another length reads as "not set".
+                hash: hash.value().try_into().unwrap_or([0; 32]),
+            }),
+            _ => None,
+        }
+    };
+    let Some(first) = first else {
+        return Ok(stored);
+    };
+    if stored.is_some() {
+        return Ok(stored);
+    }
+    let block = {
+        let blocks = txn.open_table(BLOCKS).map_err(db_err(Some(first)))?;
+        codec.decode_stored(stored_block(&blocks, first)?.value(), first)?
+    };
+    let genesis = Genesis::of(&block);
+    write_genesis(txn, first, &genesis)?;
+    Ok(Some(genesis))
+}
+
+/// Writes the `chain` table's rows (in the write transaction of `round`, for the error).
+pub(super) fn write_genesis(
+    txn: &WriteTransaction,
+    round: Round,
+    genesis: &Genesis,
+) -> Result<(), LedgerError> {
+    let r = Some(round);
+    let mut chain = txn.open_table(CHAIN).map_err(db_err(r))?;
+    chain
+        .insert(CHAIN_GENESIS_ID, genesis.id.as_slice())
+        .map_err(db_err(r))?;
+    chain
+        .insert(CHAIN_GENESIS_HASH, genesis.hash.as_slice())
+        .map_err(db_err(r))?;
+    Ok(())
+}

@@ -1,0 +1,171 @@
+//! The store's unit tests, on a stand-in block codec (the real codec is tested in
+//! txgate-algorand, and with real blocks in `tests/store.rs`).
+
+mod lookup;
+mod reopen;
+mod write;
+
+pub(super) use std::collections::HashMap;
+pub(super) use std::ops::RangeInclusive;
+pub(super) use std::path::Path;
+
+pub(super) use redb::{Database, ReadableTable};
+pub(super) use txgate_algorand::codec::{Block, DecodeError, Txn};
+pub(super) use txgate_bloom::{BloomBuilder, Layout, LoadError};
+
+pub(super) use super::blocks::Codec;
+pub(super) use super::index::{PREFIX_ENTRY_BYTES, PrefixIndex};
+pub(super) use super::tables::{BLOCKS, BLOOMS, CHAIN, META, META_FORMAT, TXID_PREFIXES, TXIDS};
+pub(super) use super::window::Probe;
+pub(super) use super::*;
+pub(super) use crate::{Round, Txid};
+
+/// The unit tests' block encoding (the real codec is tested on its own): `b"TB"`, the round
+/// as 8 little-endian bytes, then the txids.
+pub(super) fn encode(round: Round, txids: &[Txid]) -> Vec<u8> {
+    let mut raw = b"TB".to_vec();
+    raw.extend_from_slice(&round.to_le_bytes());
+    for id in txids {
+        raw.extend_from_slice(id.as_bytes());
+    }
+    raw
+}
+
+pub(super) fn decode(raw: &[u8]) -> Result<Block, DecodeError> {
+    let bad = || DecodeError::Malformed("not a test block".into());
+    let rest = raw.strip_prefix(b"TB").ok_or_else(bad)?;
+    let (round, ids) = rest.split_at_checked(8).ok_or_else(bad)?;
+    let round = Round::from_le_bytes(round.try_into().map_err(|_| bad())?);
+    if ids.len() % 32 != 0 {
+        return Err(bad());
+    }
+    Ok(block(
+        round,
+        &ids.chunks_exact(32)
+            .map(|c| Txid(c.try_into().unwrap()))
+            .collect::<Vec<_>>(),
+    ))
+}
+
+/// Where the test encoding's entries start: txid `i` at byte 10 + 32 i.
+pub(super) fn offsets(raw: &[u8]) -> Result<Vec<usize>, DecodeError> {
+    Ok((0..decode(raw)?.txns.len()).map(|i| 10 + 32 * i).collect())
+}
+
+/// The "txid" of the test entry at `offset`: its 32 bytes.
+pub(super) fn entry_txid(
+    raw: &[u8],
+    offset: usize,
+    _genesis_id: &[u8],
+    _genesis_hash: &[u8; 32],
+) -> Result<Txid, DecodeError> {
+    raw.get(offset..offset + 32)
+        .filter(|_| offset >= 10 && (offset - 10).is_multiple_of(32))
+        .map(|id| Txid(id.try_into().unwrap()))
+        .ok_or_else(|| DecodeError::Malformed("no test entry there".into()))
+}
+
+pub(super) const TEST_CODEC: Codec = Codec {
+    decode,
+    offsets,
+    entry_txid,
+};
+
+pub(super) fn block(round: Round, txids: &[Txid]) -> Block {
+    Block {
+        round,
+        genesis_id: b"test".to_vec(),
+        genesis_hash: [1; 32],
+        timestamp: 0,
+        txn_commitment: None,
+        entry_offsets: (0..txids.len()).map(|i| 10 + 32 * i).collect(),
+        txns: txids
+            .iter()
+            .map(|&txid| Txn {
+                txid,
+                tx_type: b"pay".to_vec(),
+                sender: [2; 32],
+                first_valid: round.saturating_sub(10),
+                last_valid: round.saturating_add(10),
+                group: None,
+                app_ids: vec![],
+            })
+            .collect(),
+    }
+}
+
+/// splitmix64: deterministic txids without a dependency.
+pub(super) struct Rng(u64);
+impl Rng {
+    pub(super) fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    pub(super) fn txid(&mut self) -> Txid {
+        let mut id = [0; 32];
+        for chunk in id.chunks_exact_mut(8) {
+            chunk.copy_from_slice(&self.next().to_le_bytes());
+        }
+        Txid(id)
+    }
+}
+
+pub(super) fn open(dir: &Path, config: LedgerConfig) -> (Ledger, OpenReport) {
+    Ledger::open_with_codec(dir, config, TEST_CODEC).unwrap()
+}
+
+/// Adds rounds `rounds` with `per_round(round)` random txns each; returns round -> txids.
+pub(super) fn fill(
+    ledger: &Ledger,
+    rounds: RangeInclusive<Round>,
+    rng: &mut Rng,
+    per_round: impl Fn(Round) -> usize,
+) -> HashMap<Round, Vec<Txid>> {
+    let mut model = HashMap::new();
+    for round in rounds {
+        let ids: Vec<Txid> = (0..per_round(round)).map(|_| rng.txid()).collect();
+        assert_eq!(ledger.add_block(&encode(round, &ids)).unwrap(), round);
+        model.insert(round, ids);
+    }
+    model
+}
+
+pub(super) fn block_rounds(dir: &Path) -> Vec<Round> {
+    let db = Database::create(dir.join(DB_FILE)).unwrap();
+    let txn = db.begin_read().unwrap();
+    let t = txn.open_table(BLOCKS).unwrap();
+    t.iter().unwrap().map(|r| r.unwrap().0.value()).collect()
+}
+
+/// Every txid of `model` is found at its position in its round and in no other round of
+/// `rounds`, through `lookup_txid`.
+pub(super) fn assert_lookups(l: &Ledger, model: &HashMap<Round, Vec<Txid>>) {
+    for (&round, ids) in model {
+        for (i, id) in ids.iter().enumerate() {
+            let first = ids.iter().position(|x| x == id).unwrap();
+            let want = Some(TxRecord {
+                round,
+                index: first as u32,
+            });
+            assert_eq!(
+                l.lookup_txid(id, round).unwrap(),
+                want,
+                "round {round} txn {i}"
+            );
+            let other = if round == 0 { 1 } else { round - 1 };
+            if model.get(&other).is_some_and(|o| !o.contains(id)) {
+                assert_eq!(l.lookup_txid(id, other).unwrap(), None);
+            }
+        }
+    }
+}
+
+pub(super) fn bloom_row(dir: &Path, round: Round) -> Vec<u8> {
+    let db = Database::create(dir.join(DB_FILE)).unwrap();
+    let txn = db.begin_read().unwrap();
+    let t = txn.open_table(BLOOMS).unwrap();
+    t.get(round).unwrap().unwrap().value().to_vec()
+}

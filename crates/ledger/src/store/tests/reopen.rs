@@ -1,0 +1,330 @@
+//! Opening: blooms loaded, damaged or missing ones rebuilt, the other layout, format 1, the index
+//! added later.
+
+use super::*;
+
+#[test]
+fn reopen_loads_blooms_and_rebuilds_corrupt_or_missing_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = LedgerConfig {
+        max_txn_life: 9,
+        ..LedgerConfig::default()
+    };
+    let mut rng = Rng(2);
+    let model = {
+        let (l, report) = open(dir.path(), config.clone());
+        assert_eq!(report.blooms_loaded, 0);
+        fill(&l, 0..=29, &mut rng, |r| r as usize % 5 + 1)
+    };
+    let (l, report) = open(dir.path(), config.clone());
+    assert_eq!(report.latest, Some(29));
+    assert_eq!(report.blooms_loaded, 10, "the window is rounds 20..=29");
+    assert_eq!(report.rebuilt, vec![]);
+    assert_eq!(report.bloom_seed, DEFAULT_BLOOM_SEED);
+    drop(l);
+    // Damage round 25's bloom row, delete round 27's, give round 28 a valid filter with
+    // another seed, damage round 3's (outside the window).
+    let bytes_25 = {
+        let db = Database::create(dir.path().join(DB_FILE)).unwrap();
+        let txn = db.begin_write().unwrap();
+        let bytes_25 = {
+            let mut t = txn.open_table(BLOOMS).unwrap();
+            let bytes_25 = t.get(25).unwrap().unwrap().value().to_vec();
+            t.insert(25, &bytes_25[..bytes_25.len() - 1]).unwrap();
+            t.remove(27).unwrap();
+            let other_seed = BloomBuilder::with_num_blocks(1)
+                .unwrap()
+                .seed(DEFAULT_BLOOM_SEED ^ 1)
+                .build()
+                .unwrap();
+            t.insert(28, &other_seed.to_bytes()[..]).unwrap();
+            t.insert(3, &b"junk"[..]).unwrap();
+            bytes_25
+        };
+        txn.commit().unwrap();
+        bytes_25
+    };
+    let (l, report) = open(dir.path(), config.clone());
+    assert_eq!(report.blooms_loaded, 7);
+    let rounds: Vec<_> = report.rebuilt.iter().map(|r| r.round).collect();
+    assert_eq!(rounds, vec![25, 27, 28]);
+    assert!(matches!(
+        report.rebuilt[0].reason,
+        RebuildReason::Corrupt(_)
+    ));
+    assert_eq!(report.rebuilt[1].reason, RebuildReason::Missing);
+    assert_eq!(
+        report.rebuilt[2].reason,
+        RebuildReason::WrongSeed {
+            found: DEFAULT_BLOOM_SEED ^ 1
+        }
+    );
+    for (&round, ids) in &model {
+        for (i, id) in ids.iter().enumerate() {
+            let want = Some(TxRecord {
+                round,
+                index: i as u32,
+            });
+            assert_eq!(l.lookup_txid(id, round).unwrap(), want);
+        }
+    }
+    drop(l);
+    // The rebuilt blooms were written back, byte-identical (deterministic seed).
+    let (l, report) = open(dir.path(), config);
+    assert_eq!((report.blooms_loaded, report.rebuilt.len()), (10, 0));
+    drop(l);
+    let db = Database::create(dir.path().join(DB_FILE)).unwrap();
+    let txn = db.begin_read().unwrap();
+    let t = txn.open_table(BLOOMS).unwrap();
+    assert_eq!(t.get(25).unwrap().unwrap().value(), &bytes_25[..]);
+}
+
+/// A stored bloom with one altered byte (in its blocks, or one bit of its seed) fails its
+/// checksum at open, is rebuilt from its block and reported; lookups stay exact, and the
+/// rebuilt row is the original one again.
+#[test]
+fn a_damaged_bloom_row_fails_its_checksum_and_is_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = LedgerConfig {
+        max_txn_life: 9,
+        ..LedgerConfig::default()
+    };
+    let mut rng = Rng(8);
+    let model = {
+        let (l, _) = open(dir.path(), config.clone());
+        fill(&l, 0..=9, &mut rng, |_| 50)
+    };
+    let (good_4, good_6) = (bloom_row(dir.path(), 4), bloom_row(dir.path(), 6));
+    {
+        let db = Database::create(dir.path().join(DB_FILE)).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut t = txn.open_table(BLOOMS).unwrap();
+            let mut bad = good_4.clone();
+            bad[txgate_bloom::format::HEADER_BYTES + 7] ^= 0x10; // a block byte
+            t.insert(4, bad.as_slice()).unwrap();
+            let mut bad = good_6.clone();
+            bad[16] ^= 1; // one bit of the seed
+            t.insert(6, bad.as_slice()).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let (l, report) = open(dir.path(), config.clone());
+    let rounds: Vec<_> = report.rebuilt.iter().map(|r| r.round).collect();
+    assert_eq!(rounds, vec![4, 6]);
+    for rebuilt in &report.rebuilt {
+        assert!(
+            matches!(
+                rebuilt.reason,
+                RebuildReason::Corrupt(LoadError::ChecksumMismatch { .. })
+            ),
+            "{rebuilt:?}"
+        );
+    }
+    assert_eq!(report.blooms_loaded, 8);
+    assert_lookups(&l, &model);
+    for _ in 0..200 {
+        assert_eq!(l.lookup_txid(&rng.txid(), 4).unwrap(), None);
+    }
+    drop(l);
+    assert_eq!(bloom_row(dir.path(), 4), good_4);
+    assert_eq!(bloom_row(dir.path(), 6), good_6);
+    let (_, report) = open(dir.path(), config);
+    assert_eq!((report.blooms_loaded, report.rebuilt.len()), (10, 0));
+}
+
+/// The layout is a setting for new rounds: blooms stored in the other layout load as they
+/// are (no rebuild), and lookups are exact across rounds of both.
+#[test]
+fn stored_blooms_of_the_other_layout_still_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let with = |layout| LedgerConfig {
+        bloom_layout: layout,
+        max_txn_life: 20,
+        ..LedgerConfig::default()
+    };
+    let mut rng = Rng(9);
+    let mut model = {
+        let (l, _) = open(dir.path(), with(Layout::Block256));
+        fill(&l, 0..=5, &mut rng, |r| r as usize * 40)
+    };
+    let (l, report) = open(dir.path(), with(Layout::Block512));
+    assert_eq!((report.blooms_loaded, report.rebuilt.len()), (6, 0));
+    model.extend(fill(&l, 6..=8, &mut rng, |_| 100));
+    assert_lookups(&l, &model);
+    drop(l);
+    let layouts: Vec<Layout> = (0..=8)
+        .map(|r| txgate_bloom::format::layout_of(&bloom_row(dir.path(), r)).unwrap())
+        .collect();
+    assert_eq!(layouts[..6], [Layout::Block256; 6]);
+    assert_eq!(layouts[6..], [Layout::Block512; 3]);
+    let (l, report) = open(dir.path(), with(Layout::Block256));
+    assert_eq!((report.blooms_loaded, report.rebuilt.len()), (9, 0));
+    assert_lookups(&l, &model);
+    assert_eq!(
+        l.find_txid(&model[&7][3], 0..=8).unwrap(),
+        Some(TxRecord { round: 7, index: 3 })
+    );
+}
+
+/// A ledger a format-1 build wrote (36-byte rows in `txids`, format 1 in `meta`) opens as
+/// format 2: its rows still answer, new rounds get compact rows, and a later format is
+/// refused.
+#[test]
+fn format_1_ledgers_open_and_answer_from_their_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(11);
+    let mut model = {
+        let (l, _) = open(dir.path(), LedgerConfig::default());
+        let mut model = fill(&l, 0..=4, &mut rng, |r| r as usize * 3 + 1);
+        // A repeated txid: format 1 kept its first position.
+        let mut ids: Vec<Txid> = (0..5).map(|_| rng.txid()).collect();
+        ids.push(ids[1]);
+        l.add_block(&encode(5, &ids)).unwrap();
+        model.insert(5, ids);
+        model
+    };
+    {
+        // Rewrite it as format 1 wrote it.
+        let db = Database::create(dir.path().join(DB_FILE)).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut old = txn.open_table(TXIDS).unwrap();
+            for (&round, ids) in &model {
+                let mut rows: Vec<([u8; 32], u32)> = ids
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| (t.0, i as u32))
+                    .collect();
+                rows.sort_unstable();
+                rows.dedup_by_key(|r| r.0);
+                let row: Vec<u8> = rows
+                    .iter()
+                    .flat_map(|(t, i)| t.iter().copied().chain(i.to_le_bytes()))
+                    .collect();
+                old.insert(round, row.as_slice()).unwrap();
+            }
+            txn.open_table(TXID_PREFIXES)
+                .unwrap()
+                .retain(|_, _| false)
+                .unwrap();
+            txn.open_table(META)
+                .unwrap()
+                .insert(META_FORMAT, FORMAT_VERSION_1)
+                .unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let (l, report) = open(dir.path(), LedgerConfig::default());
+    assert_eq!((report.blooms_loaded, report.rebuilt.len()), (6, 0));
+    assert_lookups(&l, &model);
+    model.extend(fill(&l, 6..=7, &mut rng, |_| 9));
+    assert_lookups(&l, &model);
+    drop(l);
+    {
+        let db = Database::create(dir.path().join(DB_FILE)).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let meta = txn.open_table(META).unwrap();
+            assert_eq!(
+                meta.get(META_FORMAT).unwrap().unwrap().value(),
+                FORMAT_VERSION
+            );
+            let prefixes = txn.open_table(TXID_PREFIXES).unwrap();
+            let rounds: Vec<Round> = prefixes
+                .iter()
+                .unwrap()
+                .map(|r| r.unwrap().0.value())
+                .collect();
+            assert_eq!(rounds, vec![6, 7]);
+        }
+        txn.open_table(META)
+            .unwrap()
+            .insert(META_FORMAT, FORMAT_VERSION + 1)
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    assert!(matches!(
+        Ledger::open_with_codec(dir.path(), LedgerConfig::default(), TEST_CODEC),
+        Err(LedgerError::Format { found, .. }) if found == FORMAT_VERSION + 1
+    ));
+}
+
+/// Blooms without the txid index: no index rows are written and a "maybe" decodes the
+/// block; opening with the index again indexes the window's rounds that lack a row.
+#[test]
+fn blooms_without_the_index_decode_and_are_indexed_at_the_next_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = |txid_index| LedgerConfig {
+        txid_index,
+        max_txn_life: 5,
+        ..LedgerConfig::default()
+    };
+    let mut rng = Rng(12);
+    let mut model = {
+        let (l, _) = open(dir.path(), config(true));
+        fill(&l, 0..=2, &mut rng, |_| 6)
+    };
+    {
+        let (l, report) = open(dir.path(), config(false));
+        assert_eq!(report.rebuilt, vec![]);
+        model.extend(fill(&l, 3..=8, &mut rng, |_| 6));
+        assert_lookups(&l, &model);
+    }
+    let index_rounds = |dir: &Path| -> Vec<Round> {
+        let db = Database::create(dir.join(DB_FILE)).unwrap();
+        let txn = db.begin_read().unwrap();
+        let t = txn.open_table(TXID_PREFIXES).unwrap();
+        t.iter().unwrap().map(|r| r.unwrap().0.value()).collect()
+    };
+    assert_eq!(index_rounds(dir.path()), vec![0, 1, 2]);
+    let (l, report) = open(dir.path(), config(true));
+    let rounds: Vec<_> = report.rebuilt.iter().map(|r| r.round).collect();
+    assert_eq!(rounds, vec![3, 4, 5, 6, 7, 8], "the window is 3..=8");
+    assert!(
+        report
+            .rebuilt
+            .iter()
+            .all(|r| r.reason == RebuildReason::MissingIndex)
+    );
+    assert_lookups(&l, &model);
+    drop(l);
+    assert_eq!(index_rounds(dir.path()), (0..=8).collect::<Vec<_>>());
+    let (_, report) = open(dir.path(), config(true));
+    assert_eq!(report.rebuilt, vec![]);
+}
+
+#[test]
+fn switching_blooms_on_rebuilds_the_window_and_decodes_older_rounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let off = LedgerConfig {
+        blooms: false,
+        max_txn_life: 4,
+        ..LedgerConfig::default()
+    };
+    let mut rng = Rng(5);
+    let model = {
+        let (l, _) = open(dir.path(), off);
+        fill(&l, 0..=11, &mut rng, |_| 2)
+    };
+    let on = LedgerConfig {
+        max_txn_life: 4,
+        ..LedgerConfig::default()
+    };
+    let (l, report) = open(dir.path(), on);
+    let rounds: Vec<_> = report.rebuilt.iter().map(|r| r.round).collect();
+    assert_eq!(rounds, vec![7, 8, 9, 10, 11]);
+    assert!(
+        report
+            .rebuilt
+            .iter()
+            .all(|r| r.reason == RebuildReason::Missing)
+    );
+    for (&round, ids) in &model {
+        assert_eq!(
+            l.lookup_txid(&ids[1], round).unwrap(),
+            Some(TxRecord { round, index: 1 })
+        );
+        assert_eq!(l.lookup_txid(&ids[1], (round + 1) % 12).unwrap(), None);
+    }
+}
