@@ -15,3 +15,8 @@ pub mod synth;
 mod types;
 
 pub use types::{Round, Txid, TxidParseError};
+
+/// The crate README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

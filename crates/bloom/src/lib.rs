@@ -119,3 +119,8 @@ pub use sizing::{MAX_BLOCKS, Sizing, false_positive_rate, num_blocks_for, num_bl
 
 #[cfg(test)]
 mod tests;
+
+/// The crate README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

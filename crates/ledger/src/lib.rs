@@ -52,3 +52,8 @@ impl handler::CommittedTxids for store::Ledger {
         first <= last && matches!(self.find_txid(txid, first..=last), Ok(Some(_)))
     }
 }
+
+/// The crate README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -140,3 +140,8 @@ pub use config::{Config, ConfigError};
 pub use decision::{Clock, Decision, Stats, SystemClock};
 pub use limiter::AppRateLimiter;
 pub use origin::{AppKey, Origin, derive_key_hash};
+
+/// The crate README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

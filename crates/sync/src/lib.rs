@@ -39,3 +39,8 @@
 
 pub mod reclaim;
 pub mod sync;
+
+/// The crate README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
