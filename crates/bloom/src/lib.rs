@@ -124,3 +124,16 @@ mod tests;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
+
+// The atomic filter takes inserts from many threads through `&self`, and the plain ones are
+// read from many threads once built: a change that made one lose `Send` or `Sync` fails to
+// compile here rather than in a user's crate.
+const _: () = {
+    const fn shareable<T: Send + Sync>() {}
+    shareable::<AtomicBlockedBloom>();
+    shareable::<AtomicBlockedBloom<Block512>>();
+    shareable::<BlockedBloom>();
+    shareable::<BlockedBloom<Block512>>();
+    shareable::<AnyBloom>();
+    shareable::<Sbbf>();
+};

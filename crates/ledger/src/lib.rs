@@ -57,3 +57,12 @@ impl handler::CommittedTxids for store::Ledger {
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
+
+// A ledger and a tx handler are shared across a node's threads (`Arc<Ledger>` as the committed
+// check, the handler called from every peer connection): a change that made one lose `Send` or
+// `Sync` fails to compile here rather than in a user's crate.
+const _: () = {
+    const fn shareable<T: Send + Sync>() {}
+    shareable::<store::Ledger>();
+    shareable::<handler::TxHandler>();
+};

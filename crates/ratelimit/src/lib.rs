@@ -145,3 +145,12 @@ pub use origin::{AppKey, Origin, derive_key_hash};
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
+
+// Shared across threads by design (`Arc<AppRateLimiter>` in a node's ingress): a change that
+// made it lose `Send` or `Sync` fails to compile here rather than in a user's crate.
+const _: () = {
+    const fn shareable<T: Send + Sync>() {}
+    shareable::<AppRateLimiter>();
+    shareable::<AppKey>();
+    shareable::<Origin>();
+};
