@@ -139,7 +139,7 @@ mod stress;
 pub use config::{Config, ConfigError};
 pub use decision::{Clock, Decision, Stats, SystemClock};
 pub use limiter::AppRateLimiter;
-pub use origin::{AppKey, Origin, derive_key_hash};
+pub use origin::{AppKey, Origin, OriginParseError, derive_key_hash};
 
 /// The crate README's examples, compiled and run as doctests.
 #[cfg(doctest)]

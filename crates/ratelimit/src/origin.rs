@@ -1,6 +1,10 @@
 //! Origins (who sent a transaction) and the salted keys derived from (app id, origin).
 
+use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::str::FromStr;
+
+use data_encoding::HEXLOWER_PERMISSIVE;
 
 use blake2::{Blake2b, Digest, digest::consts::U32};
 
@@ -90,6 +94,73 @@ impl From<Ipv6Addr> for Origin {
     }
 }
 
+/// An origin in text: 4 bytes as an IPv4 address (`192.0.2.1`), 8 bytes as an IPv6 /64 prefix
+/// (`2001:db8:1:2::/64`), any other length as `peer:` and lowercase hex (`peer:0a0b0c`; the
+/// empty origin is `peer:`). [`FromStr`] reads every form back to an equal origin.
+///
+/// An origin does not remember how it was made: a 4-byte peer id *is* the IPv4 origin of the
+/// same bytes (the limiter keys them alike), so it prints as that address.
+///
+/// ```
+/// use txgate_ratelimit::Origin;
+/// let v6: Origin = "2001:db8:1:2:aaaa:bbbb:cccc:dddd".parse()?;
+/// assert_eq!(v6.to_string(), "2001:db8:1:2::/64");
+/// assert_eq!(v6.to_string().parse::<Origin>()?, v6);
+/// assert_eq!(Origin::from_peer_id(b"node-7").to_string(), "peer:6e6f64652d37");
+/// # Ok::<(), txgate_ratelimit::OriginParseError>(())
+/// ```
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self.as_bytes() {
+            [a, b, c, d] => Ipv4Addr::new(a, b, c, d).fmt(f),
+            [..] if self.len == 8 => {
+                let mut octets = [0; 16];
+                octets[..8].copy_from_slice(self.as_bytes());
+                write!(f, "{}/64", Ipv6Addr::from(octets))
+            }
+            _ => write!(f, "peer:{}", HEXLOWER_PERMISSIVE.encode(self.as_bytes())),
+        }
+    }
+}
+
+/// Text that is not an origin: neither an IP address, an IPv6 `/64` prefix, nor `peer:` followed
+/// by at most 16 bytes of hex.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "not an origin (an IP address, an IPv6 /64 prefix, or peer:<hex of up to 16 bytes>): {0:?}"
+)]
+pub struct OriginParseError(pub String);
+
+/// Reads the forms [`Display`](fmt::Display) writes, and any IP address (reduced as
+/// [`Origin::from_ip`] does).
+///
+/// # Errors
+///
+/// [`OriginParseError`] for anything else, including a prefix length other than 64 and a peer id
+/// of more than 16 bytes (an origin keeps only 16: parsing longer text would silently merge ids).
+impl FromStr for Origin {
+    type Err = OriginParseError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let err = || OriginParseError(s.to_owned());
+        if let Some(hex) = s.strip_prefix("peer:") {
+            let bytes = HEXLOWER_PERMISSIVE
+                .decode(hex.as_bytes())
+                .map_err(|_| err())?;
+            return if bytes.len() <= 16 {
+                Ok(Self::from_peer_id(&bytes))
+            } else {
+                Err(err())
+            };
+        }
+        if let Some(prefix) = s.strip_suffix("/64") {
+            let ip: Ipv6Addr = prefix.parse().map_err(|_| err())?;
+            return Ok(Self::from_peer_id(&ip.octets()[..8]));
+        }
+        s.parse::<IpAddr>().map(Self::from_ip).map_err(|_| err())
+    }
+}
+
 /// A pre-derived key of one (app id, origin) pair in one limiter: the shard it lives in and its
 /// 64-bit salted hash.
 ///
@@ -167,6 +238,53 @@ mod tests {
         assert_eq!(derive_key_hash(5, &salt, &origin), want);
         assert_ne!(derive_key_hash(6, &salt, &origin), want);
         assert_ne!(derive_key_hash(5, &[1; 16], &origin), want);
+    }
+
+    #[test]
+    fn origins_print_and_parse_back() {
+        let cases: [(Origin, &str); 6] = [
+            (Origin::from_ipv4(Ipv4Addr::new(192, 0, 2, 1)), "192.0.2.1"),
+            (
+                Origin::from_ip("2001:db8:1:2:aaaa:bbbb:cccc:dddd".parse().unwrap()),
+                "2001:db8:1:2::/64",
+            ),
+            (
+                Origin::from_ip("::ffff:10.0.0.1".parse().unwrap()),
+                "10.0.0.1",
+            ),
+            (Origin::from_peer_id(&[]), "peer:"),
+            (Origin::from_peer_id(&[0xab, 1, 2]), "peer:ab0102"),
+            (
+                Origin::from_peer_id(&[0xff; 40]),
+                "peer:ffffffffffffffffffffffffffffffff",
+            ),
+        ];
+        for (origin, text) in cases {
+            assert_eq!(origin.to_string(), text);
+            assert_eq!(text.parse::<Origin>(), Ok(origin), "{text}");
+        }
+        // Any IPv6 address parses to its /64; upper-case hex is accepted.
+        assert_eq!(
+            "2001:db8:1:2::9".parse::<Origin>().unwrap().as_bytes(),
+            &[0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, 2]
+        );
+        assert_eq!("peer:AB".parse::<Origin>().unwrap().as_bytes(), &[0xab]);
+        for bad in [
+            "",
+            "peer:abc",
+            "peer:zz",
+            "2001:db8::/48",
+            "10.0.0.1/64",
+            "host",
+            "peer:".repeat(2).as_str(),
+            &format!("peer:{}", "00".repeat(17)),
+        ] {
+            assert_eq!(
+                bad.parse::<Origin>(),
+                Err(OriginParseError(bad.to_owned())),
+                "{bad}"
+            );
+        }
     }
 
     #[test]
