@@ -1,7 +1,12 @@
 //! What the limiter answers and reports: [`Decision`] (admit, or drop with the app's index and
 //! the time until it would admit again), [`Stats`] (decision and eviction counters), and
-//! [`Clock`] / [`SystemClock`], a source of `now_ns` for callers without a timestamp.
+//! [`Clock`] / [`SystemClock`] / [`ManualClock`], a source of `now_ns` for callers without a
+//! timestamp.
 
+use std::sync::Arc;
+// The manual clock's word is std's even under loom: it carries a test's time, not data that the
+// limiter's models publish through it, and loom atomics cannot live outside a model.
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// What [`AppRateLimiter::admit`](crate::AppRateLimiter::admit) decided for a group, and why.
@@ -112,7 +117,9 @@ pub struct Stats {
 }
 
 /// A source of "now" for callers that do not have a timestamp at hand: nanoseconds since the Unix
-/// epoch, the unit of every `now_ns` argument.
+/// epoch, the unit of every `now_ns` argument. A limiter built with
+/// [`AppRateLimiter::with_clock`](crate::AppRateLimiter::with_clock) reads it in its `*_now`
+/// calls ([`admit_now`](crate::AppRateLimiter::admit_now), ...).
 pub trait Clock {
     /// Nanoseconds since the Unix epoch.
     fn now_ns(&self) -> u64;
@@ -123,9 +130,82 @@ pub trait Clock {
 pub struct SystemClock;
 
 impl Clock for SystemClock {
+    /// The wall clock in nanoseconds since the Unix epoch; 0 for a clock set before 1970, and
+    /// saturated at `u64::MAX` (the year 2554).
     fn now_ns(&self) -> u64 {
         SystemTime::now()
             .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64)
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+    }
+}
+
+/// A clock that moves only when told to: for tests and simulations that drive a limiter through
+/// its `*_now` calls. Share it with the limiter through an `Arc` (`Arc<C>` is a [`Clock`] when
+/// `C` is).
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use txgate_ratelimit::{AppRateLimiter, Config, ManualClock, Origin};
+///
+/// let clock = Arc::new(ManualClock::new(1_700_000_000_000_000_000));
+/// let limiter = AppRateLimiter::with_clock(
+///     Config { rate_per_second: 1, window: Duration::from_secs(1), ..Config::default() },
+///     Arc::clone(&clock),
+/// )?;
+/// let peer = Origin::from_peer_id(b"p");
+/// assert!(limiter.admit_now(&[5], &peer).is_admit());
+/// assert!(limiter.admit_now(&[5], &peer).is_drop()); // L = 1 per 1 s window
+/// clock.advance(Duration::from_secs(2)); // two windows later the count is forgotten
+/// assert!(limiter.admit_now(&[5], &peer).is_admit());
+/// # Ok::<(), txgate_ratelimit::ConfigError>(())
+/// ```
+#[derive(Debug, Default)]
+pub struct ManualClock {
+    now_ns: AtomicU64,
+}
+
+impl ManualClock {
+    /// A clock reading `now_ns` (nanoseconds since the Unix epoch).
+    pub fn new(now_ns: u64) -> Self {
+        Self {
+            now_ns: AtomicU64::new(now_ns),
+        }
+    }
+
+    /// Sets the time to `now_ns`, also backwards.
+    pub fn set(&self, now_ns: u64) {
+        // Relaxed: the value is the whole message; nothing else is published with it.
+        self.now_ns.store(now_ns, Ordering::Relaxed);
+    }
+
+    /// Moves the time on by `by`, saturating at `u64::MAX` nanoseconds.
+    pub fn advance(&self, by: Duration) {
+        let by = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
+        // Relaxed: as in `set`; `fetch_update` keeps concurrent advances from being lost.
+        let _ = self
+            .now_ns
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
+                Some(t.saturating_add(by))
+            });
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_ns(&self) -> u64 {
+        // Relaxed: as in `set`.
+        self.now_ns.load(Ordering::Relaxed)
+    }
+}
+
+impl<C: Clock + ?Sized> Clock for Arc<C> {
+    fn now_ns(&self) -> u64 {
+        (**self).now_ns()
+    }
+}
+
+impl<C: Clock + ?Sized> Clock for &C {
+    fn now_ns(&self) -> u64 {
+        (**self).now_ns()
     }
 }

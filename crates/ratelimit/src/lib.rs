@@ -108,7 +108,7 @@
 //! # Modules
 //! - `limiter`: [`AppRateLimiter`]: sharding, the single-key and group admission and penalty
 //!   paths, the striped decision counters.
-//! - `decision`: [`Decision`], [`Stats`], and [`Clock`] / [`SystemClock`].
+//! - `decision`: [`Decision`], [`Stats`], and [`Clock`] / [`SystemClock`] / [`ManualClock`].
 //! - `config`: [`Config`], its validation into limits and table sizes, and [`ConfigError`].
 //! - `origin`: [`Origin`], [`AppKey`] and [`derive_key_hash`] (salted BLAKE2b-256 keys), and the
 //!   shard hash of an app id.
@@ -137,7 +137,7 @@ mod table;
 mod stress;
 
 pub use config::{Config, ConfigError};
-pub use decision::{Clock, Decision, Stats, SystemClock};
+pub use decision::{Clock, Decision, ManualClock, Stats, SystemClock};
 pub use limiter::AppRateLimiter;
 pub use origin::{AppKey, Origin, OriginParseError, derive_key_hash};
 

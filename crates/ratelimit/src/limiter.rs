@@ -7,7 +7,7 @@ use txgate_sync::reclaim::{Collector, Guard};
 use txgate_sync::sync::{AtomicU64, Ordering};
 
 use crate::config::{Config, ConfigError};
-use crate::decision::{Decision, Stats};
+use crate::decision::{Clock, Decision, Stats, SystemClock};
 use crate::group::{self, GroupOp, Kind};
 use crate::node::{Node, Update};
 use crate::origin::{self, AppKey, Origin};
@@ -61,6 +61,8 @@ pub struct AppRateLimiter {
     /// thread with seize id `i` (so `count` may increment it with a plain load and store); the
     /// last one is shared by every other thread (and by all threads under loom).
     counters: Box<[CachePadded<Counters>]>,
+    /// The time of the `*_now` calls.
+    clock: Box<dyn Clock + Send + Sync>,
     // Dropped after `shards`: nodes retired but not yet freed are freed with it.
     collector: Collector,
 }
@@ -147,6 +149,21 @@ impl AppRateLimiter {
     /// or above 65,535, no salt was given and the OS random source fails, or the tables cannot
     /// be allocated ([`ConfigError::TableTooLarge`]).
     pub fn new(config: Config) -> Result<Self, ConfigError> {
+        Self::with_clock(config, SystemClock)
+    }
+
+    /// A limiter as [`new`](Self::new) builds it, whose `*_now` calls
+    /// ([`admit_now`](Self::admit_now), [`admit_keys_now`](Self::admit_keys_now),
+    /// [`penalize_now`](Self::penalize_now)) read `clock` ([`SystemClock`] for `new`; a
+    /// [`ManualClock`](crate::ManualClock) in tests). The calls that take `now_ns` ignore it.
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](Self::new).
+    pub fn with_clock(
+        config: Config,
+        clock: impl Clock + Send + Sync + 'static,
+    ) -> Result<Self, ConfigError> {
         let v = config.validate()?;
         let shard_seed = u64::from_le_bytes(v.salt[..8].try_into().expect("8 bytes"))
             ^ u64::from_le_bytes(v.salt[8..].try_into().expect("8 bytes")).rotate_left(17);
@@ -173,8 +190,30 @@ impl AppRateLimiter {
             counters: (0..=STRIPES)
                 .map(|_| CachePadded::new(Counters::default()))
                 .collect(),
+            clock: Box::new(clock),
             collector: Collector::new(RECLAIM_BATCH),
         })
+    }
+
+    /// The limiter's clock's time, in nanoseconds since the Unix epoch (see
+    /// [`with_clock`](Self::with_clock)).
+    pub fn now_ns(&self) -> u64 {
+        self.clock.now_ns()
+    }
+
+    /// [`admit`](Self::admit) at the limiter's clock's time ([`now_ns`](Self::now_ns)).
+    pub fn admit_now(&self, app_ids: &[u64], origin: &Origin) -> Decision {
+        self.admit(app_ids, origin, self.now_ns())
+    }
+
+    /// [`admit_keys`](Self::admit_keys) at the limiter's clock's time.
+    pub fn admit_keys_now(&self, keys: &[AppKey]) -> Decision {
+        self.admit_keys(keys, self.now_ns())
+    }
+
+    /// [`penalize`](Self::penalize) at the limiter's clock's time.
+    pub fn penalize_now(&self, app_ids: &[u64], origin: &Origin) {
+        self.penalize(app_ids, origin, self.now_ns())
     }
 
     /// The limit per window `L` (admissions per key per window).

@@ -518,3 +518,45 @@ fn a_group_of_many_app_ids_counts_each_app_once() {
     l.penalize(&apps, &peer(2), T0);
     assert_eq!(l.stats().entries, 2 * distinct as usize);
 }
+
+#[test]
+fn now_calls_read_the_limiters_clock() {
+    use std::sync::Arc;
+    use txgate_ratelimit::{Clock, ManualClock, SystemClock};
+
+    let clock = Arc::new(ManualClock::new(T0 + 4 * SEC));
+    let config = Config {
+        rate_per_second: 1,
+        window: Duration::from_secs(10),
+        max_size: 1024,
+        shards: 8,
+        salt: Some([3; 16]),
+    };
+    let l = AppRateLimiter::with_clock(config.clone(), Arc::clone(&clock)).unwrap();
+    let twin = AppRateLimiter::new(config).unwrap();
+    assert_eq!(l.now_ns(), T0 + 4 * SEC);
+    // The same decisions as the explicit-time calls of a twin limiter at the clock's times.
+    let key = l.app_key(9, &peer(1));
+    for step in 0..30u64 {
+        let now = clock.now_ns();
+        let (got, want) = if step % 3 == 0 {
+            (l.admit_now(&[9], &peer(1)), twin.admit(&[9], &peer(1), now))
+        } else {
+            let twin_key = twin.app_key(9, &peer(1));
+            (l.admit_keys_now(&[key]), twin.admit_keys(&[twin_key], now))
+        };
+        assert_eq!(got, want, "step {step} at {now}");
+        clock.advance(Duration::from_millis(700));
+    }
+    // 21 s of calls every 0.7 s at L = 10 per 10 s: some were dropped, and both agree.
+    assert_eq!(l.stats(), twin.stats());
+    assert!(l.stats().dropped > 0);
+    // penalize_now adds max(1, L / 4) = 2 at the clock's time.
+    clock.set(T0 + 100 * SEC);
+    l.penalize_now(&[11], &peer(2));
+    assert_eq!(l.counts(l.app_key(11, &peer(2))), Some((0, 2)));
+    // The system clock is the wall clock (after 2020, before 2200).
+    let wall = SystemClock.now_ns();
+    assert!((1_577_836_800 * SEC..7_258_118_400 * SEC).contains(&wall));
+    assert!(AppRateLimiter::new(Config::default()).unwrap().now_ns() >= wall);
+}
