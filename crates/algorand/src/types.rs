@@ -57,6 +57,46 @@ impl FromStr for Txid {
     }
 }
 
+/// With feature `serde`: base32 text in human-readable formats (JSON, TOML: what algod and the
+/// indexer show), the 32 bytes in binary ones.
+#[cfg(feature = "serde")]
+impl serde::Serialize for Txid {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if serializer.is_human_readable() {
+            serializer.collect_str(self)
+        } else {
+            serializer.serialize_bytes(&self.0)
+        }
+    }
+}
+
+/// With feature `serde`: the forms [`Serialize`](serde::Serialize) writes.
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for Txid {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TxidVisitor;
+        impl serde::de::Visitor<'_> for TxidVisitor {
+            type Value = Txid;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a txid: 52 base32 characters, or 32 bytes")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Txid, E> {
+                s.parse().map_err(E::custom)
+            }
+            fn visit_bytes<E: serde::de::Error>(self, b: &[u8]) -> Result<Txid, E> {
+                <[u8; 32]>::try_from(b)
+                    .map(Txid)
+                    .map_err(|_| E::invalid_length(b.len(), &self))
+            }
+        }
+        if deserializer.is_human_readable() {
+            deserializer.deserialize_str(TxidVisitor)
+        } else {
+            deserializer.deserialize_bytes(TxidVisitor)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

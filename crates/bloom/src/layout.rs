@@ -29,6 +29,7 @@ use crate::sizing;
 /// Recorded in byte 10 of the serialized header ([`Layout::code`]); see the
 /// [module table](crate::layout) for the shapes and rates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub enum Layout {
     /// 256-bit blocks of eight `u32` words, one bit per word: [`Block256`](crate::Block256).

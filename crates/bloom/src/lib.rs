@@ -89,6 +89,7 @@
 //! - [`format`](mod@format): the serialized form (header, blocks, XXH3-64 checksum), versions 1 and 2.
 //! - `sbbf`: [`Sbbf`], Parquet's split-block bloom filter and its Thrift header.
 //! - `error`: [`BuildError`], [`ShapeError`], [`LoadError`].
+//! - `serde_impl` (feature `serde`): every filter as its serialized bytes, `Layout` by name.
 
 mod any;
 mod atomic;
@@ -101,6 +102,8 @@ pub mod format;
 mod geometry;
 pub mod layout;
 mod sbbf;
+#[cfg(feature = "serde")]
+mod serde_impl;
 mod simd;
 mod sizing;
 mod words;

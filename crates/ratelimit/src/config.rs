@@ -27,6 +27,8 @@ use crate::state::{COUNTER_MAX, Limits};
 /// # Ok::<(), txgate_ratelimit::ConfigError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default))]
 pub struct Config {
     /// Total number of (app, origin) keys tracked, over all shards (default 1,048,576). Each shard
     /// holds `max_size / shards` keys, so the limiter never tracks more than `max_size`.

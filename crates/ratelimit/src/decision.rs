@@ -104,6 +104,7 @@ impl Decision {
 
 /// Counters of an [`AppRateLimiter`](crate::AppRateLimiter), summed over shards and threads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct Stats {
     /// Groups admitted (including groups without any app id).

@@ -39,7 +39,12 @@ pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 5_000_000;
 
 /// Configuration of a [`TxHandler`](super::TxHandler). Defaults are go-algorand's (see each
 /// constant).
+///
+/// With feature `serde` it serializes every field but the decoder, which deserializes as the
+/// default (a function pointer has no portable form); missing fields take their defaults.
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default))]
 pub struct HandlerConfig {
     /// Groups the backlog holds (default [`DEFAULT_BACKLOG_CAPACITY`] = 26,000).
     pub backlog_capacity: usize,
@@ -73,6 +78,7 @@ pub struct HandlerConfig {
     /// [`Outcome::MessageTooLarge`](super::Outcome::MessageTooLarge) before any other step.
     pub max_message_size: usize,
     /// The message decoder (default [`codec::decode_txn_message`]).
+    #[cfg_attr(feature = "serde", serde(skip))]
     pub decoder: DecodeFn,
 }
 

@@ -17,6 +17,7 @@ use super::types::Outcome;
 /// - `enqueued` = `pool_accepted + pool_rejected + sink_panicked + backlog_len` (plus groups a
 ///   worker is holding right now).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct HandlerStats {
     /// [`Outcome::Duplicate`]: the raw message was in the dedup cache (go-algorand

@@ -28,7 +28,11 @@ pub const DEFAULT_BLOOM_SEED: u64 = u64::from_be_bytes(*b"txgateL1");
 pub const MAX_WINDOW_ROUNDS: u64 = 1 << 20;
 
 /// How a [`Ledger`](super::Ledger) stores and answers.
+///
+/// With feature `serde`, missing fields take their defaults.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default))]
 pub struct LedgerConfig {
     /// Target false-positive rate of each round's bloom, in (0, 1). Default
     /// [`DEFAULT_FALSE_POSITIVE_RATE`].
