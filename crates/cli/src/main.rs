@@ -19,7 +19,8 @@
 //! Errors print one line, `txgate: error: ...`, naming the file, line, round or node.
 //!
 //! Modules, one line each (txids are computed by `txgate_algorand::codec::TxidHasher`):
-//! - [`replay`]: `txgate replay`, one submodule per phase (ingest, lookups, traffic, fpr).
+//! - [`replay`]: `txgate replay`, one submodule per phase (ingest, lookups, fpr, traffic) plus
+//!   the traffic's messages and the chart.
 //! - [`txids`]: `txgate txids`, the CSV of every transaction.
 //! - [`limit`]: `txgate limit`, the app rate limiter alone over a trace.
 //! - [`feed`]: block feeds (files, directories, archives, algod, the built-in workload).

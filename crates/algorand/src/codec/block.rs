@@ -338,10 +338,14 @@ pub(super) fn decode_entry<'a: 'm, 'm>(
                     _ => None,
                 })
             })?;
-        } else if let Some(i) = SIGNATURE_KEYS.iter().position(|k| *k == key) {
-            once(&mut rest.signatures[i], round, key_at, || {
-                r.scan_span(depth + 2).map_err(raw)
-            })?;
+        } else if let Some(i) = SIGNATURE_KEYS.iter().position(|k| *k == key)
+            && rest.signatures[i].is_none()
+        {
+            // A repeated signature key is skipped like any field the codec does not decode, and
+            // the first occurrence is the one kept for gossip: the txid does not cover
+            // signatures, so the entry is as good as one without the repeat (go-algorand never
+            // writes one).
+            rest.signatures[i] = Some(r.scan_span(depth + 2).map_err(raw)?);
         } else {
             r.skip(depth + 2).map_err(raw)?;
         }

@@ -44,17 +44,21 @@ pub(super) fn read_uint(
     })
 }
 
-/// An integer that fits an int64 (go-algorand's `int64` fields, e.g. the header's `ts`).
+/// An integer that fits an int64 (go-algorand's `int64` fields, e.g. the header's `ts`): a
+/// non-integer is "expected an integer", an unsigned value above `i64::MAX` "expected an int64".
 pub(super) fn read_int(
     r: &mut Reader<'_>,
     round: Option<Round>,
     field: &'static str,
 ) -> Result<i64, DecodeError> {
-    typed(r, round, field, "an int64", |t| match t {
-        Token::Uint(v) => i64::try_from(v).ok(),
-        Token::Neg(v) => Some(v),
-        _ => None,
-    })
+    let at = r.pos();
+    match r.token().map_err(|e| DecodeError::raw(e, round))?.0 {
+        Token::Uint(v) => {
+            i64::try_from(v).map_err(|_| DecodeError::wrong_type(round, at, field, "an int64"))
+        }
+        Token::Neg(v) => Ok(v),
+        _ => Err(DecodeError::wrong_type(round, at, field, "an integer")),
+    }
 }
 
 /// A str or bin value as bytes (Go strings need not be UTF-8).

@@ -272,6 +272,77 @@ fn hgi_after_txn_is_still_honoured() {
 }
 
 #[test]
+fn a_repeated_signature_key_keeps_the_first_and_still_decodes() {
+    // {"hgi": true, "sig": <64 x 1>, "sig": <64 x 2>, "txn": {...}}: go-algorand never writes
+    // the repeat; the txid does not cover signatures, so the entry decodes, and its gossip
+    // message carries the first signature.
+    let t = SynthTxn::payment([4; 32], 1, 2);
+    let txn_value = &block_txn_bytes(&t);
+    let mut b = ByteBuf::new();
+    put_map_len(&mut b, 4);
+    put_str(&mut b, b"gen");
+    put_str(&mut b, GEN.as_bytes());
+    put_str(&mut b, b"gh");
+    put_bin(&mut b, &GH);
+    put_str(&mut b, b"rnd");
+    put_uint(&mut b, 5);
+    put_str(&mut b, b"txns");
+    put_array_len(&mut b, 1);
+    put_map_len(&mut b, 4);
+    put_str(&mut b, b"hgi");
+    put_bool(&mut b, true);
+    put_str(&mut b, b"sig");
+    put_bin(&mut b, &[1; 64]);
+    put_str(&mut b, b"sig");
+    put_bin(&mut b, &[2; 64]);
+    put_str(&mut b, b"txn");
+    b.as_mut_vec().extend_from_slice(txn_value);
+    let block = decode_block(b.as_slice()).unwrap();
+    assert_eq!(block.txns[0].txid, t.txid(GEN, &GH));
+    let offsets = super::payset_offsets(b.as_slice()).unwrap();
+    assert_eq!(
+        super::payset_entry_txid(b.as_slice(), offsets[0], GEN.as_bytes(), &GH).unwrap(),
+        t.txid(GEN, &GH)
+    );
+    let messages = super::gossip_messages(b.as_slice()).unwrap();
+    let first = [&[0xc4, 64][..], &[1; 64]].concat();
+    let second = [&[0xc4, 64][..], &[2; 64]].concat();
+    let has = |needle: &[u8]| messages[0].windows(needle.len()).any(|w| w == needle);
+    assert!(has(&first) && !has(&second));
+    assert_eq!(
+        super::decode_txn_message(&messages[0]).unwrap()[0].txid,
+        t.txid(GEN, &GH)
+    );
+}
+
+#[test]
+fn a_timestamp_that_is_not_an_integer_says_so() {
+    // `ts` of the wrong type is "an integer"; a uint above i64::MAX "an int64".
+    for (value, expected) in [
+        (&[0xa1, b'x'][..], "an integer"),
+        (
+            &[0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff][..],
+            "an int64",
+        ),
+    ] {
+        let mut b = ByteBuf::new();
+        put_map_len(&mut b, 2);
+        put_str(&mut b, b"gh");
+        put_bin(&mut b, &GH);
+        put_str(&mut b, b"ts");
+        b.as_mut_vec().extend_from_slice(value);
+        match decode_block(b.as_slice()) {
+            Err(DecodeError::WrongType {
+                field: "ts",
+                expected: e,
+                ..
+            }) => assert_eq!(e, expected),
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[test]
 fn header_after_txns_is_still_used() {
     // A bare block with `txns` before `gh` and `gen` (non-canonical order): decoded after the map.
     let t = SynthTxn::payment([4; 32], 1, 2);

@@ -114,8 +114,16 @@ impl HandlerConfig {
     /// # Errors
     ///
     /// [`HandlerConfigError`] for a zero backlog capacity, group size or message size, a
-    /// congestion percentage above 100, or (with dedup on) a zero dedup size or interval.
+    /// congestion percentage above 100, or (with dedup on) a zero dedup size or interval; the
+    /// first of these in that order. (Whether a limiter is at hand is `TxHandler::new`'s check:
+    /// it comes after the message size and before the dedup checks.)
     pub fn validate(&self) -> Result<(), HandlerConfigError> {
+        self.check(true)
+    }
+
+    /// The checks of [`validate`](Self::validate) in [`TxHandler::new`](super::TxHandler::new)'s
+    /// order, with `MissingLimiter` when rate limiting is on and `has_limiter` is false.
+    pub(super) fn check(&self, has_limiter: bool) -> Result<(), HandlerConfigError> {
         if self.backlog_capacity == 0 {
             return Err(HandlerConfigError::ZeroBacklogCapacity);
         }
@@ -127,6 +135,9 @@ impl HandlerConfig {
         }
         if self.max_message_size == 0 {
             return Err(HandlerConfigError::ZeroMaxMessageSize);
+        }
+        if self.app_rate_limiting && !has_limiter {
+            return Err(HandlerConfigError::MissingLimiter);
         }
         if self.dedup {
             if self.dedup_max_size == 0 {

@@ -49,7 +49,7 @@ impl TxHandler {
         limiter: Option<Arc<AppRateLimiter>>,
         sink: Arc<dyn PoolSink>,
     ) -> Result<Self, HandlerConfigError> {
-        config.validate()?;
+        config.check(limiter.is_some())?;
         let limiter = if config.app_rate_limiting {
             Some(limiter.ok_or(HandlerConfigError::MissingLimiter)?)
         } else {

@@ -354,7 +354,8 @@ impl Ledger {
 
     /// The bloom filter of `round`'s txids as the ledger persisted it (checksum verified), for
     /// measuring its false-positive rate or shipping it to a peer. `Ok(None)` when the round has
-    /// no bloom: blooms are disabled, or the round was ingested while they were.
+    /// no stored bloom: it was added while blooms were disabled. (A ledger reopened with blooms
+    /// disabled still answers with the blooms stored before.)
     ///
     /// ```
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -374,8 +375,9 @@ impl Ledger {
     /// # Errors
     ///
     /// [`LedgerError::BeyondLatest`], [`LedgerError::NotKept`], [`LedgerError::Store`];
-    /// [`LedgerError::StoredBloom`] when the stored bytes no longer load (damaged since the
-    /// ledger was opened: opening rebuilds damaged blooms).
+    /// [`LedgerError::StoredBloom`] when the stored bytes do not load (a damaged row: opening
+    /// with blooms enabled checks and rebuilds only the window's rounds, so an older archival
+    /// round, or any round of a ledger opened with blooms disabled, can be damaged here).
     pub fn round_bloom(&self, round: Round) -> Result<Option<AnyBloom>, LedgerError> {
         let txn = self.read()?;
         self.check_kept(&txn, round)?;

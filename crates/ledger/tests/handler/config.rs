@@ -131,6 +131,23 @@ fn config_errors_are_typed() {
         mk(config(10, 10), None),
         Some(HandlerConfigError::MissingLimiter)
     ));
+    // Two problems: the first in a fixed order (sizes, the limiter, then dedup) is reported.
+    let two = HandlerConfig {
+        dedup_max_size: 0,
+        ..config(10, 10)
+    };
+    assert!(matches!(
+        mk(two.clone(), None),
+        Some(HandlerConfigError::MissingLimiter)
+    ));
+    assert!(matches!(
+        two.validate(),
+        Err(HandlerConfigError::ZeroDedupMaxSize)
+    ));
+    assert!(matches!(
+        mk(config(0, 10), None),
+        Some(HandlerConfigError::ZeroBacklogCapacity)
+    ));
     let z = HandlerConfig {
         dedup_max_size: 0,
         ..config(10, 10)
