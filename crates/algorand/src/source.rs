@@ -62,7 +62,7 @@ pub struct RawBlock {
 #[non_exhaustive]
 pub enum SourceError {
     /// The path cannot be opened or read.
-    #[error("{}: {source}", .path.display())]
+    #[error("cannot read {}", .path.display())]
     Io {
         /// The file or directory.
         path: PathBuf,
@@ -71,7 +71,7 @@ pub enum SourceError {
         source: io::Error,
     },
     /// The archive is corrupt or truncated (bad bzip2 stream, bad tar header...).
-    #[error("{}: corrupt archive{}: {source}", .path.display(), in_entry(.entry))]
+    #[error("{}: corrupt archive{}", .path.display(), in_entry(.entry))]
     Archive {
         /// The archive file.
         path: PathBuf,

@@ -1,6 +1,9 @@
-//! The CLI's typed errors. Every variant names the file, the line or the round it is about, and
-//! renders on one line; `main` prints it as `txgate: error: ...` and exits with
+//! The CLI's typed errors. Every variant names the file, the line or the round it is about;
+//! `main` prints it with its causes ([`one_line`]) as `txgate: error: ...` and exits with
 //! [`CliError::exit_code`]: 2 for bad input or usage, 1 for a runtime failure.
+//!
+//! Each error's `Display` says what failed and leaves its cause to `source()` (the Rust API
+//! guidelines' rule, C-GOOD-ERR), so a chain prints each cause once.
 
 use std::path::PathBuf;
 
@@ -14,7 +17,7 @@ use txgate_ledger::store::LedgerError;
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum CliError {
     /// A file or directory could not be read or written.
-    #[error("{}: {source}", .path.display())]
+    #[error("{}", .path.display())]
     Io {
         /// The file.
         path: PathBuf,
@@ -23,10 +26,10 @@ pub(crate) enum CliError {
         source: std::io::Error,
     },
     /// A block source (file, directory, tar, tar.bz2) could not be opened or read.
-    #[error("{0}")]
+    #[error(transparent)]
     Source(#[from] SourceError),
     /// A block does not decode.
-    #[error("{name}{}: block does not decode: {source}", fmt_round(*.round))]
+    #[error("{name}{}: block does not decode", fmt_round(*.round))]
     Block {
         /// The file, or the entry inside an archive.
         name: String,
@@ -37,7 +40,7 @@ pub(crate) enum CliError {
         source: DecodeError,
     },
     /// The ledger refused a block, or its database failed.
-    #[error("{context}: {source}")]
+    #[error("{context}")]
     Ledger {
         /// What was being done: the ledger directory, and the block's file and round.
         context: String,
@@ -66,13 +69,13 @@ pub(crate) enum CliError {
         message: String,
     },
     /// The rate limiter refused its configuration.
-    #[error("invalid app rate limiter configuration: {0}")]
+    #[error("invalid app rate limiter configuration")]
     Limiter(#[from] txgate_ratelimit::ConfigError),
     /// The tx handler refused its configuration.
-    #[error("invalid tx handler configuration: {0}")]
+    #[error("invalid tx handler configuration")]
     Handler(#[from] HandlerConfigError),
     /// An algod request failed (the message never holds the API token).
-    #[error("{0}")]
+    #[error(transparent)]
     Algod(#[from] crate::algod::AlgodError),
     /// A command-line value is out of range (clap checks the syntax; this is the meaning).
     #[error("{0}")]
@@ -107,7 +110,8 @@ impl CliError {
             CliError::Source(_) => true,
             CliError::Ledger { source, .. } => matches!(
                 source,
-                L::Config(_)
+                L::FalsePositiveRate(_)
+                    | L::MaxTxnLife(_)
                     | L::Format { .. }
                     | L::OutOfOrder { .. }
                     | L::OtherNetwork { .. }
@@ -128,5 +132,43 @@ impl CliError {
     pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> CliError {
         let path = path.into();
         move |source| CliError::Io { path, source }
+    }
+}
+
+/// `error` and its causes (`source()`, recursively) on one line, joined by `": "`: what the CLI
+/// prints. Line breaks inside a message become spaces.
+pub(crate) fn one_line(error: &dyn std::error::Error) -> String {
+    let mut line = error.to_string();
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        line.push_str(": ");
+        line.push_str(&e.to_string());
+        cause = e.source();
+    }
+    line.replace(['\n', '\r'], " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_line_prints_each_cause_once() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "gone\nreally");
+        let e = CliError::Io {
+            path: "/x/y".into(),
+            source: io,
+        };
+        assert_eq!(e.to_string(), "/x/y");
+        assert_eq!(one_line(&e), "/x/y: gone really");
+        let nested = CliError::Ledger {
+            context: "ledger /d".into(),
+            source: LedgerError::MaxTxnLife(7_000_000),
+        };
+        assert_eq!(
+            one_line(&nested),
+            "ledger /d: invalid ledger configuration: MaxTxnLife 7000000 is above the limit 1048576"
+        );
+        assert_eq!(nested.exit_code(), EXIT_USAGE);
     }
 }

@@ -101,9 +101,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
 fn main() {
     let cli = Cli::parse();
     if let Err(e) = run(cli) {
-        // One line, whatever the nested errors print.
-        let msg = e.to_string().replace(['\n', '\r'], " ");
-        eprintln!("txgate: error: {msg}");
+        eprintln!("txgate: error: {}", error::one_line(&e));
         std::process::exit(e.exit_code());
     }
 }

@@ -113,8 +113,31 @@ pub enum ConfigError {
         bytes: usize,
     },
     /// No salt was given and the OS random source failed.
-    #[error("drawing a random salt from the OS failed: {0}")]
-    Salt(getrandom::Error),
+    #[error("drawing a random salt from the OS failed")]
+    Salt(#[source] RandomSourceError),
+}
+
+/// The OS random source failed (its message, and the OS error code where there is one, are in
+/// [`Display`](std::fmt::Display)); the error type of the random-source crate is not part of this
+/// crate's API.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct RandomSourceError(getrandom::Error);
+
+impl RandomSourceError {
+    /// Fills `buf` from the OS random source.
+    ///
+    /// # Errors
+    ///
+    /// The OS random source's failure.
+    pub fn fill(buf: &mut [u8]) -> Result<(), Self> {
+        getrandom::fill(buf).map_err(Self)
+    }
+
+    /// The raw OS error code, when the failure came from the OS.
+    pub fn raw_os_error(&self) -> Option<i32> {
+        self.0.raw_os_error()
+    }
 }
 
 /// What [`Config::validate`] derives: the arithmetic limits, per-shard capacity and salt.
@@ -175,7 +198,7 @@ impl Config {
             Some(salt) => salt,
             None => {
                 let mut salt = [0; 16];
-                getrandom::fill(&mut salt).map_err(ConfigError::Salt)?;
+                RandomSourceError::fill(&mut salt).map_err(ConfigError::Salt)?;
                 salt
             }
         };

@@ -136,7 +136,7 @@ mod table;
 #[cfg(all(test, not(loom)))]
 mod stress;
 
-pub use config::{Config, ConfigError};
+pub use config::{Config, ConfigError, RandomSourceError};
 pub use decision::{Clock, Decision, ManualClock, Stats, SystemClock};
 pub use limiter::AppRateLimiter;
 pub use origin::{AppKey, Origin, OriginParseError, derive_key_hash};

@@ -186,8 +186,8 @@ pub enum HandlerConfigError {
     #[error("app_rate_limiting is on but no AppRateLimiter was given (pass one, or turn it off)")]
     MissingLimiter,
     /// The OS random source failed while drawing the dedup salt.
-    #[error("drawing the dedup salt from the OS failed: {0}")]
-    Salt(getrandom::Error),
+    #[error("drawing the dedup salt from the OS failed")]
+    Salt(#[source] txgate_ratelimit::RandomSourceError),
 }
 
 /// Why [`TxHandler::start_workers`](super::TxHandler::start_workers) refused.

@@ -61,7 +61,8 @@ impl TxHandler {
                 Some(salt) => salt,
                 None => {
                     let mut salt = [0; 16];
-                    getrandom::fill(&mut salt).map_err(HandlerConfigError::Salt)?;
+                    txgate_ratelimit::RandomSourceError::fill(&mut salt)
+                        .map_err(HandlerConfigError::Salt)?;
                     salt
                 }
             };

@@ -77,20 +77,14 @@ impl Default for LedgerConfig {
 }
 
 impl LedgerConfig {
-    /// [`LedgerError::Config`] unless the false-positive rate is in (0, 1) and MaxTxnLife at
-    /// most [`MAX_WINDOW_ROUNDS`].
+    /// [`LedgerError::FalsePositiveRate`] unless the false-positive rate is in (0, 1);
+    /// [`LedgerError::MaxTxnLife`] unless MaxTxnLife is at most [`MAX_WINDOW_ROUNDS`].
     pub(super) fn check(&self) -> Result<(), LedgerError> {
         if !(self.false_positive_rate > 0.0 && self.false_positive_rate < 1.0) {
-            return Err(LedgerError::Config(format!(
-                "false-positive rate must be in (0, 1), got {}",
-                self.false_positive_rate
-            )));
+            return Err(LedgerError::FalsePositiveRate(self.false_positive_rate));
         }
         if self.max_txn_life > MAX_WINDOW_ROUNDS {
-            return Err(LedgerError::Config(format!(
-                "MaxTxnLife {} is above the limit {MAX_WINDOW_ROUNDS}",
-                self.max_txn_life
-            )));
+            return Err(LedgerError::MaxTxnLife(self.max_txn_life));
         }
         Ok(())
     }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use txgate_algorand::codec::DecodeError;
 use txgate_bloom::{BuildError, LoadError};
 
+use super::config::MAX_WINDOW_ROUNDS;
 use super::genesis::Genesis;
 use super::tables::FORMAT_VERSION;
 use crate::Round;
@@ -13,11 +14,14 @@ use crate::Round;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LedgerError {
-    /// The configuration is not usable.
-    #[error("invalid ledger configuration: {0}")]
-    Config(String),
+    /// The configured false-positive rate is not in (0, 1).
+    #[error("invalid ledger configuration: false-positive rate must be in (0, 1), got {0}")]
+    FalsePositiveRate(f64),
+    /// The configured MaxTxnLife is above [`MAX_WINDOW_ROUNDS`].
+    #[error("invalid ledger configuration: MaxTxnLife {0} is above the limit {MAX_WINDOW_ROUNDS}")]
+    MaxTxnLife(u64),
     /// The ledger directory could not be created.
-    #[error("cannot create ledger directory {path}: {source}")]
+    #[error("cannot create ledger directory {path}")]
     Dir {
         /// The directory.
         path: PathBuf,
@@ -25,12 +29,12 @@ pub enum LedgerError {
         source: std::io::Error,
     },
     /// The database could not be opened (locked by another process, corrupt, unreadable).
-    #[error("cannot open ledger database {path}: {source}")]
+    #[error("cannot open ledger database {path}")]
     Open {
         /// The database file.
         path: PathBuf,
-        /// redb's error.
-        source: Box<redb::Error>,
+        /// The database's error.
+        source: DbError,
     },
     /// The database was written by another format version.
     #[error("ledger database {path} has format {found}, this build reads format {FORMAT_VERSION}")]
@@ -41,12 +45,12 @@ pub enum LedgerError {
         found: u64,
     },
     /// A database operation failed.
-    #[error("ledger store error{}: {source}", fmt_round(*.round))]
+    #[error("ledger store error{}", fmt_round(*.round))]
     Store {
         /// The round concerned, if any.
         round: Option<Round>,
-        /// redb's error.
-        source: Box<redb::Error>,
+        /// The database's error.
+        source: DbError,
     },
     /// `add_block` of a round that is not the latest + 1. Nothing was written.
     #[error("block of round {got} is out of order: the next round is {expected}")]
@@ -57,7 +61,7 @@ pub enum LedgerError {
         got: Round,
     },
     /// Block bytes do not decode (given to `add_block`, or stored and read back).
-    #[error("block{} does not decode: {source}", fmt_round(*.round))]
+    #[error("block{} does not decode", fmt_round(*.round))]
     Decode {
         /// The round, when known (stored blocks).
         round: Option<Round>,
@@ -65,7 +69,7 @@ pub enum LedgerError {
         source: DecodeError,
     },
     /// A round's bloom could not be built.
-    #[error("cannot build the bloom of round {round}: {source}")]
+    #[error("cannot build the bloom of round {round}")]
     Bloom {
         /// The round.
         round: Round,
@@ -129,7 +133,7 @@ pub enum LedgerError {
         found: usize,
     },
     /// A stored bloom's bytes do not load (damaged after the ledger was opened).
-    #[error("the stored bloom of round {round} does not load: {source}")]
+    #[error("the stored bloom of round {round} does not load")]
     StoredBloom {
         /// The round.
         round: Round,
@@ -158,6 +162,19 @@ fn fmt_opt(round: Option<Round>) -> String {
 pub(super) fn db_err<E: Into<redb::Error>>(round: Option<Round>) -> impl FnOnce(E) -> LedgerError {
     move |e| LedgerError::Store {
         round,
-        source: Box::new(e.into()),
+        source: DbError::from(e.into()),
+    }
+}
+
+/// The database's own error (the redb crate's, whose type is not part of this crate's API): its
+/// message is this error's [`Display`](std::fmt::Display), and its cause, if any, its
+/// [`source`](std::error::Error::source).
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct DbError(Box<redb::Error>);
+
+impl From<redb::Error> for DbError {
+    fn from(e: redb::Error) -> Self {
+        Self(Box::new(e))
     }
 }

@@ -103,7 +103,7 @@ pub use config::{
     DEFAULT_BLOOM_LAYOUT, DEFAULT_BLOOM_SEED, DEFAULT_FALSE_POSITIVE_RATE, DEFAULT_MAX_TXN_LIFE,
     LedgerConfig, MAX_WINDOW_ROUNDS,
 };
-pub use error::LedgerError;
+pub use error::{DbError, LedgerError};
 pub use genesis::Genesis;
 pub use ledger::{Ledger, TxRecord};
 pub use open::{OpenReport, RebuildReason, RebuiltBloom};

@@ -10,7 +10,7 @@ use txgate_bloom::{AnyBloom, LoadError};
 
 use super::blocks::{Codec, stored_block};
 use super::config::LedgerConfig;
-use super::error::{LedgerError, db_err};
+use super::error::{DbError, LedgerError, db_err};
 use super::ledger::{Ledger, WriterState};
 use super::rows::{persist_round_rows, prune, read_genesis};
 use super::tables::{
@@ -73,7 +73,7 @@ impl Ledger {
     ///
     /// # Errors
     ///
-    /// [`LedgerError::Config`] for a false-positive rate outside (0, 1) or a MaxTxnLife above
+    /// [`LedgerError::FalsePositiveRate`] or [`LedgerError::MaxTxnLife`] for a false-positive rate outside (0, 1) or a MaxTxnLife above
     /// [`MAX_WINDOW_ROUNDS`](super::MAX_WINDOW_ROUNDS); [`LedgerError::Dir`], [`LedgerError::Open`]
     /// (e.g. another process has it open), [`LedgerError::Format`]; while rebuilding a bloom, or
     /// learning the network of a ledger written before the `chain` table existed,
@@ -99,7 +99,7 @@ impl Ledger {
         let path = dir.join(DB_FILE);
         let open_err = |e: redb::Error| LedgerError::Open {
             path: path.clone(),
-            source: Box::new(e),
+            source: DbError::from(e),
         };
         let db = Database::create(&path).map_err(|e| open_err(e.into()))?;
 

@@ -202,10 +202,14 @@ fn bad_configuration_is_a_typed_error() {
             ..LedgerConfig::default()
         },
     ] {
-        assert!(matches!(
-            Ledger::open(dir.path(), config),
-            Err(LedgerError::Config(_))
-        ));
+        let err = Ledger::open(dir.path(), config.clone()).unwrap_err();
+        match err {
+            LedgerError::FalsePositiveRate(p) => {
+                assert!(p.is_nan() || p == config.false_positive_rate)
+            }
+            LedgerError::MaxTxnLife(life) => assert_eq!(life, MAX_WINDOW_ROUNDS + 1),
+            other => panic!("{other:?}"),
+        }
     }
 }
 
