@@ -128,3 +128,8 @@ pub fn real_round_txids() -> Option<Vec<RoundTxids>> {
     }
     Some(rounds)
 }
+
+/// The workspace README's Rust examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct WorkspaceReadme;

@@ -4,6 +4,44 @@
 //! [`Txid`] are re-exported from it. `store` and `handler` do not use each other: the one link,
 //! the ledger as the handler's committed check, is the `impl CommittedTxids for Ledger` below.
 //!
+//! # Example
+//!
+//! A ledger as the tx handler's committed check: a resent transaction of a committed round is
+//! dropped, a new one goes to the pool.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use txgate_algorand::synth::{SynthTxn, encode_block, encode_txn_message};
+//! use txgate_ledger::handler::{
+//!     Group, HandlerConfig, Message, Outcome, PoolReject, PoolSink, Source, TxHandler,
+//! };
+//! use txgate_ledger::store::{Ledger, LedgerConfig};
+//!
+//! struct Pool;
+//! impl PoolSink for Pool {
+//!     fn submit(&self, _group: &Group) -> Result<(), PoolReject> {
+//!         Ok(())
+//!     }
+//! }
+//!
+//! let dir = tempfile::tempdir()?;
+//! let ledger = Arc::new(Ledger::open(dir.path(), LedgerConfig::default())?.0);
+//! let (net, hash) = ("testnet-v1.0", [0; 32]);
+//! let committed = SynthTxn::payment([7; 32], 1, 1000);
+//! ledger.add_block(&encode_block(1, net, &hash, 0, &[committed.clone()]))?;
+//!
+//! let config = HandlerConfig { app_rate_limiting: false, ..HandlerConfig::default() };
+//! let handler = TxHandler::new(config, ledger, None, Arc::new(Pool))?;
+//! let outcome = |txn: &SynthTxn| {
+//!     let bytes = encode_txn_message(std::slice::from_ref(txn), net, &hash);
+//!     let message = Message { bytes: &bytes, source: Source::Local, received_ns: 1 };
+//!     handler.handle(&message)
+//! };
+//! assert_eq!(outcome(&committed), Outcome::AlreadyCommitted);
+//! assert_eq!(outcome(&SynthTxn::payment([8; 32], 1, 1000)), Outcome::Enqueued);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # Modules
 //!
 //! [`store`]: the redb-backed ledger of Algorand blocks with per-round txid blooms over the

@@ -120,9 +120,18 @@ pub enum ConfigError {
 /// The OS random source failed (its message, and the OS error code where there is one, are in
 /// [`Display`](std::fmt::Display)); the error type of the random-source crate is not part of this
 /// crate's API.
-#[derive(Debug, thiserror::Error)]
-#[error(transparent)]
+#[derive(Debug)]
 pub struct RandomSourceError(getrandom::Error);
+
+impl std::fmt::Display for RandomSourceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&self.0, f)
+    }
+}
+
+/// No source: the random source's error is the root cause (its OS code is in the message and in
+/// [`raw_os_error`](Self::raw_os_error)).
+impl std::error::Error for RandomSourceError {}
 
 impl RandomSourceError {
     /// Fills `buf` from the OS random source.
