@@ -22,6 +22,7 @@ use crate::Round;
 
 /// What [`Ledger::open`] found and did.
 #[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
 pub struct OpenReport {
     /// Oldest round whose block is kept (`None`: empty ledger).
     pub first: Option<Round>,
@@ -38,6 +39,7 @@ pub struct OpenReport {
 
 /// A bloom [`Ledger::open`] rebuilt from its block.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct RebuiltBloom {
     /// The round.
     pub round: Round,
@@ -47,6 +49,7 @@ pub struct RebuiltBloom {
 
 /// Why a bloom was rebuilt.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum RebuildReason {
     /// The round had no bloom row (e.g. its blocks were added with blooms disabled).
     Missing,
