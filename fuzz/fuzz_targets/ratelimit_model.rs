@@ -10,7 +10,8 @@ use std::time::Duration;
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use txgate_ratelimit::model::Model;
-use txgate_ratelimit::{AppKey, AppRateLimiter, Config, Decision, Origin};
+use txgate_ratelimit::{AppKey, AppRateLimiter, Config, Origin};
+use txgate_tests::decisions::parts;
 
 #[derive(Arbitrary, Debug)]
 struct Input {
@@ -47,20 +48,6 @@ fn keys(l: &AppRateLimiter, apps: &[u64], origin: &Origin) -> Vec<AppKey> {
         .filter(|&&a| a != 0)
         .map(|&a| l.app_key(a, origin))
         .collect()
-}
-
-/// A decision as comparable parts; a drop's index mapped through `positions` (the places of the
-/// keys in the caller's slice).
-fn parts(d: Decision, positions: &[usize]) -> (bool, Option<u16>, Option<(usize, u64)>) {
-    match d {
-        Decision::Admit { remaining, .. } => (true, remaining, None),
-        Decision::Drop {
-            index,
-            retry_after_ns,
-            ..
-        } => (false, None, Some((positions[index], retry_after_ns))),
-        _ => unreachable!(),
-    }
 }
 
 fuzz_target!(|input: Input| {
@@ -109,7 +96,7 @@ fuzz_target!(|input: Input| {
                 };
                 let want = model.admit_keys(&k, now);
                 let identity: Vec<usize> = (0..apps.len().max(k.len())).collect();
-                decision = Some((parts(got, &identity), parts(want, &positions)));
+                decision = Some((parts(got, |i| identity[i]), parts(want, |i| positions[i])));
             }
             Op::Penalize { apps, origin } => {
                 let apps: Vec<u64> = apps.iter().take(6).map(|&a| u64::from(a % 9)).collect();

@@ -8,6 +8,7 @@
 //!   [`allocations_during`](alloc::allocations_during), for "this path allocates nothing" tests.
 //! - [`bloom_format`]: the version-1 form of a serialized bloom filter and what a loader must
 //!   write back for accepted bytes.
+//! - [`decisions`]: a rate limiter decision as comparable parts, for differential tests.
 //! - [`algod`]: a fake algod HTTP server over recorded blocks, for the CLI's algod source.
 //! - [`handler_doubles`]: stand-ins for the tx handler's committed check and transaction pool
 //!   (nothing committed, a recorded map, an accept-all pool, a recording pool).
@@ -24,6 +25,7 @@ use std::path::PathBuf;
 pub mod algod;
 pub mod alloc;
 pub mod bloom_format;
+pub mod decisions;
 pub mod handler_doubles;
 pub mod rng;
 

@@ -5,6 +5,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
+use std::process::Output;
 
 use common::{DATASET2, DATASET2_JSONL, SMALL, assert_bad, assert_ok, replay_json, txgate};
 use serde_json::Value;
@@ -419,6 +420,11 @@ fn missing_round_in_a_source_names_the_round() {
     assert_bad(&out, &["round 6", "next round is 5"]);
 }
 
+/// `txgate replay --rounds 2 <flag> <path>`: a short replay that reads one input file.
+fn replay_two_rounds_with(flag: &str, path: &Path) -> Output {
+    txgate(&["replay", "--rounds", "2", flag, path.to_str().unwrap()])
+}
+
 #[test]
 fn malformed_trace_lines_name_the_line() {
     let dir = tempfile::tempdir().unwrap();
@@ -441,13 +447,7 @@ fn malformed_trace_lines_name_the_line() {
         let name = format!("bad{i}.csv");
         let out = txgate(&["limit", "--trace", trace.to_str().unwrap()]);
         assert_bad(&out, &[&name, needle]);
-        let out = txgate(&[
-            "replay",
-            "--rounds",
-            "2",
-            "--trace",
-            trace.to_str().unwrap(),
-        ]);
+        let out = replay_two_rounds_with("--trace", &trace);
         assert_bad(&out, &[&name, needle]);
     }
 }
@@ -457,22 +457,10 @@ fn unknown_config_key_names_the_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("node.toml");
     std::fs::write(&config, "TxBacklogSize = 1000\nTxBacklogSise = 5\n").unwrap();
-    let out = txgate(&[
-        "replay",
-        "--rounds",
-        "2",
-        "--config",
-        config.to_str().unwrap(),
-    ]);
+    let out = replay_two_rounds_with("--config", &config);
     assert_bad(&out, &["node.toml", "line 2", "TxBacklogSise"]);
     std::fs::write(&config, "MaxTxnLife = -3\n").unwrap();
-    let out = txgate(&[
-        "replay",
-        "--rounds",
-        "2",
-        "--config",
-        config.to_str().unwrap(),
-    ]);
+    let out = replay_two_rounds_with("--config", &config);
     assert_bad(&out, &["node.toml", "line 1"]);
     let out = txgate(&["replay", "--config", "/nonexistent/node.toml"]);
     assert_bad(&out, &["/nonexistent/node.toml"]);

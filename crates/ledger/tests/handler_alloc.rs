@@ -10,50 +10,17 @@
 //! groups of 1 to 16 transactions, most calling apps, from 64 peers over 32 apps.
 #![cfg(not(loom))]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::sync::Arc;
 use std::time::Duration;
 
 use txgate_algorand::synth::{SynthTxn, encode_txn_message};
 use txgate_ledger::handler::{HandlerConfig, Message, Outcome, Source, TxHandler};
 use txgate_ratelimit::{AppRateLimiter, Config, Origin};
+use txgate_tests::alloc::{Counting, allocations_during};
 use txgate_tests::handler_doubles::{AcceptAll, NothingCommitted};
-
-struct Counting;
-
-thread_local! {
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-// SAFETY: forwards every call to `System` unchanged; only counts on the side.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
-        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract, which `System` shares.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `System.alloc` with `layout` (every allocation goes there).
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
-        // SAFETY: as in `dealloc`, and the caller upholds `realloc`'s contract.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
-
-fn allocations_during(f: impl FnOnce()) -> u64 {
-    let before = ALLOCATIONS.with(Cell::get);
-    f();
-    ALLOCATIONS.with(Cell::get) - before
-}
 
 const T0: u64 = 1_700_000_000 * 1_000_000_000;
 /// Past two dedup intervals and two limiter windows: a pass starts on empty dedup generations

@@ -350,6 +350,19 @@ impl Shard {
         (None, self.ways)
     }
 
+    /// The answer for a key [`Shard::scan`] found: its way marked as just used, nothing
+    /// inserted; `evicted` as counted by the caller.
+    #[inline(always)]
+    fn found<'g>(&self, set: usize, hit: Hit<'g>, evicted: u32) -> Got<'g> {
+        self.touch(set, hit.way, hit.slot);
+        Got {
+            node: hit.node,
+            inserted: false,
+            victim: None,
+            evicted,
+        }
+    }
+
     /// Marks a way as just used (`slot`: its value as the caller loaded it).
     #[inline]
     fn touch(&self, set: usize, way: usize, slot: *mut Node) {
@@ -399,13 +412,7 @@ impl Shard {
         if !is_claim(c) {
             let (hit, len) = self.scan(set, key, guard);
             if let Some(hit) = hit {
-                self.touch(set, hit.way, hit.slot);
-                return Got {
-                    node: hit.node,
-                    inserted: false,
-                    victim: None,
-                    evicted: 0,
-                };
+                return self.found(set, hit, 0);
             }
             return self.insert(set, key, born, at, c, Some(len), guard);
         }
@@ -442,13 +449,7 @@ impl Shard {
                 None => {
                     let (hit, len) = self.scan(set, key, guard);
                     if let Some(hit) = hit {
-                        self.touch(set, hit.way, hit.slot);
-                        return Got {
-                            node: hit.node,
-                            inserted: false,
-                            victim: None,
-                            evicted,
-                        };
+                        return self.found(set, hit, evicted);
                     }
                     len
                 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use proptest::prelude::*;
 use txgate_ratelimit::model::Model;
 use txgate_ratelimit::{AppKey, AppRateLimiter, Config, Decision, Origin};
+use txgate_tests::decisions::{Parts, parts};
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -41,31 +42,11 @@ fn keys(l: &AppRateLimiter, apps: &[u64], origin: u8) -> Vec<AppKey> {
         .collect()
 }
 
-/// The model's decision over the non-zero apps, with a drop's index mapped back to its place in
-/// `apps` (what `admit` reports).
-fn in_apps(model: Decision, apps: &[u64]) -> (bool, Option<u16>, Option<(usize, u64)>) {
+/// The model's decision over the non-zero apps as [`parts`], with a drop's index mapped back to
+/// its place in `apps` (what `admit` reports).
+fn in_apps(model: Decision, apps: &[u64]) -> Parts {
     let positions: Vec<usize> = (0..apps.len()).filter(|&i| apps[i] != 0).collect();
-    match model {
-        Decision::Admit { remaining, .. } => (true, remaining, None),
-        Decision::Drop {
-            index,
-            retry_after_ns,
-            ..
-        } => (false, None, Some((positions[index], retry_after_ns))),
-        _ => unreachable!(),
-    }
-}
-
-fn parts(d: Decision) -> (bool, Option<u16>, Option<(usize, u64)>) {
-    match d {
-        Decision::Admit { remaining, .. } => (true, remaining, None),
-        Decision::Drop {
-            index,
-            retry_after_ns,
-            ..
-        } => (false, None, Some((index, retry_after_ns))),
-        _ => unreachable!(),
-    }
+    parts(model, |i| positions[i])
 }
 
 fn run(config: Config, ops: &[Op], start_ns: u64) -> Result<(), TestCaseError> {
@@ -81,7 +62,13 @@ fn run(config: Config, ops: &[Op], start_ns: u64) -> Result<(), TestCaseError> {
                 // too.
                 if step % 2 == 0 {
                     let got = limiter.admit(apps, &Origin::from_peer_id(&[*origin]), now);
-                    prop_assert_eq!(parts(got), in_apps(want, apps), "step {}: {:?}", step, op);
+                    prop_assert_eq!(
+                        parts(got, |i| i),
+                        in_apps(want, apps),
+                        "step {}: {:?}",
+                        step,
+                        op
+                    );
                 } else {
                     let got = limiter.admit_keys(&k, now);
                     prop_assert_eq!(got, want, "step {}: {:?}", step, op);

@@ -19,7 +19,7 @@ fn lookups_are_exact_and_errors_are_typed() {
             latest: None
         })
     ));
-    let mut rng = Rng(1);
+    let mut rng = SplitMix64(1);
     let model = fill(&l, 100..=139, &mut rng, |r| (r % 7) as usize * 30);
     for (&round, ids) in &model {
         for (i, id) in ids.iter().enumerate() {
@@ -42,8 +42,8 @@ fn lookups_are_exact_and_errors_are_typed() {
     // Absent txids: the blooms say "maybe" for ~30 % of them; the index says no.
     let mut maybes = 0;
     for _ in 0..300 {
-        let id = rng.txid();
-        let round = 100 + rng.next() % 40;
+        let id = txid(&mut rng);
+        let round = 100 + rng.next_u64() % 40;
         let reader = l.window.reader();
         if let Probe::Hit(bloom) = reader.get(round) {
             maybes += usize::from(bloom.as_ref().unwrap().contains_id(id.as_bytes()));
@@ -72,10 +72,7 @@ fn lookups_are_exact_and_errors_are_typed() {
 #[test]
 fn find_txid_is_newest_first_within_the_window() {
     let dir = tempfile::tempdir().unwrap();
-    let config = LedgerConfig {
-        max_txn_life: 4,
-        ..LedgerConfig::default()
-    };
+    let config = with_life(4);
     let (l, _) = open(dir.path(), config);
     let id = Txid([5; 32]);
     for round in 0..=9 {
@@ -115,14 +112,14 @@ fn prefix_matches_are_verified_against_their_entries() {
         ..LedgerConfig::default()
     };
     let (l, _) = open(dir.path(), config);
-    let mut rng = Rng(10);
-    let shared = |rng: &mut Rng| {
-        let mut id = rng.txid();
+    let mut rng = SplitMix64(10);
+    let shared = |rng: &mut SplitMix64| {
+        let mut id = txid(rng);
         id.0[..4].copy_from_slice(&[9, 9, 9, 9]);
         id
     };
     let mut ids: Vec<Txid> = (0..40).map(|_| shared(&mut rng)).collect();
-    ids.extend((0..40).map(|_| rng.txid()));
+    ids.extend((0..40).map(|_| txid(&mut rng)));
     ids.push(ids[3]); // repeated: found at its first position
     ids.push(ids[50]);
     l.add_block(&encode(0, &ids)).unwrap();
@@ -150,11 +147,8 @@ fn prefix_matches_are_verified_against_their_entries() {
 #[test]
 fn a_malformed_index_row_is_answered_from_the_block() {
     let dir = tempfile::tempdir().unwrap();
-    let mut rng = Rng(13);
-    let model = {
-        let (l, _) = open(dir.path(), LedgerConfig::default());
-        fill(&l, 0..=1, &mut rng, |_| 20)
-    };
+    let mut rng = SplitMix64(13);
+    let model = fill_closed(dir.path(), LedgerConfig::default(), 0..=1, &mut rng, |_| 20);
     {
         let db = Database::create(dir.path().join(DB_FILE)).unwrap();
         let txn = db.begin_write().unwrap();
@@ -167,16 +161,13 @@ fn a_malformed_index_row_is_answered_from_the_block() {
     }
     let (l, _) = open(dir.path(), LedgerConfig::default());
     assert_lookups(&l, &model);
-    assert_eq!(l.lookup_txid(&rng.txid(), 1).unwrap(), None);
+    assert_eq!(l.lookup_txid(&txid(&mut rng), 1).unwrap(), None);
 }
 
 #[test]
 fn blooms_disabled_gives_identical_answers() {
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let base = LedgerConfig {
-        max_txn_life: 7,
-        ..LedgerConfig::default()
-    };
+    let base = with_life(7);
     let (with, _) = open(a.path(), base.clone());
     let (without, _) = open(
         b.path(),
@@ -185,10 +176,10 @@ fn blooms_disabled_gives_identical_answers() {
             ..base
         },
     );
-    let mut rng = Rng(4);
+    let mut rng = SplitMix64(4);
     let mut all = Vec::new();
     for round in 0..20 {
-        let mut ids: Vec<Txid> = (0..round % 4).map(|_| rng.txid()).collect();
+        let mut ids: Vec<Txid> = (0..round % 4).map(|_| txid(&mut rng)).collect();
         if round % 5 == 0 {
             ids.push(Txid([0xEE; 32])); // one txid in several rounds
         }
@@ -196,7 +187,7 @@ fn blooms_disabled_gives_identical_answers() {
         without.add_block(&encode(round, &ids)).unwrap();
         all.extend(ids);
     }
-    all.extend((0..20).map(|_| rng.txid()));
+    all.extend((0..20).map(|_| txid(&mut rng)));
     for id in &all {
         for round in 0..=20 {
             let (x, y) = (with.lookup_txid(id, round), without.lookup_txid(id, round));
@@ -227,10 +218,10 @@ fn blooms_disabled_gives_identical_answers() {
 /// chunk boundaries and keys that match none, some or all prefixes.
 #[test]
 fn prefix_scan_finds_every_match_in_payset_order() {
-    let mut rng = Rng(11);
+    let mut rng = SplitMix64(11);
     for n in 0..80usize {
         // Prefixes from a 3-value alphabet, so that matches are frequent.
-        let prefixes: Vec<u32> = (0..n).map(|_| (rng.next() % 3) as u32).collect();
+        let prefixes: Vec<u32> = (0..n).map(|_| (rng.next_u64() % 3) as u32).collect();
         let mut row = Vec::new();
         row.extend_from_slice(&(n as u32).to_le_bytes());
         row.extend_from_slice(&3u32.to_le_bytes());

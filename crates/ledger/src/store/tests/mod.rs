@@ -12,6 +12,7 @@ pub(super) use std::path::Path;
 pub(super) use redb::{Database, ReadableTable};
 pub(super) use txgate_algorand::codec::{Block, DecodeError, Txn};
 pub(super) use txgate_bloom::{BloomBuilder, Layout, LoadError};
+pub(super) use txgate_tests::rng::SplitMix64;
 
 pub(super) use super::blocks::Codec;
 pub(super) use super::index::{PREFIX_ENTRY_BYTES, PrefixIndex};
@@ -94,22 +95,20 @@ pub(super) fn block(round: Round, txids: &[Txid]) -> Block {
     }
 }
 
-/// splitmix64: deterministic txids without a dependency.
-pub(super) struct Rng(u64);
-impl Rng {
-    pub(super) fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+/// Deterministic txids: four outputs of `rng`, little-endian.
+pub(super) fn txid(rng: &mut SplitMix64) -> Txid {
+    let mut id = [0; 32];
+    for chunk in id.chunks_exact_mut(8) {
+        chunk.copy_from_slice(&rng.next_u64().to_le_bytes());
     }
-    pub(super) fn txid(&mut self) -> Txid {
-        let mut id = [0; 32];
-        for chunk in id.chunks_exact_mut(8) {
-            chunk.copy_from_slice(&self.next().to_le_bytes());
-        }
-        Txid(id)
+    Txid(id)
+}
+
+/// The default configuration but for `max_txn_life` (a window of `max_txn_life + 1` rounds).
+pub(super) fn with_life(max_txn_life: u64) -> LedgerConfig {
+    LedgerConfig {
+        max_txn_life,
+        ..LedgerConfig::default()
     }
 }
 
@@ -121,16 +120,29 @@ pub(super) fn open(dir: &Path, config: LedgerConfig) -> (Ledger, OpenReport) {
 pub(super) fn fill(
     ledger: &Ledger,
     rounds: RangeInclusive<Round>,
-    rng: &mut Rng,
+    rng: &mut SplitMix64,
     per_round: impl Fn(Round) -> usize,
 ) -> HashMap<Round, Vec<Txid>> {
     let mut model = HashMap::new();
     for round in rounds {
-        let ids: Vec<Txid> = (0..per_round(round)).map(|_| rng.txid()).collect();
+        let ids: Vec<Txid> = (0..per_round(round)).map(|_| txid(rng)).collect();
         assert_eq!(ledger.add_block(&encode(round, &ids)).unwrap(), round);
         model.insert(round, ids);
     }
     model
+}
+
+/// Opens a ledger at `dir` with `config`, adds rounds as [`fill`] does, and closes it again;
+/// returns [`fill`]'s round -> txids (for tests of what a later open finds).
+pub(super) fn fill_closed(
+    dir: &Path,
+    config: LedgerConfig,
+    rounds: RangeInclusive<Round>,
+    rng: &mut SplitMix64,
+    per_round: impl Fn(Round) -> usize,
+) -> HashMap<Round, Vec<Txid>> {
+    let (l, _) = open(dir, config);
+    fill(&l, rounds, rng, per_round)
 }
 
 pub(super) fn block_rounds(dir: &Path) -> Vec<Round> {

@@ -6,11 +6,8 @@ use super::*;
 #[test]
 fn reopen_loads_blooms_and_rebuilds_corrupt_or_missing_ones() {
     let dir = tempfile::tempdir().unwrap();
-    let config = LedgerConfig {
-        max_txn_life: 9,
-        ..LedgerConfig::default()
-    };
-    let mut rng = Rng(2);
+    let config = with_life(9);
+    let mut rng = SplitMix64(2);
     let model = {
         let (l, report) = open(dir.path(), config.clone());
         assert_eq!(report.blooms_loaded, 0);
@@ -59,15 +56,7 @@ fn reopen_loads_blooms_and_rebuilds_corrupt_or_missing_ones() {
             found: DEFAULT_BLOOM_SEED ^ 1
         }
     );
-    for (&round, ids) in &model {
-        for (i, id) in ids.iter().enumerate() {
-            let want = Some(TxRecord {
-                round,
-                index: i as u32,
-            });
-            assert_eq!(l.lookup_txid(id, round).unwrap(), want);
-        }
-    }
+    assert_lookups(&l, &model);
     drop(l);
     // The rebuilt blooms were written back, byte-identical (deterministic seed).
     let (l, report) = open(dir.path(), config);
@@ -85,15 +74,9 @@ fn reopen_loads_blooms_and_rebuilds_corrupt_or_missing_ones() {
 #[test]
 fn a_damaged_bloom_row_fails_its_checksum_and_is_rebuilt() {
     let dir = tempfile::tempdir().unwrap();
-    let config = LedgerConfig {
-        max_txn_life: 9,
-        ..LedgerConfig::default()
-    };
-    let mut rng = Rng(8);
-    let model = {
-        let (l, _) = open(dir.path(), config.clone());
-        fill(&l, 0..=9, &mut rng, |_| 50)
-    };
+    let config = with_life(9);
+    let mut rng = SplitMix64(8);
+    let model = fill_closed(dir.path(), config.clone(), 0..=9, &mut rng, |_| 50);
     let (good_4, good_6) = (bloom_row(dir.path(), 4), bloom_row(dir.path(), 6));
     {
         let db = Database::create(dir.path().join(DB_FILE)).unwrap();
@@ -124,7 +107,7 @@ fn a_damaged_bloom_row_fails_its_checksum_and_is_rebuilt() {
     assert_eq!(report.blooms_loaded, 8);
     assert_lookups(&l, &model);
     for _ in 0..200 {
-        assert_eq!(l.lookup_txid(&rng.txid(), 4).unwrap(), None);
+        assert_eq!(l.lookup_txid(&txid(&mut rng), 4).unwrap(), None);
     }
     drop(l);
     assert_eq!(bloom_row(dir.path(), 4), good_4);
@@ -143,11 +126,10 @@ fn stored_blooms_of_the_other_layout_still_load() {
         max_txn_life: 20,
         ..LedgerConfig::default()
     };
-    let mut rng = Rng(9);
-    let mut model = {
-        let (l, _) = open(dir.path(), with(Layout::Block256));
-        fill(&l, 0..=5, &mut rng, |r| r as usize * 40)
-    };
+    let mut rng = SplitMix64(9);
+    let mut model = fill_closed(dir.path(), with(Layout::Block256), 0..=5, &mut rng, |r| {
+        r as usize * 40
+    });
     let (l, report) = open(dir.path(), with(Layout::Block512));
     assert_eq!((report.blooms_loaded, report.rebuilt.len()), (6, 0));
     model.extend(fill(&l, 6..=8, &mut rng, |_| 100));
@@ -173,12 +155,12 @@ fn stored_blooms_of_the_other_layout_still_load() {
 #[test]
 fn format_1_ledgers_open_and_answer_from_their_rows() {
     let dir = tempfile::tempdir().unwrap();
-    let mut rng = Rng(11);
+    let mut rng = SplitMix64(11);
     let mut model = {
         let (l, _) = open(dir.path(), LedgerConfig::default());
         let mut model = fill(&l, 0..=4, &mut rng, |r| r as usize * 3 + 1);
         // A repeated txid: format 1 kept its first position.
-        let mut ids: Vec<Txid> = (0..5).map(|_| rng.txid()).collect();
+        let mut ids: Vec<Txid> = (0..5).map(|_| txid(&mut rng)).collect();
         ids.push(ids[1]);
         l.add_block(&encode(5, &ids)).unwrap();
         model.insert(5, ids);
@@ -260,11 +242,8 @@ fn blooms_without_the_index_decode_and_are_indexed_at_the_next_open() {
         max_txn_life: 5,
         ..LedgerConfig::default()
     };
-    let mut rng = Rng(12);
-    let mut model = {
-        let (l, _) = open(dir.path(), config(true));
-        fill(&l, 0..=2, &mut rng, |_| 6)
-    };
+    let mut rng = SplitMix64(12);
+    let mut model = fill_closed(dir.path(), config(true), 0..=2, &mut rng, |_| 6);
     {
         let (l, report) = open(dir.path(), config(false));
         assert_eq!(report.rebuilt, vec![]);
@@ -302,15 +281,9 @@ fn switching_blooms_on_rebuilds_the_window_and_decodes_older_rounds() {
         max_txn_life: 4,
         ..LedgerConfig::default()
     };
-    let mut rng = Rng(5);
-    let model = {
-        let (l, _) = open(dir.path(), off);
-        fill(&l, 0..=11, &mut rng, |_| 2)
-    };
-    let on = LedgerConfig {
-        max_txn_life: 4,
-        ..LedgerConfig::default()
-    };
+    let mut rng = SplitMix64(5);
+    let model = fill_closed(dir.path(), off, 0..=11, &mut rng, |_| 2);
+    let on = with_life(4);
     let (l, report) = open(dir.path(), on);
     let rounds: Vec<_> = report.rebuilt.iter().map(|r| r.round).collect();
     assert_eq!(rounds, vec![7, 8, 9, 10, 11]);

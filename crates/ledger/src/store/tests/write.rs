@@ -122,7 +122,7 @@ fn non_archival_ledgers_prune_rounds_that_leave_the_window() {
         archival: false,
         ..LedgerConfig::default()
     };
-    let mut rng = Rng(3);
+    let mut rng = SplitMix64(3);
     let model = {
         let (l, _) = open(dir.path(), config.clone());
         let model = fill(&l, 10..=19, &mut rng, |_| 4);
