@@ -140,7 +140,8 @@ impl<B: BlockLayout> BloomBuilder<B> {
 
     /// Resolves seed and backend.
     fn parts(&self) -> Result<(u64, Kernel), BuildError> {
-        let kernel = Kernel::new(self.backend.unwrap_or_else(Backend::detect))?;
+        let backend = self.backend.unwrap_or_else(Backend::detect);
+        let kernel = Kernel::new(backend).ok_or(BuildError::BackendUnavailable(backend))?;
         Ok((self.seed.unwrap_or_else(random_seed), kernel))
     }
 

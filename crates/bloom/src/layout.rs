@@ -20,9 +20,7 @@
 //! of one 256-bit one, and an atomic insert may need eight 64-bit read-modify-writes instead of
 //! four.
 
-use crate::error::BuildError;
 use crate::simd::Kernel;
-use crate::sizing;
 
 /// A native block layout, as a value (the type-level form is [`BlockLayout`]).
 ///
@@ -84,42 +82,6 @@ impl Layout {
     /// The most blocks a filter of this layout may have: its bytes must fit an `isize`.
     pub const fn max_blocks(self) -> u64 {
         (isize::MAX as u64) / self.block_bytes() as u64
-    }
-
-    /// The expected false-positive rate of `num_blocks` blocks of this layout holding `items`
-    /// distinct keys (the blocked-filter formula of Putze, Sanders and Singler; see
-    /// [`false_positive_rate`](crate::false_positive_rate) for the 256-bit one and the
-    /// [`sizing`](crate::Sizing) docs for the derivation).
-    ///
-    /// # Examples
-    /// ```
-    /// use txgate_bloom::Layout;
-    /// // 2^20 keys at 10 bits per key.
-    /// let small = Layout::Block256.false_positive_rate(1 << 20, 40_960);
-    /// let large = Layout::Block512.false_positive_rate(1 << 20, 20_480);
-    /// assert!((0.0125..0.0128).contains(&small) && (0.0104..0.0106).contains(&large));
-    /// ```
-    pub fn false_positive_rate(self, items: u64, num_blocks: u64) -> f64 {
-        sizing::blocked_false_positive_rate(self.word_bits(), items, num_blocks)
-    }
-
-    /// The fewest blocks of this layout that keep `items` keys at or below false-positive rate
-    /// `fpr` (`items == 0` gives one block).
-    ///
-    /// # Errors
-    /// [`BuildError::InvalidFalsePositiveRate`] unless `0 < fpr < 1`; [`BuildError::TooLarge`]
-    /// past [`Layout::max_blocks`].
-    pub fn num_blocks_for(self, items: u64, fpr: f64) -> Result<u64, BuildError> {
-        sizing::blocks_for_rate(self, items, fpr)
-    }
-
-    /// The blocks that hold `bits` bits, rounded up to whole blocks.
-    ///
-    /// # Errors
-    /// [`BuildError::ZeroSize`] for `bits == 0`; [`BuildError::TooLarge`] past
-    /// [`Layout::max_blocks`].
-    pub fn num_blocks_for_bits(self, bits: u64) -> Result<u64, BuildError> {
-        sizing::blocks_for_bits(self, bits)
     }
 }
 

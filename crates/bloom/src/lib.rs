@@ -81,11 +81,14 @@
 //!   rules derived from it: key hashes (wyhash, XXH3), block index, shape check, sizes, `Debug`.
 //! - `builder`: [`BloomBuilder`] (sizing request, seed, backend, layout) and fallible allocation.
 //! - [`layout`]: [`Layout`] and [`BlockLayout`], the two native layouts and their trade-off.
-//! - `block`: [`Block256`], the block index and fingerprint rules, and the Parquet salts.
-//! - `block512`: [`Block512`], one 64-byte cache line of eight `u64` words.
+//! - `block`: [`Block256`], the block index and fingerprint rules, the Parquet salts, its AVX2
+//!   kernels and the batch query loop.
+//! - `block512`: [`Block512`], one 64-byte cache line of eight `u64` words, and its AVX2 and
+//!   AVX-512 kernels.
 //! - `words`: the split block's scalar insert and query, shared by both layouts.
-//! - `simd`: [`Backend`] detection and the AVX2 / AVX-512 kernels; [`PREFETCH_AHEAD`].
-//! - `sizing`: the Putze-Sanders-Singler false-positive formula and [`Sizing`].
+//! - `simd`: [`Backend`] detection, the checked-backend token, prefetching, [`PREFETCH_AHEAD`].
+//! - `sizing`: the Putze-Sanders-Singler false-positive formula, [`Sizing`], and the sizing
+//!   methods of [`Layout`].
 //! - [`format`](mod@format): the serialized form (header, blocks, XXH3-64 checksum), versions 1 and 2.
 //! - `sbbf`: [`Sbbf`], Parquet's split-block bloom filter and its Thrift header.
 //! - `error`: [`BuildError`], [`ShapeError`], [`LoadError`].

@@ -140,7 +140,8 @@ impl Sbbf {
     /// # Errors
     /// [`BuildError::BackendUnavailable`] when this CPU cannot run it.
     pub fn with_backend(mut self, backend: Backend) -> Result<Self, BuildError> {
-        self.geometry = self.geometry.with_kernel(Kernel::new(backend)?);
+        let kernel = Kernel::new(backend).ok_or(BuildError::BackendUnavailable(backend))?;
+        self.geometry = self.geometry.with_kernel(kernel);
         Ok(self)
     }
 

@@ -26,6 +26,45 @@ use crate::block::BITS_SET_PER_KEY;
 use crate::error::BuildError;
 use crate::layout::Layout;
 
+/// The sizing rules of each layout (the blocked-filter formula and the searches built on it).
+impl Layout {
+    /// The expected false-positive rate of `num_blocks` blocks of this layout holding `items`
+    /// distinct keys (the blocked-filter formula of Putze, Sanders and Singler; see
+    /// [`false_positive_rate`] for the 256-bit one and the
+    /// [`sizing`](crate::Sizing) docs for the derivation).
+    ///
+    /// # Examples
+    /// ```
+    /// use txgate_bloom::Layout;
+    /// // 2^20 keys at 10 bits per key.
+    /// let small = Layout::Block256.false_positive_rate(1 << 20, 40_960);
+    /// let large = Layout::Block512.false_positive_rate(1 << 20, 20_480);
+    /// assert!((0.0125..0.0128).contains(&small) && (0.0104..0.0106).contains(&large));
+    /// ```
+    pub fn false_positive_rate(self, items: u64, num_blocks: u64) -> f64 {
+        blocked_false_positive_rate(self.word_bits(), items, num_blocks)
+    }
+
+    /// The fewest blocks of this layout that keep `items` keys at or below false-positive rate
+    /// `fpr` (`items == 0` gives one block).
+    ///
+    /// # Errors
+    /// [`BuildError::InvalidFalsePositiveRate`] unless `0 < fpr < 1`; [`BuildError::TooLarge`]
+    /// past [`Layout::max_blocks`].
+    pub fn num_blocks_for(self, items: u64, fpr: f64) -> Result<u64, BuildError> {
+        blocks_for_rate(self, items, fpr)
+    }
+
+    /// The blocks that hold `bits` bits, rounded up to whole blocks.
+    ///
+    /// # Errors
+    /// [`BuildError::ZeroSize`] for `bits == 0`; [`BuildError::TooLarge`] past
+    /// [`Layout::max_blocks`].
+    pub fn num_blocks_for_bits(self, bits: u64) -> Result<u64, BuildError> {
+        blocks_for_bits(self, bits)
+    }
+}
+
 /// The most blocks a 256-bit-block filter may have (its bytes must fit an `isize`); see
 /// [`Layout::max_blocks`] for both layouts.
 pub const MAX_BLOCKS: u64 = Layout::Block256.max_blocks();

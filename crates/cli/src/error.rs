@@ -111,7 +111,7 @@ impl CliError {
             CliError::Ledger { source, .. } => matches!(
                 source,
                 L::FalsePositiveRate(_)
-                    | L::MaxTxnLife(_)
+                    | L::MaxTxnLife { .. }
                     | L::Format { .. }
                     | L::OutOfOrder { .. }
                     | L::OtherNetwork { .. }
@@ -163,7 +163,10 @@ mod tests {
         assert_eq!(one_line(&e), "/x/y: gone really");
         let nested = CliError::Ledger {
             context: "ledger /d".into(),
-            source: LedgerError::MaxTxnLife(7_000_000),
+            source: LedgerError::MaxTxnLife {
+                max_txn_life: 7_000_000,
+                limit: 1 << 20,
+            },
         };
         assert_eq!(
             one_line(&nested),

@@ -84,7 +84,10 @@ impl LedgerConfig {
             return Err(LedgerError::FalsePositiveRate(self.false_positive_rate));
         }
         if self.max_txn_life > MAX_WINDOW_ROUNDS {
-            return Err(LedgerError::MaxTxnLife(self.max_txn_life));
+            return Err(LedgerError::MaxTxnLife {
+                max_txn_life: self.max_txn_life,
+                limit: MAX_WINDOW_ROUNDS,
+            });
         }
         Ok(())
     }

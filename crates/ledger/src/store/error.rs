@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use txgate_algorand::codec::DecodeError;
 use txgate_bloom::{BuildError, LoadError};
 
-use super::config::MAX_WINDOW_ROUNDS;
 use super::genesis::Genesis;
 use super::tables::FORMAT_VERSION;
 use crate::Round;
@@ -17,9 +16,15 @@ pub enum LedgerError {
     /// The configured false-positive rate is not in (0, 1).
     #[error("invalid ledger configuration: false-positive rate must be in (0, 1), got {0}")]
     FalsePositiveRate(f64),
-    /// The configured MaxTxnLife is above [`MAX_WINDOW_ROUNDS`].
-    #[error("invalid ledger configuration: MaxTxnLife {0} is above the limit {MAX_WINDOW_ROUNDS}")]
-    MaxTxnLife(u64),
+    /// The configured MaxTxnLife is above the limit
+    /// ([`MAX_WINDOW_ROUNDS`](super::MAX_WINDOW_ROUNDS)).
+    #[error("invalid ledger configuration: MaxTxnLife {max_txn_life} is above the limit {limit}")]
+    MaxTxnLife {
+        /// The configured MaxTxnLife, in rounds.
+        max_txn_life: u64,
+        /// The largest one allowed.
+        limit: u64,
+    },
     /// The ledger directory could not be created.
     #[error("cannot create ledger directory {path}")]
     Dir {

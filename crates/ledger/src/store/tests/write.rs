@@ -207,7 +207,13 @@ fn bad_configuration_is_a_typed_error() {
             LedgerError::FalsePositiveRate(p) => {
                 assert!(p.is_nan() || p == config.false_positive_rate)
             }
-            LedgerError::MaxTxnLife(life) => assert_eq!(life, MAX_WINDOW_ROUNDS + 1),
+            LedgerError::MaxTxnLife {
+                max_txn_life,
+                limit,
+            } => assert_eq!(
+                (max_txn_life, limit),
+                (MAX_WINDOW_ROUNDS + 1, MAX_WINDOW_ROUNDS)
+            ),
             other => panic!("{other:?}"),
         }
     }
