@@ -78,10 +78,17 @@ impl AnyBloom {
         forward!(self, f => f.hash(key))
     }
 
-    /// The 64-bit hash of a 32-byte id ([`BlockedBloom::hash_id`]).
+    /// The 64-bit hash of an id of `N` bytes ([`BlockedBloom::hash_id`]).
     #[inline]
-    pub fn hash_id(&self, id: &[u8; 32]) -> u64 {
+    pub fn hash_id<const N: usize>(&self, id: &[u8; N]) -> u64 {
         forward!(self, f => f.hash_id(id))
+    }
+
+    /// The 64-bit hash of a byte string ([`BlockedBloom::hash_bytes`]: portable, fixed by the
+    /// format).
+    #[inline]
+    pub fn hash_bytes(&self, bytes: &[u8]) -> u64 {
+        forward!(self, f => f.hash_bytes(bytes))
     }
 
     /// Inserts `key`; whether it was new ([`BlockedBloom::insert`]).
@@ -90,10 +97,16 @@ impl AnyBloom {
         forward!(self, f => f.insert(key))
     }
 
-    /// Inserts a 32-byte id; whether it was new.
+    /// Inserts an id of `N` bytes; whether it was new.
     #[inline]
-    pub fn insert_id(&mut self, id: &[u8; 32]) -> bool {
+    pub fn insert_id<const N: usize>(&mut self, id: &[u8; N]) -> bool {
         forward!(self, f => f.insert_id(id))
+    }
+
+    /// Inserts a byte string ([`BlockedBloom::insert_bytes`]); whether it was new.
+    #[inline]
+    pub fn insert_bytes(&mut self, bytes: &[u8]) -> bool {
+        forward!(self, f => f.insert_bytes(bytes))
     }
 
     /// Inserts a key by its (well-mixed) 64-bit hash; whether it was new.
@@ -108,10 +121,16 @@ impl AnyBloom {
         forward!(self, f => f.contains(key))
     }
 
-    /// Whether the 32-byte id may be in the filter.
+    /// Whether the id of `N` bytes may be in the filter.
     #[inline]
-    pub fn contains_id(&self, id: &[u8; 32]) -> bool {
+    pub fn contains_id<const N: usize>(&self, id: &[u8; N]) -> bool {
         forward!(self, f => f.contains_id(id))
+    }
+
+    /// Whether the byte string may be in the filter ([`BlockedBloom::contains_bytes`]).
+    #[inline]
+    pub fn contains_bytes(&self, bytes: &[u8]) -> bool {
+        forward!(self, f => f.contains_bytes(bytes))
     }
 
     /// Whether the key with this 64-bit hash may be in the filter.

@@ -97,10 +97,21 @@ impl<B: BlockLayout> AtomicBlockedBloom<B> {
         self.geometry.hash_key(key)
     }
 
-    /// The 64-bit hash this filter uses for a 32-byte id.
+    /// The 64-bit hash this filter uses for an id of `N` bytes (a 32-byte txid, a 64-byte
+    /// signature): seeded XXH3-64, as [`hash_bytes`](Self::hash_bytes) of the same bytes.
     #[inline]
-    pub fn hash_id(&self, id: &[u8; 32]) -> u64 {
+    pub fn hash_id<const N: usize>(&self, id: &[u8; N]) -> u64 {
         self.geometry.hash_id(id)
+    }
+
+    /// The 64-bit hash this filter uses for a byte string: XXH3-64 keyed by the filter's seed,
+    /// fixed by the serialized format, so a loaded filter answers the same for the same bytes on
+    /// any platform and Rust version. (Keys given through [`insert`](Self::insert) are hashed
+    /// with their `std::hash::Hash` impl, which is only as portable as that impl: integers'
+    /// byte order and `usize` width vary, and std makes no promise across versions.)
+    #[inline]
+    pub fn hash_bytes(&self, bytes: &[u8]) -> u64 {
+        self.geometry.hash_bytes(bytes)
     }
 
     /// Inserts `key`; returns `true` iff this call found one of the key's bits clear (and set
@@ -110,10 +121,17 @@ impl<B: BlockLayout> AtomicBlockedBloom<B> {
         self.insert_hash(self.hash(key))
     }
 
-    /// Inserts a 32-byte id; returns as [`insert`](Self::insert).
+    /// Inserts an id of `N` bytes; returns as [`insert`](Self::insert).
     #[inline]
-    pub fn insert_id(&self, id: &[u8; 32]) -> bool {
+    pub fn insert_id<const N: usize>(&self, id: &[u8; N]) -> bool {
         self.insert_hash(self.hash_id(id))
+    }
+
+    /// Inserts a byte string by the format's portable hash ([`hash_bytes`](Self::hash_bytes));
+    /// returns as [`insert`](Self::insert).
+    #[inline]
+    pub fn insert_bytes(&self, bytes: &[u8]) -> bool {
+        self.insert_hash(self.hash_bytes(bytes))
     }
 
     /// Inserts a key by its 64-bit hash (which must already be well mixed); returns as
@@ -158,8 +176,14 @@ impl<B: BlockLayout> AtomicBlockedBloom<B> {
 
     /// Whether the 32-byte id may be in the filter.
     #[inline]
-    pub fn contains_id(&self, id: &[u8; 32]) -> bool {
+    pub fn contains_id<const N: usize>(&self, id: &[u8; N]) -> bool {
         self.contains_hash(self.hash_id(id))
+    }
+
+    /// Whether the byte string may be in the filter ([`hash_bytes`](Self::hash_bytes)).
+    #[inline]
+    pub fn contains_bytes(&self, bytes: &[u8]) -> bool {
+        self.contains_hash(self.hash_bytes(bytes))
     }
 
     /// Whether the key with this 64-bit hash may be in the filter.

@@ -46,6 +46,28 @@ pub struct BlockedBloom<B: BlockLayout = Block256> {
     geometry: Geometry,
 }
 
+/// Two filters are equal when they answer alike for every key: the same blocks, seed and bits
+/// (the backend, which only changes speed, is not compared).
+impl<B: BlockLayout> PartialEq for BlockedBloom<B> {
+    fn eq(&self, other: &Self) -> bool {
+        self.geometry.num_blocks() == other.geometry.num_blocks()
+            && self.geometry.seed() == other.geometry.seed()
+            && self.blocks == other.blocks
+    }
+}
+
+impl<B: BlockLayout> Eq for BlockedBloom<B> {}
+
+/// Inserts every key, as [`BlockedBloom::insert`] (the filter's seed is known, so this is the
+/// same as inserting them one by one).
+impl<'a, B: BlockLayout, T: Hash + ?Sized + 'a> Extend<&'a T> for BlockedBloom<B> {
+    fn extend<I: IntoIterator<Item = &'a T>>(&mut self, keys: I) {
+        for key in keys {
+            self.insert(key);
+        }
+    }
+}
+
 impl<B: BlockLayout> std::fmt::Debug for BlockedBloom<B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.geometry.fmt_debug(f, "BlockedBloom", Some(B::LAYOUT))
@@ -116,10 +138,21 @@ impl<B: BlockLayout> BlockedBloom<B> {
         self.geometry.hash_key(key)
     }
 
-    /// The 64-bit hash this filter uses for a 32-byte id.
+    /// The 64-bit hash this filter uses for an id of `N` bytes (a 32-byte txid, a 64-byte
+    /// signature): seeded XXH3-64, as [`hash_bytes`](Self::hash_bytes) of the same bytes.
     #[inline]
-    pub fn hash_id(&self, id: &[u8; 32]) -> u64 {
+    pub fn hash_id<const N: usize>(&self, id: &[u8; N]) -> u64 {
         self.geometry.hash_id(id)
+    }
+
+    /// The 64-bit hash this filter uses for a byte string: XXH3-64 keyed by the filter's seed,
+    /// fixed by the serialized format, so a loaded filter answers the same for the same bytes on
+    /// any platform and Rust version. (Keys given through [`insert`](Self::insert) are hashed
+    /// with their `std::hash::Hash` impl, which is only as portable as that impl: integers'
+    /// byte order and `usize` width vary, and std makes no promise across versions.)
+    #[inline]
+    pub fn hash_bytes(&self, bytes: &[u8]) -> u64 {
+        self.geometry.hash_bytes(bytes)
     }
 
     /// Inserts `key`; returns whether it was new (at least one of its bits was clear). A
@@ -129,10 +162,18 @@ impl<B: BlockLayout> BlockedBloom<B> {
         self.insert_hash(self.hash(key))
     }
 
-    /// Inserts a 32-byte id (a txid) by its own fast hash path; returns whether it was new.
+    /// Inserts an id of `N` bytes (a txid) by its own fast hash path; returns whether it was
+    /// new.
     #[inline]
-    pub fn insert_id(&mut self, id: &[u8; 32]) -> bool {
+    pub fn insert_id<const N: usize>(&mut self, id: &[u8; N]) -> bool {
         self.insert_hash(self.hash_id(id))
+    }
+
+    /// Inserts a byte string by the format's portable hash ([`hash_bytes`](Self::hash_bytes));
+    /// returns whether it was new.
+    #[inline]
+    pub fn insert_bytes(&mut self, bytes: &[u8]) -> bool {
+        self.insert_hash(self.hash_bytes(bytes))
     }
 
     /// Inserts a key by its 64-bit hash, used as is: it must already be well mixed (all 64 bits
@@ -163,10 +204,16 @@ impl<B: BlockLayout> BlockedBloom<B> {
         self.contains_hash(self.hash(key))
     }
 
-    /// Whether the 32-byte id may be in the filter.
+    /// Whether the id of `N` bytes may be in the filter.
     #[inline]
-    pub fn contains_id(&self, id: &[u8; 32]) -> bool {
+    pub fn contains_id<const N: usize>(&self, id: &[u8; N]) -> bool {
         self.contains_hash(self.hash_id(id))
+    }
+
+    /// Whether the byte string may be in the filter ([`hash_bytes`](Self::hash_bytes)).
+    #[inline]
+    pub fn contains_bytes(&self, bytes: &[u8]) -> bool {
+        self.contains_hash(self.hash_bytes(bytes))
     }
 
     /// Whether the key with this 64-bit hash may be in the filter.
@@ -218,6 +265,19 @@ impl<B: BlockLayout> BlockedBloom<B> {
     /// Removes every key.
     pub fn clear(&mut self) {
         self.blocks.fill(B::ZERO);
+    }
+
+    /// The filter's bits as they lie in memory, borrowed: `num_blocks * block_bytes` bytes, the
+    /// blocks in order, each block's words in the target's byte order. On little-endian targets
+    /// this is exactly the block section of [`to_bytes`](Self::to_bytes) (after its 32-byte
+    /// header, before the checksum); use `to_bytes` for a portable form.
+    pub fn as_bytes(&self) -> &[u8] {
+        let len = std::mem::size_of_val::<[B]>(&self.blocks);
+        // SAFETY: `B` is `Block256` or `Block512` (the trait is sealed): `#[repr(C)]` arrays of
+        // `u32` or `u64` whose size equals their alignment, so they have no padding and every
+        // byte is initialized; the slice covers exactly the `len` bytes of `self.blocks`, which
+        // stays borrowed (and so unchanged) for the returned lifetime; `u8` has alignment 1.
+        unsafe { std::slice::from_raw_parts(self.blocks.as_ptr().cast::<u8>(), len) }
     }
 
     /// Whether no bit is set.

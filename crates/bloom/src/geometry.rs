@@ -87,8 +87,17 @@ impl Geometry {
     /// searches for colliding ids; keep seeds of filters that face adversarial ids private (the
     /// serialized form contains the seed).
     #[inline(always)]
-    pub(crate) fn hash_id(self, id: &[u8; 32]) -> u64 {
+    pub(crate) fn hash_id<const N: usize>(self, id: &[u8; N]) -> u64 {
         xxhash_rust::xxh3::xxh3_64_with_seed(id, self.seed)
+    }
+
+    /// The 64-bit hash of a byte string: XXH3-64 with the seed, the same function as
+    /// [`hash_id`](Self::hash_id) (so `hash_bytes(&id[..]) == hash_id(&id)`). Fixed by the
+    /// serialized format: XXH3 is specified bit for bit (Collet, xxHash specification), so a
+    /// filter built on any platform or Rust version answers the same for the same bytes.
+    #[inline]
+    pub(crate) fn hash_bytes(self, bytes: &[u8]) -> u64 {
+        xxhash_rust::xxh3::xxh3_64_with_seed(bytes, self.seed)
     }
 
     /// Whether a filter of geometry `other` can be unioned or intersected into this one: the

@@ -271,6 +271,24 @@ impl Sbbf {
         Ok((filter, end as usize))
     }
 
+    /// Adds every value of `other` (bitwise OR): the filter of the union of both sets.
+    ///
+    /// # Errors
+    /// [`ShapeError`](crate::ShapeError) when the bitsets differ in size; `self` is unchanged
+    /// then.
+    pub fn union(&mut self, other: &Sbbf) -> Result<(), crate::ShapeError> {
+        self.geometry.check_shape(other.geometry)?;
+        for (ours, theirs) in self.blocks.iter_mut().zip(other.blocks.iter()) {
+            ours.or_assign(theirs);
+        }
+        Ok(())
+    }
+
+    /// Removes every value.
+    pub fn clear(&mut self) {
+        self.blocks.fill(SbbfBlock::ZERO);
+    }
+
     /// The Thrift header followed by the bitset, as a Parquet writer stores it.
     pub fn to_parquet(&self) -> Vec<u8> {
         let num_bytes = self.num_bytes() as i32; // invariant: fits

@@ -245,3 +245,43 @@ fn id_hash_separates_single_byte_changes() {
         .unwrap();
     assert_ne!(other.hash_id(&base), filter.hash_id(&base));
 }
+
+/// `as_bytes` views the blocks' memory (the one `unsafe` cast outside the kernels, so it runs
+/// under miri here): its bytes are the words of each block in target byte order.
+#[test]
+fn as_bytes_views_every_word_of_either_layout() {
+    let mut narrow = BloomBuilder::with_num_blocks(3)
+        .unwrap()
+        .seed(9)
+        .build()
+        .unwrap();
+    let mut wide: BlockedBloom<Block512> = BloomBuilder::with_num_blocks(2)
+        .unwrap()
+        .seed(9)
+        .layout()
+        .unwrap()
+        .build()
+        .unwrap();
+    for i in 0..20u64 {
+        narrow.insert(&i);
+        wide.insert(&i);
+    }
+    let bytes = narrow.as_bytes();
+    assert_eq!(bytes.len(), 3 * 32);
+    let words: Vec<u32> = bytes
+        .chunks(4)
+        .map(|w| u32::from_ne_bytes(w.try_into().unwrap()))
+        .collect();
+    assert_eq!(
+        words.iter().map(|w| u64::from(w.count_ones())).sum::<u64>(),
+        narrow.count_ones()
+    );
+    assert_eq!(wide.as_bytes().len(), 2 * 64);
+    assert_eq!(
+        wide.as_bytes()
+            .iter()
+            .map(|b| u64::from(b.count_ones()))
+            .sum::<u64>(),
+        wide.count_ones()
+    );
+}

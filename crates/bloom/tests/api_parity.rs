@@ -1,0 +1,133 @@
+//! The portable byte hash, ids of any length, equality, `Extend`, the borrowed bits, and the
+//! Parquet filter's union and clear, with values fixed by the format or computed independently.
+
+use txgate_bloom::{
+    AnyBloom, AtomicBlockedBloom, Block512, BlockedBloom, BloomBuilder, Sbbf, ShapeError,
+};
+
+fn filter(seed: u64) -> BlockedBloom {
+    BloomBuilder::with_num_bits(1 << 16)
+        .unwrap()
+        .seed(seed)
+        .build()
+        .unwrap()
+}
+
+/// The block of hash `h` among `n`: `(h * n) >> 64` in 128-bit arithmetic, the format's rule.
+fn block_of(h: u64, n: u64) -> u64 {
+    ((u128::from(h) * u128::from(n)) >> 64) as u64
+}
+
+#[test]
+fn byte_hash_is_seeded_xxh3_fixed_by_the_format() {
+    // Expected values from the reference C implementation of XXH3-64 (xxHash 0.8, through the
+    // `xxhash` Python binding: xxh3_64_intdigest(data, seed)), not from this crate's dependency.
+    let cases: [(u64, &[u8], u64); 3] = [
+        (0, b"", 0x2d06_8005_38d3_94c2),
+        (42, b"txgate", 0x77de_27c1_0b65_be1e),
+        (42, &[0xab; 64], 0xa4d0_6a0d_c26f_67b8),
+    ];
+    for (seed, bytes, want) in cases {
+        let f = filter(seed);
+        assert_eq!(
+            f.hash_bytes(bytes),
+            want,
+            "seed {seed}, {} bytes",
+            bytes.len()
+        );
+        // 2^16 bits of 256-bit blocks: 256 blocks; the key's block by the format's rule.
+        assert_eq!(f.num_blocks(), 256);
+        let mut one = filter(seed);
+        one.insert_bytes(bytes);
+        let set: Vec<usize> = one
+            .as_bytes()
+            .chunks(32)
+            .enumerate()
+            .filter(|(_, b)| b.iter().any(|&x| x != 0))
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(set, vec![block_of(want, 256) as usize]);
+    }
+}
+
+#[test]
+fn ids_of_any_length_hash_as_their_bytes() {
+    let mut f = filter(7);
+    let signature = [0x5a_u8; 64]; // an ed25519 signature's length (Solana's transaction id)
+    let txid = [0x11_u8; 32];
+    assert_eq!(f.hash_id(&signature), f.hash_bytes(&signature));
+    assert_eq!(f.hash_id(&txid), f.hash_bytes(&txid));
+    assert!(f.insert_id(&signature));
+    assert!(f.contains_bytes(&signature) && f.contains_id(&signature));
+    assert!(!f.insert_bytes(&signature), "already present");
+    let mut wide: BlockedBloom<Block512> = BloomBuilder::with_num_bits(1 << 16)
+        .unwrap()
+        .seed(7)
+        .layout()
+        .unwrap()
+        .build()
+        .unwrap();
+    wide.insert_bytes(b"abc");
+    assert!(wide.contains_id(b"abc"));
+    let atomic = AtomicBlockedBloom::from(filter(7));
+    atomic.insert_bytes(&txid);
+    assert!(atomic.contains_id(&txid));
+    let mut any = AnyBloom::from_bytes(&wide.to_bytes()).unwrap();
+    assert!(any.contains_bytes(b"abc"));
+    any.insert_id(&[1u8; 20]);
+    assert!(any.contains_bytes(&[1u8; 20]));
+    // Survives serialization: the hash is part of the format.
+    let loaded: BlockedBloom = BlockedBloom::from_bytes(&f.to_bytes()).unwrap();
+    assert!(loaded.contains_bytes(&signature));
+}
+
+#[test]
+fn equality_extend_and_the_borrowed_bits() {
+    let keys = ["a", "b", "c", "d"];
+    let mut one = filter(3);
+    for k in keys {
+        one.insert(k);
+    }
+    let mut other = filter(3);
+    other.extend(keys.iter().copied());
+    assert_eq!(one, other);
+    other.insert("e");
+    assert_ne!(one, other);
+    assert_ne!(filter(3), filter(4), "another seed answers differently");
+    assert_eq!(filter(3), filter(3));
+    // The borrowed bits are the serialized blocks (little-endian targets).
+    let bytes = one.to_bytes();
+    assert_eq!(one.as_bytes().len(), 256 * 32);
+    if cfg!(target_endian = "little") {
+        assert_eq!(one.as_bytes(), &bytes[32..32 + 256 * 32]);
+    }
+    assert_eq!(
+        one.as_bytes()
+            .iter()
+            .map(|b| b.count_ones() as u64)
+            .sum::<u64>(),
+        one.count_ones()
+    );
+}
+
+#[test]
+fn parquet_filters_union_and_clear() {
+    let mut a = Sbbf::new(1024).unwrap();
+    let mut b = Sbbf::new(1024).unwrap();
+    a.insert(b"left");
+    b.insert(b"right");
+    a.union(&b).unwrap();
+    assert!(a.contains(b"left") && a.contains(b"right"));
+    let c = Sbbf::new(2048).unwrap();
+    assert!(matches!(
+        a.union(&c),
+        Err(ShapeError::Blocks {
+            ours: 32,
+            theirs: 64
+        })
+    ));
+    assert!(a.contains(b"left"), "unchanged after a refused union");
+    a.clear();
+    assert!(!a.contains(b"left") && !a.contains(b"right"));
+    assert_eq!(a.bitset(), vec![0; 1024]);
+}
