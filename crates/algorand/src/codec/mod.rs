@@ -3,7 +3,7 @@
 //!
 //! # Files
 //!
-//! - `block.rs`: [`decode_block`], [`Block`]: header fields, entries completed with `gen`/`gh`.
+//! - `block.rs`: [`decode_block`], [`Block`]: header fields and the payset, entry by entry.
 //! - `txn.rs`: [`decode_txn_message`], [`Txn`]: a `txn` map's fields and app ids.
 //! - `txid.rs`: [`TxidHasher`], the txid rule ([`TXID_PREFIX`]), and the canonical `txn` map it
 //!   hashes.
