@@ -3,10 +3,14 @@
 //!
 //! # Files
 //!
-//! - `block.rs`: [`decode_block`], [`Block`]: header fields, entries completed with `gen`/`gh`.
+//! - `block.rs`: [`decode_block`], [`Block`]: header fields and the payset, entry by entry.
 //! - `txn.rs`: [`decode_txn_message`], [`Txn`]: a `txn` map's fields and app ids.
-//! - `txid.rs`: [`TxidHasher`], the txid rule, and the canonical `txn` map it hashes.
-//! - `payset.rs`: the payset as stored: commitment, offsets, an entry's txid, app ids, gossip.
+//! - `txid.rs`: [`TxidHasher`], the txid rule ([`TXID_PREFIX`]), and the canonical `txn` map it
+//!   hashes.
+//! - `payset.rs`: the payset as stored: commitment ([`PAYSET_FLAT_PREFIX`]), offsets, an entry's
+//!   txid, app ids.
+//! - `entry.rs`: one payset entry: its `txn` completed with `gen`/`gh`, its signature fields.
+//! - `gossip.rs`: [`gossip_messages`]: a block's groups as the messages peers send.
 //! - `msgpack.rs`: the bounds-checked msgpack reader, the canonical check and re-encoder.
 //! - `read.rs`: typed reads of one field's value, with the errors naming the field.
 //! - `error.rs`: [`DecodeError`] and [`PaysetError`].
@@ -48,7 +52,9 @@
 //! holds one, the block's round.
 
 mod block;
+mod entry;
 mod error;
+mod gossip;
 mod msgpack;
 mod payset;
 mod read;
@@ -57,24 +63,20 @@ mod txn;
 
 pub use self::block::{Block, decode_block};
 pub use self::error::{DecodeError, PaysetError};
-// The synthetic encoder (and the codec's tests) write msgpack with the codec's own writers.
+pub use self::gossip::gossip_messages;
+pub use self::payset::{
+    PAYSET_FLAT_PREFIX, payset_app_ids, payset_commit_flat, payset_entry_txid, payset_offsets,
+};
+pub use self::txid::{TXID_PREFIX, TxidHasher};
+pub use self::txn::{Txn, decode_txn_message, distinct_app_ids};
+
+// The synthetic encoder writes msgpack with the codec's own writers and commits to its payset.
 #[cfg(any(test, feature = "synth"))]
 pub(crate) use self::msgpack::{
     put_array_len, put_bin, put_bool, put_int, put_map_len, put_str, put_uint,
 };
 #[cfg(any(test, feature = "synth"))]
 pub(crate) use self::payset::payset_digest;
-pub use self::payset::{
-    gossip_messages, payset_app_ids, payset_commit_flat, payset_entry_txid, payset_offsets,
-};
-pub use self::txid::TxidHasher;
-pub use self::txn::{Txn, decode_txn_message, distinct_app_ids};
-
-/// Domain-separation prefix of a transaction id (go-algorand `protocol.Transaction`).
-pub const TXID_PREFIX: &[u8; 2] = b"TX";
-
-/// Domain-separation prefix of a flat payset commitment (go-algorand `protocol.PaysetFlat`).
-pub const PAYSET_FLAT_PREFIX: &[u8; 2] = b"PF";
 
 #[cfg(test)]
 mod tests;

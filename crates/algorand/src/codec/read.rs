@@ -2,9 +2,9 @@
 //! [`DecodeError::WrongType`] naming the field (as go-algorand's msgpack names it) and what it
 //! must be. A map key that came before is a [`DecodeError::DuplicateKey`] ([`once`]).
 
-use super::DecodeError;
+use super::error::DecodeError;
 use super::msgpack::{Reader, Token};
-use crate::Round;
+use crate::types::Round;
 
 /// Reads one token and maps it with `want`; `None` from `want` is a wrong type for `field`.
 pub(super) fn typed<'a, T>(

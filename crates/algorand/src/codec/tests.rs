@@ -7,9 +7,14 @@ use sha2::{Digest, Sha512_256};
 
 use rmp::encode::ByteBuf;
 
-use super::*;
-use crate::Txid;
+use super::block::decode_block;
+use super::error::DecodeError;
+use super::gossip::gossip_messages;
+use super::msgpack::{self, put_array_len, put_bin, put_bool, put_map_len, put_str, put_uint};
+use super::payset::{payset_entry_txid, payset_offsets};
+use super::txn::{decode_txn_message, distinct_app_ids};
 use crate::synth::{SynthTxn, encode_block, encode_txn_message};
+use crate::types::Txid;
 
 const GEN: &str = "synth-v1";
 const GH: [u8; 32] = [0x5a; 32];
@@ -299,18 +304,18 @@ fn a_repeated_signature_key_keeps_the_first_and_still_decodes() {
     b.as_mut_vec().extend_from_slice(txn_value);
     let block = decode_block(b.as_slice()).unwrap();
     assert_eq!(block.txns[0].txid, t.txid(GEN, &GH));
-    let offsets = super::payset_offsets(b.as_slice()).unwrap();
+    let offsets = payset_offsets(b.as_slice()).unwrap();
     assert_eq!(
-        super::payset_entry_txid(b.as_slice(), offsets[0], GEN.as_bytes(), &GH).unwrap(),
+        payset_entry_txid(b.as_slice(), offsets[0], GEN.as_bytes(), &GH).unwrap(),
         t.txid(GEN, &GH)
     );
-    let messages = super::gossip_messages(b.as_slice()).unwrap();
+    let messages = gossip_messages(b.as_slice()).unwrap();
     let first = [&[0xc4, 64][..], &[1; 64]].concat();
     let second = [&[0xc4, 64][..], &[2; 64]].concat();
     let has = |needle: &[u8]| messages[0].windows(needle.len()).any(|w| w == needle);
     assert!(has(&first) && !has(&second));
     assert_eq!(
-        super::decode_txn_message(&messages[0]).unwrap()[0].txid,
+        decode_txn_message(&messages[0]).unwrap()[0].txid,
         t.txid(GEN, &GH)
     );
 }
@@ -564,14 +569,10 @@ fn distinct_app_ids_match_a_naive_reference() {
                 naive.push(id);
             }
         }
-        assert_eq!(
-            super::distinct_app_ids(ids.iter().copied()),
-            naive,
-            "n = {n}"
-        );
+        assert_eq!(distinct_app_ids(ids.iter().copied()), naive, "n = {n}");
     }
     // Many distinct ids (a hostile message): linear time, every id kept once.
     let many: Vec<u64> = (1..=100_000).chain(1..=100_000).collect();
-    let out = super::distinct_app_ids(many.into_iter());
+    let out = distinct_app_ids(many.into_iter());
     assert_eq!(out, (1..=100_000).collect::<Vec<u64>>());
 }

@@ -9,9 +9,11 @@
 use rmp::encode::ByteBuf;
 use sha2::{Digest, Sha512_256};
 
-use super::TXID_PREFIX;
 use super::msgpack;
-use crate::Txid;
+use crate::types::Txid;
+
+/// Domain-separation prefix of a transaction id (go-algorand `protocol.Transaction`).
+pub const TXID_PREFIX: &[u8; 2] = b"TX";
 
 /// SHA-512/256 over `"TX"` and the canonical msgpack bytes of a `txn` map, fed in pieces
 /// (go-algorand `Transaction.ID`).

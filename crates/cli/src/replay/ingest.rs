@@ -13,7 +13,7 @@ use txgate_algorand::codec::{Block, Txn, decode_block};
 use txgate_algorand::{Round, Txid};
 use txgate_ledger::store::Ledger;
 
-use super::{DEFAULT_WORKLOAD_ROUNDS, ReplayArgs};
+use super::args::{DEFAULT_WORKLOAD_ROUNDS, ReplayArgs};
 use crate::config::NodeConfig;
 use crate::error::CliError;
 use crate::feed::{Fetched, Next, Opened, WorkloadFeed};

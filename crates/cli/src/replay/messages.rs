@@ -13,7 +13,7 @@ use txgate_algorand::codec::{Txn, gossip_messages};
 use txgate_algorand::synth::{SynthTxn, encode_txn_message};
 use txgate_ratelimit::Origin;
 
-use super::ReplayArgs;
+use super::args::ReplayArgs;
 use super::ingest::Ingested;
 use crate::workload::peer_origin;
 

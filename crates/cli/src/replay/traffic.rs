@@ -12,9 +12,9 @@ use txgate_ledger::handler::{
 use txgate_ledger::store::Ledger;
 use txgate_ratelimit::AppRateLimiter;
 
+use super::args::{ReplayArgs, handler_config};
 use super::ingest::Ingested;
 use super::messages::{TrafficMsg, synthesize, trace_messages};
-use super::{ReplayArgs, handler_config};
 use crate::config::NodeConfig;
 use crate::error::CliError;
 use crate::limit::salt_of_seed;
