@@ -75,7 +75,7 @@ impl serde::Serialize for Txid {
 impl<'de> serde::Deserialize<'de> for Txid {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct TxidVisitor;
-        impl serde::de::Visitor<'_> for TxidVisitor {
+        impl<'de> serde::de::Visitor<'de> for TxidVisitor {
             type Value = Txid;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a txid: 52 base32 characters, or 32 bytes")
@@ -87,6 +87,19 @@ impl<'de> serde::Deserialize<'de> for Txid {
                 <[u8; 32]>::try_from(b)
                     .map(Txid)
                     .map_err(|_| E::invalid_length(b.len(), &self))
+            }
+            // Binary formats without a byte type give the 32 bytes as a sequence.
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Txid, A::Error> {
+                let mut id = [0u8; 32];
+                for (i, byte) in id.iter_mut().enumerate() {
+                    *byte = seq
+                        .next_element()?
+                        .ok_or_else(|| serde::de::Error::invalid_length(i, &self))?;
+                }
+                if seq.next_element::<u8>()?.is_some() {
+                    return Err(serde::de::Error::invalid_length(33, &self));
+                }
+                Ok(Txid(id))
             }
         }
         if deserializer.is_human_readable() {

@@ -174,7 +174,7 @@ impl<B: BlockLayout> AtomicBlockedBloom<B> {
         self.contains_hash(self.hash(key))
     }
 
-    /// Whether the 32-byte id may be in the filter.
+    /// Whether the id of `N` bytes may be in the filter.
     #[inline]
     pub fn contains_id<const N: usize>(&self, id: &[u8; N]) -> bool {
         self.contains_hash(self.hash_id(id))

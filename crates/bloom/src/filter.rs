@@ -17,10 +17,12 @@ use crate::simd::{Backend, Kernel, PREFETCH_AHEAD, prefetch};
 /// see [`AtomicBlockedBloom`] for concurrent inserts through `&self`, and
 /// [`AnyBloom`](crate::AnyBloom) for a filter whose layout is chosen at run time.
 ///
-/// A key is hashed once to 64 bits (`Hash` keys with wyhash and 32-byte ids with XXH3, both
-/// keyed with the filter's seed, or pre-hashed by the caller); the hash picks the block and the
-/// bits (see the crate docs for the layout). There
-/// are no false negatives: a key that was inserted is always reported present.
+/// A key is hashed once to 64 bits (`Hash` keys with wyhash, ids and byte strings with XXH3,
+/// both keyed with the filter's seed, or pre-hashed by the caller); the hash picks the block and
+/// the bits (see the crate docs for the layout). There are no false negatives for a key queried
+/// the way it was inserted: `insert`/`contains`, `insert_id`/`contains_id` (or the `*_bytes`
+/// pair, which hashes the same), `insert_hash`/`contains_hash`. The two hash families differ, so
+/// a key inserted with `insert` is not found by `contains_id`.
 ///
 /// [`AtomicBlockedBloom`]: crate::AtomicBlockedBloom
 ///
@@ -46,8 +48,9 @@ pub struct BlockedBloom<B: BlockLayout = Block256> {
     geometry: Geometry,
 }
 
-/// Two filters are equal when they answer alike for every key: the same blocks, seed and bits
-/// (the backend, which only changes speed, is not compared).
+/// Two filters are equal when they have the same number of blocks, the same seed and the same
+/// bits, so they answer alike for every key; the backend, which only changes speed, is not
+/// compared. (Filters with other seeds are unequal even when both are empty.)
 impl<B: BlockLayout> PartialEq for BlockedBloom<B> {
     fn eq(&self, other: &Self) -> bool {
         self.geometry.num_blocks() == other.geometry.num_blocks()
@@ -58,8 +61,9 @@ impl<B: BlockLayout> PartialEq for BlockedBloom<B> {
 
 impl<B: BlockLayout> Eq for BlockedBloom<B> {}
 
-/// Inserts every key, as [`BlockedBloom::insert`] (the filter's seed is known, so this is the
-/// same as inserting them one by one).
+/// Inserts every key, as [`BlockedBloom::insert`] does: by its `std::hash::Hash` impl. Such keys
+/// are found by [`contains`](BlockedBloom::contains), not by `contains_id` or `contains_bytes`
+/// (another hash): extend a filter of txids with `ids.iter().for_each(|id| { f.insert_id(id); })`.
 impl<'a, B: BlockLayout, T: Hash + ?Sized + 'a> Extend<&'a T> for BlockedBloom<B> {
     fn extend<I: IntoIterator<Item = &'a T>>(&mut self, keys: I) {
         for key in keys {
@@ -162,7 +166,7 @@ impl<B: BlockLayout> BlockedBloom<B> {
         self.insert_hash(self.hash(key))
     }
 
-    /// Inserts an id of `N` bytes (a txid) by its own fast hash path; returns whether it was
+    /// Inserts an id of `N` bytes (a txid) by seeded XXH3-64 ([`hash_id`](Self::hash_id)); returns whether it was
     /// new.
     #[inline]
     pub fn insert_id<const N: usize>(&mut self, id: &[u8; N]) -> bool {
@@ -272,6 +276,8 @@ impl<B: BlockLayout> BlockedBloom<B> {
     /// this is exactly the block section of [`to_bytes`](Self::to_bytes) (after its 32-byte
     /// header, before the checksum); use `to_bytes` for a portable form.
     pub fn as_bytes(&self) -> &[u8] {
+        // The block type is exactly its layout's bytes (no padding), checked at compile time.
+        const { assert!(std::mem::size_of::<B>() == B::LAYOUT.block_bytes()) };
         let len = std::mem::size_of_val::<[B]>(&self.blocks);
         // SAFETY: `B` is `Block256` or `Block512` (the trait is sealed): `#[repr(C)]` arrays of
         // `u32` or `u64` whose size equals their alignment, so they have no padding and every

@@ -14,6 +14,14 @@
 //! 32 + n * size  8  version 2 only: XXH3-64 (seed 0) of every byte before it, little-endian
 //! ```
 //!
+//! What the bytes mean is part of the format, so a loaded filter answers the same on any
+//! platform: a key's 64-bit hash `h` is XXH3-64 seeded with the header's seed for ids and byte
+//! strings (`insert_id`, `insert_bytes`; XXH3 as its specification defines it), its block is
+//! `(h * n) >> 64` in 128-bit arithmetic, and the low 32 bits `x` set bit
+//! `(x * SALT[i]) mod 2^32 >> 27` (256-bit blocks) or `>> 26` (512-bit blocks) of word `i`, with
+//! Parquet's eight salts. Keys inserted through `std::hash::Hash` (wyhash over what the key's
+//! `Hash` impl writes) are only as portable as that impl.
+//!
 //! Loading checks every field and the total length before allocating, then (version 2) the
 //! checksum, and never panics. Version 1 has no checksum: a damaged seed or block of a version-1
 //! filter loads silently (and a wrong seed answers "absent" for keys that are present), so store

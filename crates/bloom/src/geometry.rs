@@ -80,7 +80,8 @@ impl Geometry {
         hasher.finish()
     }
 
-    /// The 64-bit hash of a 32-byte id: XXH3-64 with the seed (its 17-128-byte path, which
+    /// The 64-bit hash of an id of `N` bytes: XXH3-64 with the seed. For a known length XXH3
+    /// takes one fixed path (for 17 to 128 bytes, a 32-byte txid or a 64-byte signature, one that
     /// inlines into the lookup; the general-length wyhash stays a call and a loop).
     ///
     /// Like every fast non-cryptographic hash, it does not resist someone who knows the seed and

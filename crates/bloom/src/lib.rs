@@ -55,7 +55,8 @@
 //!
 //! # Layout and hashing
 //! A key is hashed once to 64 bits `h`: `Hash` keys with wyhash keyed by the filter's seed,
-//! 32-byte ids with seeded XXH3-64, or pre-hashed by the caller (`*_hash` methods; the hash must
+//! ids (`[u8; N]`) and byte strings with seeded XXH3-64 (portable: fixed by the format), or
+//! pre-hashed by the caller (`*_hash` methods; the hash must
 //! be well mixed). The block is `(h * num_blocks) >> 64` in 128-bit arithmetic, so filters of
 //! more than 2^32 bits or blocks index every block. The low 32 bits `x` set bit
 //! `(x * SALT[i]) mod 2^32 >> 27` (256-bit blocks) or `>> 26` (512-bit blocks) of word `i`, for
@@ -70,8 +71,9 @@
 //! - No panics on bad input: sizing, building and loading return typed errors
 //!   ([`BuildError`], [`ShapeError`], [`LoadError`]); a damaged serialized filter fails its
 //!   XXH3-64 checksum ([`LoadError::ChecksumMismatch`]).
-//! - `unsafe` is limited to the SIMD kernels, prefetch hints and unchecked block indexing on the
-//!   hot path; each block states why it holds, and miri (tree borrows) runs the scalar path.
+//! - `unsafe` is limited to the SIMD kernels, prefetch hints, unchecked block indexing on the hot
+//!   path and the byte view of [`BlockedBloom::as_bytes`]; each block states why it holds, and
+//!   miri (tree borrows) runs the scalar path and the byte view.
 //!
 //! # Modules
 //! - `filter`: [`BlockedBloom`], the single-writer filter, and [`estimate_len`].

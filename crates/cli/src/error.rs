@@ -118,6 +118,9 @@ impl CliError {
                     | L::Decode { round: None, .. }
             ),
             CliError::Algod(e) => e.is_usage(),
+            // The OS random source failing is a runtime failure, not a bad configuration.
+            CliError::Limiter(txgate_ratelimit::ConfigError::Salt(_))
+            | CliError::Handler(HandlerConfigError::Salt(_)) => false,
             CliError::Block { .. }
             | CliError::Trace { .. }
             | CliError::Config { .. }

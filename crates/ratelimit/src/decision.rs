@@ -105,6 +105,7 @@ impl Decision {
 /// Counters of an [`AppRateLimiter`](crate::AppRateLimiter), summed over shards and threads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default))]
 #[non_exhaustive]
 pub struct Stats {
     /// Groups admitted (including groups without any app id).
@@ -200,12 +201,6 @@ impl Clock for ManualClock {
 }
 
 impl<C: Clock + ?Sized> Clock for Arc<C> {
-    fn now_ns(&self) -> u64 {
-        (**self).now_ns()
-    }
-}
-
-impl<C: Clock + ?Sized> Clock for &C {
     fn now_ns(&self) -> u64 {
         (**self).now_ns()
     }

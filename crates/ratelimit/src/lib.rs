@@ -32,7 +32,7 @@
 //! - Every attempt refreshes each touched key's recency. A new key evicts only when its shard
 //!   is full: a stale key first (its interval older than the previous one), else the least
 //!   recently used. Shards of up to 64 keys are searched whole, so they evict exactly by that
-//!   rule and only when full. Larger shards are sets of 32 ways with two ways per key; a new key
+//!   rule and only when full. Larger shards are sets of 31 ways (32 words with the set's claim word) with two ways per key; a new key
 //!   evicts in its own set by CLOCK (second chance, an LRU approximation), when the shard is full
 //!   or, rarely, when its set is (measured by the `bytes_per_key` example: see the README).
 //!

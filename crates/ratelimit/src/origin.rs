@@ -154,8 +154,14 @@ impl FromStr for Origin {
             };
         }
         if let Some(prefix) = s.strip_suffix("/64") {
+            // A prefix stands for its /64 (host bits, if written, are dropped as `from_ipv6`
+            // drops them); an IPv4-mapped address is no prefix (`from_ipv6` would reduce it to
+            // its IPv4 origin, which `Display` never writes with `/64`).
             let ip: Ipv6Addr = prefix.parse().map_err(|_| err())?;
-            return Ok(Self::from_peer_id(&ip.octets()[..8]));
+            if ip.to_ipv4_mapped().is_some() {
+                return Err(err());
+            }
+            return Ok(Self::from_ipv6(ip));
         }
         s.parse::<IpAddr>().map(Self::from_ip).map_err(|_| err())
     }
@@ -269,6 +275,11 @@ mod tests {
             &[0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, 2]
         );
         assert_eq!("peer:AB".parse::<Origin>().unwrap().as_bytes(), &[0xab]);
+        assert!("::ffff:1.2.3.4/64".parse::<Origin>().is_err());
+        assert_eq!(
+            "2001:db8::1/64".parse::<Origin>().unwrap().to_string(),
+            "2001:db8::/64"
+        );
         for bad in [
             "",
             "peer:abc",

@@ -305,7 +305,7 @@ fn random_operations_with_eviction_keep_the_structure() {
     }
 }
 
-/// A large shard (4,096 keys: 256 sets of 32 ways) evicts early for at most 0.1% of the keys
+/// A large shard (4,096 keys: 265 sets of 31 ways, two ways per key) evicts early for at most 0.1% of the keys
 /// that fill it, and once full every new key evicts exactly one, so it ends exactly full.
 #[test]
 fn large_shards_evict_only_when_full() {

@@ -204,7 +204,7 @@ pub enum WorkerError {
     #[error("start at least one worker")]
     ZeroWorkers,
     /// The OS refused a thread.
-    #[error("spawning worker {index} failed: {source}")]
+    #[error("spawning worker {index} failed")]
     Spawn {
         /// Index of the worker that failed (those before it run and are joined at shutdown).
         index: usize,

@@ -18,6 +18,7 @@ use super::types::Outcome;
 ///   worker is holding right now).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default))]
 #[non_exhaustive]
 pub struct HandlerStats {
     /// [`Outcome::Duplicate`]: the raw message was in the dedup cache (go-algorand
