@@ -250,12 +250,9 @@ fn block_txn_bytes(t: &SynthTxn) -> Vec<u8> {
     out
 }
 
-#[test]
-fn hgi_after_txn_is_still_honoured() {
-    // A SignedTxnInBlock {"txn": {...}, "hgi": true} in that (non-canonical) order.
-    let t = SynthTxn::payment([4; 32], 1, 2);
-    let canonical = decode_block(&encode_block(5, GEN, &GH, 9, std::slice::from_ref(&t))).unwrap();
-    let txn_value = &block_txn_bytes(&t);
+/// A bare block `{"gen": GEN, "gh": GH, "rnd": 5, "txns": [` written up to its one payset
+/// entry, which the caller writes.
+fn round_5_with_one_entry() -> ByteBuf {
     let mut b = ByteBuf::new();
     put_map_len(&mut b, 4);
     put_str(&mut b, b"gen");
@@ -266,6 +263,16 @@ fn hgi_after_txn_is_still_honoured() {
     put_uint(&mut b, 5);
     put_str(&mut b, b"txns");
     put_array_len(&mut b, 1);
+    b
+}
+
+#[test]
+fn hgi_after_txn_is_still_honoured() {
+    // A SignedTxnInBlock {"txn": {...}, "hgi": true} in that (non-canonical) order.
+    let t = SynthTxn::payment([4; 32], 1, 2);
+    let canonical = decode_block(&encode_block(5, GEN, &GH, 9, std::slice::from_ref(&t))).unwrap();
+    let txn_value = &block_txn_bytes(&t);
+    let mut b = round_5_with_one_entry();
     put_map_len(&mut b, 2);
     put_str(&mut b, b"txn");
     b.as_mut_vec().extend_from_slice(txn_value);
@@ -283,16 +290,7 @@ fn a_repeated_signature_key_keeps_the_first_and_still_decodes() {
     // message carries the first signature.
     let t = SynthTxn::payment([4; 32], 1, 2);
     let txn_value = &block_txn_bytes(&t);
-    let mut b = ByteBuf::new();
-    put_map_len(&mut b, 4);
-    put_str(&mut b, b"gen");
-    put_str(&mut b, GEN.as_bytes());
-    put_str(&mut b, b"gh");
-    put_bin(&mut b, &GH);
-    put_str(&mut b, b"rnd");
-    put_uint(&mut b, 5);
-    put_str(&mut b, b"txns");
-    put_array_len(&mut b, 1);
+    let mut b = round_5_with_one_entry();
     put_map_len(&mut b, 4);
     put_str(&mut b, b"hgi");
     put_bool(&mut b, true);
