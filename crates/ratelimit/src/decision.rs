@@ -152,7 +152,13 @@ impl Clock for SystemClock {
 ///
 /// let clock = Arc::new(ManualClock::new(1_700_000_000_000_000_000));
 /// let limiter = AppRateLimiter::with_clock(
-///     Config { rate_per_second: 1, window: Duration::from_secs(1), ..Config::default() },
+///     Config {
+///         rate_per_second: 1,
+///         window: Duration::from_secs(1),
+///         max_size: 1024,
+///         shards: 8,
+///         ..Config::default()
+///     },
 ///     Arc::clone(&clock),
 /// )?;
 /// let peer = Origin::from_peer_id(b"p");
