@@ -49,12 +49,9 @@ impl TxHandler {
         limiter: Option<Arc<AppRateLimiter>>,
         sink: Arc<dyn PoolSink>,
     ) -> Result<Self, HandlerConfigError> {
+        // `check` refuses rate limiting without a limiter, so `limiter` is `Some` when it is on.
         config.check(limiter.is_some())?;
-        let limiter = if config.app_rate_limiting {
-            Some(limiter.ok_or(HandlerConfigError::MissingLimiter)?)
-        } else {
-            None
-        };
+        let limiter = limiter.filter(|_| config.app_rate_limiting);
         let dedup = if config.dedup {
             let interval_ns = u64::try_from(config.dedup_interval.as_nanos()).unwrap_or(u64::MAX);
             let salt = match config.dedup_salt {
