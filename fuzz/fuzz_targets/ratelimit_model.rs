@@ -5,6 +5,7 @@
 //! structural validator runs after every operation.
 #![no_main]
 
+use std::num::NonZeroU32;
 use std::time::Duration;
 
 use arbitrary::Arbitrary;
@@ -34,6 +35,13 @@ enum Op {
     AdmitKeys {
         apps: Vec<u8>,
         origin: u8,
+    },
+    /// A weighted admission (`admit_n`, or `admit_keys_n` for odd costs); costs above L are
+    /// refused by both sides.
+    AdmitN {
+        apps: Vec<u8>,
+        origin: u8,
+        cost: u8,
     },
     Penalize {
         apps: Vec<u8>,
@@ -79,6 +87,27 @@ fuzz_target!(|input: Input| {
         let evicted_before = (limiter.stats().evicted, model.stats().evicted);
         let mut decision = None;
         match op {
+            Op::AdmitN { apps, origin, cost } => {
+                let apps: Vec<u64> = apps.iter().take(6).map(|&a| u64::from(a % 9)).collect();
+                let origin = Origin::from_peer_id(&[origin % 12]);
+                let k = keys(&limiter, &apps, &origin);
+                let cost = NonZeroU32::new(1 + u32::from(cost % 16)).unwrap();
+                let want = model.admit_keys_n(&k, cost, now);
+                let positions: Vec<usize> = (0..apps.len()).filter(|&i| apps[i] != 0).collect();
+                let (got, positions) = if cost.get() % 2 == 0 {
+                    (limiter.admit_n(&apps, &origin, cost, now), positions)
+                } else {
+                    (limiter.admit_keys_n(&k, cost, now), (0..k.len()).collect())
+                };
+                match (got, want) {
+                    (Ok(got), Ok(want)) => {
+                        let identity: Vec<usize> = (0..apps.len().max(k.len())).collect();
+                        decision =
+                            Some((parts(got, |i| identity[i]), parts(want, |i| positions[i])));
+                    }
+                    (got, want) => assert_eq!(got.err(), want.err(), "{op:?}"),
+                }
+            }
             Op::Admit { apps, origin } | Op::AdmitKeys { apps, origin } => {
                 let apps: Vec<u64> = apps.iter().take(6).map(|&a| u64::from(a % 9)).collect();
                 let origin = Origin::from_peer_id(&[origin % 12]);

@@ -47,7 +47,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 #[must_use]
 #[non_exhaustive]
 pub enum Decision {
-    /// Every app of the group was within its limit; each app's count went up by one.
+    /// Every app of the group was within its limit; each app's count went up by one (by the
+    /// group's cost, for [`admit_n`](crate::AppRateLimiter::admit_n)).
     #[non_exhaustive]
     Admit {
         /// Admissions the tightest key of the group has left in the window after this one:
@@ -100,6 +101,18 @@ impl Decision {
             retry_after_ns,
         }
     }
+}
+
+/// A weighted admission whose cost exceeds the limit per window `L`: no window can ever admit
+/// it, so [`admit_n`](crate::AppRateLimiter::admit_n) refuses it instead of dropping it (governor's
+/// `InsufficientCapacity` for `check_n` beyond the burst size, the same rule).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("a cost of {cost} exceeds the limit of {limit} per window: no window can admit it")]
+pub struct InsufficientCapacity {
+    /// The cost asked for.
+    pub cost: u32,
+    /// The limit per window `L`.
+    pub limit: u64,
 }
 
 /// Counters of an [`AppRateLimiter`](crate::AppRateLimiter), summed over shards and threads.

@@ -63,7 +63,7 @@ const FROZEN: u64 = u64::MAX;
 /// What a group operation does to each of its keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
-    /// One admission each, if every key admits.
+    /// An admission of the operation's cost on each key, if every key admits it.
     Admit,
     /// One penalty each (never fails).
     Penalize,
@@ -84,6 +84,8 @@ pub(crate) struct GroupOp {
     /// advances it, after the entry's marker is in place.
     settled: AtomicUsize,
     kind: Kind,
+    /// The weight of an admission (1 for a plain one; unused by a penalty).
+    cost: u16,
     at: Instant,
     limits: Limits,
     /// One per node. Invariant: filled before the operation is shared, then only `old` changes.
@@ -156,13 +158,20 @@ impl GroupOp {
     }
 
     /// A new undecided operation over `nodes` (in canonical key order), unshared: the caller
-    /// publishes it by installing its markers.
-    pub(crate) fn new(kind: Kind, at: Instant, limits: Limits, nodes: &[*const Node]) -> *mut Self {
+    /// publishes it by installing its markers. `cost` is an admission's weight.
+    pub(crate) fn new(
+        kind: Kind,
+        cost: u16,
+        at: Instant,
+        limits: Limits,
+        nodes: &[*const Node],
+    ) -> *mut Self {
         let mut op = pooled().unwrap_or_else(|| {
             Box::new(GroupOp {
                 status: AtomicU8::new(UNDECIDED),
                 settled: AtomicUsize::new(0),
                 kind,
+                cost,
                 at,
                 limits,
                 entries: Vec::new(),
@@ -171,6 +180,7 @@ impl GroupOp {
         op.status = AtomicU8::new(UNDECIDED);
         op.settled = AtomicUsize::new(0);
         op.kind = kind;
+        op.cost = cost;
         op.at = at;
         op.limits = limits;
         op.entries.clear();
@@ -194,7 +204,7 @@ impl GroupOp {
     fn apply(&self, old: u64) -> u64 {
         let c = state::counts(old);
         let next = match self.kind {
-            Kind::Admit => state::admit(c, self.at, &self.limits).unwrap_or_else(|| {
+            Kind::Admit => state::admit(c, self.at, &self.limits, self.cost).unwrap_or_else(|| {
                 debug_assert!(false, "only admitting words are installed");
                 c
             }),

@@ -28,6 +28,9 @@
 //!   racing on a key with limit `L` admit exactly `L` in a window unless the key is evicted
 //!   (go-algorand reads, compares and adds in three steps and can admit more), a group is
 //!   all-or-nothing, and no caller is ever dropped because of a count that is later taken back.
+//! - A weighted admission ([`AppRateLimiter::admit_n`]) of cost `c` (`1..=L`) asks
+//!   `prev * (window - offset) / window + cur + c <= L` of every app and adds `c` to each; a
+//!   cost above `L` is refused with [`InsufficientCapacity`]. A cost of 1 is [`admit`](AppRateLimiter::admit).
 //! - [`AppRateLimiter::penalize`] adds `max(1, L / 4)` to each app's `cur`.
 //! - Every attempt refreshes each touched key's recency. A new key evicts only when its shard
 //!   is full: a stale key first (its interval older than the previous one), else the least
@@ -106,9 +109,11 @@
 //!   node allocated above panics with that message.
 //!
 //! # Modules
-//! - `limiter`: [`AppRateLimiter`]: sharding, the single-key and group admission and penalty
-//!   paths, the striped decision counters.
-//! - `decision`: [`Decision`], [`Stats`], and [`Clock`] / [`SystemClock`] / [`ManualClock`].
+//! - `limiter`: [`AppRateLimiter`]: sharding, the single-key, weighted and group admission and
+//!   penalty paths.
+//! - `counters`: the decision counters, striped by thread.
+//! - `small_buf`: a group's keys, nodes and counts on the stack up to 16.
+//! - `decision`: [`Decision`], [`Stats`], [`InsufficientCapacity`], and [`Clock`] / [`SystemClock`] / [`ManualClock`].
 //! - `config`: [`Config`], its validation into limits and table sizes, and [`ConfigError`].
 //! - `origin`: [`Origin`], [`AppKey`] and [`derive_key_hash`] (salted BLAKE2b-256 keys), and the
 //!   shard hash of an app id.
@@ -123,6 +128,7 @@
 //! - `stress` (tests only): threaded trials against the linearizability rules.
 
 mod config;
+mod counters;
 mod decision;
 mod group;
 mod limiter;
@@ -130,6 +136,7 @@ mod limiter;
 pub mod model;
 mod node;
 mod origin;
+mod small_buf;
 mod state;
 mod table;
 
@@ -137,7 +144,7 @@ mod table;
 mod stress;
 
 pub use config::{Config, ConfigError, RandomSourceError};
-pub use decision::{Clock, Decision, ManualClock, Stats, SystemClock};
+pub use decision::{Clock, Decision, InsufficientCapacity, ManualClock, Stats, SystemClock};
 pub use limiter::AppRateLimiter;
 pub use origin::{AppKey, Origin, OriginParseError, derive_key_hash};
 

@@ -1,43 +1,27 @@
 //! [`AppRateLimiter`]: the public limiter. Sharding (the shard hash and the per-shard tables),
-//! the admission and penalty paths for one key and for groups, the striped decision counters and
-//! [`Stats`]. The decision types themselves are in `decision`.
+//! the admission and penalty paths for one key and for groups, and [`Stats`]. The decision types
+//! themselves are in `decision`, the counters' striping in `counters`.
+
+use std::num::NonZeroU32;
 
 use crossbeam_utils::CachePadded;
 use txgate_sync::reclaim::{Collector, Guard};
-use txgate_sync::sync::{AtomicU64, Ordering};
+use txgate_sync::sync::Ordering;
 
 use crate::config::{Config, ConfigError};
-use crate::decision::{Clock, Decision, Stats, SystemClock};
+use crate::counters::{Counter, DecisionCounters};
+use crate::decision::{Clock, Decision, InsufficientCapacity, Stats, SystemClock};
 use crate::group::{self, GroupOp, Kind};
 use crate::node::{Node, Update};
 use crate::origin::{self, AppKey, Origin};
+use crate::small_buf::SmallBuf;
 use crate::state::{self, Counts, EVICTED, Instant, Limits, MARKER};
 use crate::table::{Shard, Victim};
-
-/// Counter stripes owned by one thread each (seize's thread ids `0..STRIPES`); threads with
-/// larger ids share one more stripe.
-const STRIPES: usize = 64;
 
 /// Retired nodes batched per thread before a reclamation pass (seize's batch). seize runs one
 /// barrier per batch (a `membarrier` system call on Linux, microseconds), so a bigger batch keeps
 /// it off the evicting path; it holds at most this many nodes per thread (24 bytes each) waiting.
 const RECLAIM_BATCH: usize = 512;
-
-/// Which counter to add to.
-#[derive(Clone, Copy)]
-enum Counter {
-    Admitted,
-    Dropped,
-    Evicted,
-}
-
-/// One stripe of the decision counters.
-#[derive(Default)]
-struct Counters {
-    admitted: AtomicU64,
-    dropped: AtomicU64,
-    evicted: AtomicU64,
-}
 
 /// Groups with up to this many distinct app ids are handled without allocating (go-algorand
 /// groups hold at most 16 transactions).
@@ -57,10 +41,8 @@ pub struct AppRateLimiter {
     /// Seed of the shard hash, derived from the salt.
     shard_seed: u64,
     config: Config,
-    /// Decision counters, `STRIPES + 1` stripes: stripe `i < STRIPES` is written only by the
-    /// thread with seize id `i` (so `count` may increment it with a plain load and store); the
-    /// last one is shared by every other thread (and by all threads under loom).
-    counters: Box<[CachePadded<Counters>]>,
+    /// Decision counters, striped by thread.
+    counters: DecisionCounters,
     /// The time of the `*_now` calls.
     clock: Box<dyn Clock + Send + Sync>,
     // Dropped after `shards`: nodes retired but not yet freed are freed with it.
@@ -75,52 +57,6 @@ impl std::fmt::Debug for AppRateLimiter {
             .field("shards", &self.shards.len())
             .field("capacity_per_shard", &self.capacity_per_shard())
             .finish_non_exhaustive()
-    }
-}
-
-/// A stack buffer of `N` items that spills to the heap beyond (so groups of up to 16 distinct
-/// apps never allocate).
-struct SmallBuf<T: Copy, const N: usize> {
-    len: usize,
-    inline: [T; N],
-    spill: Vec<T>,
-}
-
-impl<T: Copy, const N: usize> SmallBuf<T, N> {
-    fn new(fill: T) -> Self {
-        Self {
-            len: 0,
-            inline: [fill; N],
-            spill: Vec::new(),
-        }
-    }
-
-    fn push(&mut self, item: T) {
-        if self.len < N {
-            self.inline[self.len] = item;
-        } else {
-            if self.spill.is_empty() {
-                self.spill.extend_from_slice(&self.inline);
-            }
-            self.spill.push(item);
-        }
-        self.len += 1;
-    }
-
-    fn as_slice(&self) -> &[T] {
-        if self.len <= N {
-            &self.inline[..self.len]
-        } else {
-            &self.spill
-        }
-    }
-
-    fn as_mut_slice(&mut self) -> &mut [T] {
-        if self.len <= N {
-            &mut self.inline[..self.len]
-        } else {
-            &mut self.spill
-        }
     }
 }
 
@@ -187,9 +123,7 @@ impl AppRateLimiter {
             salt: v.salt,
             shard_seed,
             config,
-            counters: (0..=STRIPES)
-                .map(|_| CachePadded::new(Counters::default()))
-                .collect(),
+            counters: DecisionCounters::new(),
             clock: Box::new(clock),
             collector: Collector::new(RECLAIM_BATCH),
         })
@@ -267,7 +201,7 @@ impl AppRateLimiter {
     /// Costs one BLAKE2b per distinct app; see [`admit_keys`](Self::admit_keys) to skip that.
     /// Allocates only for the node of a new key, or for groups of more than 16 distinct apps.
     pub fn admit(&self, app_ids: &[u64], origin: &Origin, now_ns: u64) -> Decision {
-        self.decide(self.app_members(app_ids, origin), now_ns)
+        self.decide(self.app_members(app_ids, origin), 1, now_ns)
     }
 
     /// The keys of a group's distinct non-zero app ids, each with the index of the app's first
@@ -316,13 +250,96 @@ impl AppRateLimiter {
             hash: key.hash,
             index: 0,
         };
-        self.admit_one(member, at, &guard)
+        self.admit_one(member, 1, at, &guard)
     }
 
     /// [`admit`](Self::admit) with pre-derived keys (from [`app_key`](Self::app_key)); keys
     /// that are equal once their shard is reduced modulo the shard count count once.
     pub fn admit_keys(&self, keys: &[AppKey], now_ns: u64) -> Decision {
-        self.decide(Self::key_members(keys), now_ns)
+        self.decide(Self::key_members(keys), 1, now_ns)
+    }
+
+    /// A weighted admission: [`admit`](Self::admit) of a group that weighs `cost` admissions,
+    /// taken at one instant (governor's `check_n`), e.g. a group charged by its transaction count
+    /// or its size.
+    ///
+    /// The group is admitted iff for every distinct non-zero app
+    /// `prev * (window - offset) / window + cur + cost <= L` (integer floor division); then each
+    /// distinct app's count goes up by `cost`, all at one instant. A dropped group changes no
+    /// counter, and its [`Decision::Drop`] gives the time until that key would admit `cost`.
+    /// [`Stats`](crate::Stats) count groups, whatever their cost. A cost of 1 decides exactly as
+    /// [`admit`](Self::admit).
+    ///
+    /// # Errors
+    ///
+    /// [`InsufficientCapacity`] when `cost > L` ([`limit`](Self::limit)): no window could admit
+    /// it. Nothing is touched then (no key created, no counter changed).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::num::NonZeroU32;
+    /// use std::time::Duration;
+    /// use txgate_ratelimit::{AppRateLimiter, Config, Decision, InsufficientCapacity, Origin};
+    ///
+    /// let limiter = AppRateLimiter::new(Config {
+    ///     rate_per_second: 1,
+    ///     window: Duration::from_secs(10), // L = 10 per window
+    ///     max_size: 4096,
+    ///     ..Config::default()
+    /// })?;
+    /// let peer = Origin::from_peer_id(b"peer-1");
+    /// let now = 1_700_000_000_000_000_000; // an interval boundary
+    /// let cost = |n| NonZeroU32::new(n).unwrap();
+    ///
+    /// // A group of 6 transactions calling app 7, charged 6: 4 left.
+    /// let d = limiter.admit_n(&[7], &peer, cost(6), now)?;
+    /// assert!(matches!(d, Decision::Admit { remaining: Some(4), .. }));
+    /// // 5 more do not fit (6 + 5 > 10) and change nothing; 4 do.
+    /// assert!(limiter.admit_n(&[7], &peer, cost(5), now)?.is_drop());
+    /// assert!(limiter.admit_n(&[7], &peer, cost(4), now)?.is_admit());
+    /// // More than L never fits: an error, not a drop.
+    /// assert_eq!(
+    ///     limiter.admit_n(&[7], &peer, cost(11), now),
+    ///     Err(InsufficientCapacity { cost: 11, limit: 10 })
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn admit_n(
+        &self,
+        app_ids: &[u64],
+        origin: &Origin,
+        cost: NonZeroU32,
+        now_ns: u64,
+    ) -> Result<Decision, InsufficientCapacity> {
+        let cost = self.cost(cost)?;
+        Ok(self.decide(self.app_members(app_ids, origin), cost, now_ns))
+    }
+
+    /// [`admit_n`](Self::admit_n) with pre-derived keys, as [`admit_keys`](Self::admit_keys).
+    ///
+    /// # Errors
+    ///
+    /// [`InsufficientCapacity`] when `cost > L`, as [`admit_n`](Self::admit_n).
+    pub fn admit_keys_n(
+        &self,
+        keys: &[AppKey],
+        cost: NonZeroU32,
+        now_ns: u64,
+    ) -> Result<Decision, InsufficientCapacity> {
+        let cost = self.cost(cost)?;
+        Ok(self.decide(Self::key_members(keys), cost, now_ns))
+    }
+
+    /// A weighted admission's cost as the counters take it: `1..=L`.
+    fn cost(&self, cost: NonZeroU32) -> Result<u16, InsufficientCapacity> {
+        u16::try_from(cost.get())
+            .ok()
+            .filter(|&c| c <= self.limits.limit)
+            .ok_or(InsufficientCapacity {
+                cost: cost.get(),
+                limit: self.limit(),
+            })
     }
 
     /// Pre-derived keys as group members, each with its index in `keys`.
@@ -359,7 +376,8 @@ impl AppRateLimiter {
             [] => {}
             [m] => self.penalize_one(*m, at, &guard),
             _ => {
-                let _ = self.run_group(Kind::Penalize, members, at, &guard);
+                // The cost is an admission's: a penalty adds max(1, L / 4) whatever it is.
+                let _ = self.run_group(Kind::Penalize, 1, members, at, &guard);
             }
         }
     }
@@ -367,15 +385,7 @@ impl AppRateLimiter {
     /// Statistics: O(shards + threads); the counters are relaxed, so under concurrent use the
     /// sum is a recent value, not a snapshot.
     pub fn stats(&self) -> Stats {
-        let mut stats = Stats::default();
-        for c in self.counters.iter() {
-            // Relaxed: statistics.
-            stats.admitted += c.admitted.load(Ordering::Relaxed);
-            // Relaxed: statistics.
-            stats.dropped += c.dropped.load(Ordering::Relaxed);
-            // Relaxed: statistics.
-            stats.evicted += c.evicted.load(Ordering::Relaxed);
-        }
+        let mut stats = self.counters.sum();
         stats.entries = self.shards.iter().map(|s| s.entries()).sum();
         stats
     }
@@ -391,7 +401,7 @@ impl AppRateLimiter {
     pub fn table_bytes(&self) -> usize {
         self.shards.iter().map(|s| s.table_bytes()).sum::<usize>()
             + std::mem::size_of_val(&*self.shards)
-            + std::mem::size_of_val(&*self.counters)
+            + self.counters.bytes()
     }
 
     /// The tracked keys (for differential tests against the reference model): every key as
@@ -454,27 +464,7 @@ impl AppRateLimiter {
     /// Adds `n` to a counter of this thread's stripe.
     #[inline]
     fn count(&self, guard: &Guard<'_>, counter: Counter, n: u64) {
-        if n == 0 {
-            return;
-        }
-        let id = guard.thread_id();
-        // Under loom every thread id is 0: all threads share the last stripe.
-        let owned = id < STRIPES && !cfg!(loom);
-        let stripe = &self.counters[if owned { id } else { STRIPES }];
-        let c = match counter {
-            Counter::Admitted => &stripe.admitted,
-            Counter::Dropped => &stripe.dropped,
-            Counter::Evicted => &stripe.evicted,
-        };
-        if owned {
-            // Relaxed (load and store): this thread is the stripe's only writer (seize ids are
-            // unique among live threads), so a plain increment is exact and skips a locked
-            // instruction on the hit path.
-            c.store(c.load(Ordering::Relaxed) + n, Ordering::Relaxed);
-        } else {
-            // Relaxed: a statistic; the threads without a stripe of their own share this one.
-            c.fetch_add(n, Ordering::Relaxed);
-        }
+        self.counters.add(guard.thread_id(), counter, n);
     }
 
     /// Reduces shards, removes repeated keys (keeping first indices) and sorts the rest into
@@ -509,7 +499,10 @@ impl AppRateLimiter {
         &all[..len]
     }
 
-    fn decide(&self, mut members: Members, now_ns: u64) -> Decision {
+    /// Decides a group of weight `cost` (`1..=L`). Inlined, so that the unweighted calls'
+    /// constant cost folds into the single-key path.
+    #[inline(always)]
+    fn decide(&self, mut members: Members, cost: u16, now_ns: u64) -> Decision {
         let at = self.limits.instant(now_ns);
         let guard = self.collector.enter();
         let members = self.canonical(&mut members);
@@ -518,9 +511,9 @@ impl AppRateLimiter {
                 self.count(&guard, Counter::Admitted, 1);
                 Decision::admit(None)
             }
-            [m] => self.admit_one(*m, at, &guard),
+            [m] => self.admit_one(*m, cost, at, &guard),
             _ => {
-                let d = self.run_group(Kind::Admit, members, at, &guard);
+                let d = self.run_group(Kind::Admit, cost, members, at, &guard);
                 let counter = if d.is_admit() {
                     Counter::Admitted
                 } else {
@@ -541,22 +534,24 @@ impl AppRateLimiter {
         }
     }
 
-    /// One key's admission: a lookup and one compare-and-swap on its counts (a new key is born
-    /// holding its admission).
+    /// One key's admission of weight `cost` (`1..=L`): a lookup and one compare-and-swap on its
+    /// counts (a new key is born holding its admission).
     #[inline(always)]
-    fn admit_one(&self, m: Member, at: Instant, guard: &Guard<'_>) -> Decision {
+    fn admit_one(&self, m: Member, cost: u16, at: Instant, guard: &Guard<'_>) -> Decision {
+        debug_assert!((1..=self.limits.limit).contains(&cost));
         let shard = self.shard(&m);
         let limits = &self.limits;
         loop {
+            // A fresh key admits any cost up to L (checked by the callers).
             let born = Counts {
-                cur: 1,
+                cur: cost,
                 ..Self::fresh(at)
             };
             let got = shard.get_or_insert(m.hash, born, at, guard);
             self.count(guard, Counter::Evicted, u64::from(got.evicted));
             if got.inserted {
                 self.count(guard, Counter::Admitted, 1);
-                return Decision::admit(Some(limits.limit - 1));
+                return Decision::admit(Some(limits.limit - cost));
             }
             let mut word = got.node.load();
             loop {
@@ -564,7 +559,7 @@ impl AppRateLimiter {
                     // A group operation to resolve, or an eviction in flight: the general path.
                     break;
                 }
-                match state::check(word, at, limits) {
+                match state::check(word, at, limits, cost) {
                     Ok((next, remaining)) => {
                         // Relaxed on success, SeqCst on failure: as in `Node::update`.
                         match got.node.state.compare_exchange_weak(
@@ -582,11 +577,11 @@ impl AppRateLimiter {
                     }
                     Err(c) => {
                         self.count(guard, Counter::Dropped, 1);
-                        return Decision::drop(m.index, state::retry_after(c, at, limits));
+                        return Decision::drop(m.index, state::retry_after(c, at, limits, cost));
                     }
                 }
             }
-            if let Some(d) = self.admit_contended(m, got.node, at, guard) {
+            if let Some(d) = self.admit_contended(m, cost, got.node, at, guard) {
                 return d;
             }
         }
@@ -598,12 +593,13 @@ impl AppRateLimiter {
     fn admit_contended(
         &self,
         m: Member,
+        cost: u16,
         node: &Node,
         at: Instant,
         guard: &Guard<'_>,
     ) -> Option<Decision> {
         let limits = &self.limits;
-        let update = node.update(guard, |c| match state::admit(c, at, limits) {
+        let update = node.update(guard, |c| match state::admit(c, at, limits, cost) {
             Some(next) => (Some(next), Ok(next)),
             None => (None, Err(c)),
         });
@@ -614,7 +610,10 @@ impl AppRateLimiter {
             }
             Update::Done(Err(c)) => {
                 self.count(guard, Counter::Dropped, 1);
-                Some(Decision::drop(m.index, state::retry_after(c, at, limits)))
+                Some(Decision::drop(
+                    m.index,
+                    state::retry_after(c, at, limits, cost),
+                ))
             }
             Update::Evicted(_) => {
                 // Evicted by an insertion in flight: finish it, then look again.
@@ -650,11 +649,12 @@ impl AppRateLimiter {
     }
 
     /// A group of two or more distinct keys (canonical order): every key is looked up (created
-    /// if missing, recency refreshed), then the admission or penalty is applied to all of them at
-    /// one instant by a [`GroupOp`], retried if another operation aborts it.
+    /// if missing, recency refreshed), then the admission (of weight `cost`) or penalty is applied
+    /// to all of them at one instant by a [`GroupOp`], retried if another operation aborts it.
     fn run_group(
         &self,
         kind: Kind,
+        cost: u16,
         members: &[Member],
         at: Instant,
         guard: &Guard<'_>,
@@ -678,7 +678,7 @@ impl AppRateLimiter {
                 }
             }
             let nodes = nodes.as_slice();
-            let op = GroupOp::new(kind, at, *limits, nodes);
+            let op = GroupOp::new(kind, cost, at, *limits, nodes);
             // The counts each entry was settled on, for the decision's details.
             let mut seen: SmallBuf<Counts, INLINE_GROUP> = SmallBuf::new(Counts::default());
             let mut dropped = None;
@@ -713,7 +713,7 @@ impl AppRateLimiter {
                         aborted = true;
                         break 'entries;
                     }
-                    if kind == Kind::Admit && state::admit(c, at, limits).is_none() {
+                    if kind == Kind::Admit && state::admit(c, at, limits, cost).is_none() {
                         // A drop is decided here only if no other operation has aborted this
                         // one: while it is undecided every earlier key still holds its marker,
                         // so their counts and this one's are a snapshot of one instant, at which
@@ -759,16 +759,18 @@ impl AppRateLimiter {
                     .as_slice()
                     .iter()
                     .map(|&c| match kind {
-                        Kind::Admit => {
-                            state::remaining(state::admit(c, at, limits).unwrap_or(c), at, limits)
-                        }
+                        Kind::Admit => state::remaining(
+                            state::admit(c, at, limits, cost).unwrap_or(c),
+                            at,
+                            limits,
+                        ),
                         Kind::Penalize => state::remaining(c, at, limits),
                     })
                     .min();
                 return Decision::admit(remaining);
             }
             if let Some((i, c)) = dropped {
-                return Decision::drop(members[i].index, state::retry_after(c, at, limits));
+                return Decision::drop(members[i].index, state::retry_after(c, at, limits, cost));
             }
             group::backoff(attempt);
             attempt += 1;

@@ -11,9 +11,10 @@
 //! fills.
 
 use std::collections::HashMap;
+use std::num::NonZeroU32;
 
 use crate::config::{Config, ConfigError};
-use crate::decision::{Decision, Stats};
+use crate::decision::{Decision, InsufficientCapacity, Stats};
 use crate::origin::AppKey;
 use crate::state::{self, Counts, Instant, Limits};
 
@@ -69,6 +70,29 @@ impl Model {
 
     /// The model of [`AppRateLimiter::admit_keys`](crate::AppRateLimiter::admit_keys).
     pub fn admit_keys(&mut self, keys: &[AppKey], now_ns: u64) -> Decision {
+        self.admit_keys_n(keys, NonZeroU32::MIN, now_ns)
+            .expect("a cost of 1 is within every limit")
+    }
+
+    /// The model of [`AppRateLimiter::admit_keys_n`](crate::AppRateLimiter::admit_keys_n).
+    ///
+    /// # Errors
+    ///
+    /// [`InsufficientCapacity`] when `cost > L`, before anything is touched.
+    pub fn admit_keys_n(
+        &mut self,
+        keys: &[AppKey],
+        cost: NonZeroU32,
+        now_ns: u64,
+    ) -> Result<Decision, InsufficientCapacity> {
+        let limit = self.limits.limit;
+        let cost = u16::try_from(cost.get())
+            .ok()
+            .filter(|&c| c <= limit)
+            .ok_or(InsufficientCapacity {
+                cost: cost.get(),
+                limit: u64::from(limit),
+            })?;
         let at = self.limits.instant(now_ns);
         // Touch every distinct key first (create, evict, refresh), in canonical order, keeping
         // each key's counts as seen then: a later key of the group may evict an earlier one,
@@ -80,11 +104,12 @@ impl Model {
             .collect();
         let mut next = Vec::with_capacity(seen.len());
         for &(key, index, counts) in &seen {
-            match state::admit(counts, at, &self.limits) {
+            match state::admit(counts, at, &self.limits, cost) {
                 Some(c) => next.push((key, c)),
                 None => {
                     self.stats.dropped += 1;
-                    return Decision::drop(index, state::retry_after(counts, at, &self.limits));
+                    let wait = state::retry_after(counts, at, &self.limits, cost);
+                    return Ok(Decision::drop(index, wait));
                 }
             }
         }
@@ -98,7 +123,7 @@ impl Model {
             }
         }
         self.stats.admitted += 1;
-        Decision::admit(remaining)
+        Ok(Decision::admit(remaining))
     }
 
     /// The model of [`AppRateLimiter::penalize_keys`](crate::AppRateLimiter::penalize_keys).

@@ -177,40 +177,46 @@ pub(crate) fn is_stale(c: Counts, at: Instant) -> bool {
     !(-1..=1).contains(&distance(c.interval, at.interval))
 }
 
-/// The sliding-window check on rolled counts: `prev * (window - offset) / window + cur + 1 <= L`,
-/// floor division in integers (go-algorand computes the same in floating point).
+/// The sliding-window check on rolled counts for an admission of weight `cost`:
+/// `prev * (window - offset) / window + cur + cost <= L`, floor division in integers
+/// (go-algorand computes the same in floating point, for a cost of 1).
 #[inline]
-pub(crate) fn admits(c: Counts, offset: u64, limits: &Limits) -> bool {
+pub(crate) fn admits(c: Counts, offset: u64, limits: &Limits, cost: u16) -> bool {
     // `weighted <= prev <= 65,535`, so the sum cannot overflow.
-    limits.weighted(c.prev, offset) + u64::from(c.cur) < u64::from(limits.limit)
+    limits.weighted(c.prev, offset) + u64::from(c.cur) + u64::from(cost) <= u64::from(limits.limit)
 }
 
-/// Counts after one admission at `at` if the window allows it, else `None`.
+/// Counts after an admission of weight `cost` at `at` if the window allows it, else `None`.
 #[inline]
-pub(crate) fn admit(c: Counts, at: Instant, limits: &Limits) -> Option<Counts> {
+pub(crate) fn admit(c: Counts, at: Instant, limits: &Limits, cost: u16) -> Option<Counts> {
     let (rolled, offset) = roll(c, at);
-    admits(rolled, offset, limits).then(|| Counts {
-        // `cur + 1 <= L <= 65,535`: no overflow.
-        cur: rolled.cur + 1,
+    admits(rolled, offset, limits, cost).then(|| Counts {
+        // `cur + cost <= L <= 65,535`: no overflow.
+        cur: rolled.cur + cost,
         ..rolled
     })
 }
 
-/// One admission decided on a counts word: `Ok((the word after it, admissions left after it))`,
-/// or `Err(the counts)` if the window does not allow it. One roll and one estimate, for the hit
-/// path.
+/// An admission of weight `cost` decided on a counts word: `Ok((the word after it, admissions
+/// left after it))`, or `Err(the counts)` if the window does not allow it. One roll and one
+/// estimate, for the hit path.
 #[inline]
-pub(crate) fn check(word: u64, at: Instant, limits: &Limits) -> Result<(u64, u16), Counts> {
+pub(crate) fn check(
+    word: u64,
+    at: Instant,
+    limits: &Limits,
+    cost: u16,
+) -> Result<(u64, u16), Counts> {
     let c = counts(word);
     let (rolled, offset) = roll(c, at);
-    let used = limits.weighted(rolled.prev, offset) + u64::from(rolled.cur);
-    if used < u64::from(limits.limit) {
+    let used = limits.weighted(rolled.prev, offset) + u64::from(rolled.cur) + u64::from(cost);
+    if used <= u64::from(limits.limit) {
         let next = Counts {
-            // `cur + 1 <= L <= 65,535`: no overflow.
-            cur: rolled.cur + 1,
+            // `cur + cost <= L <= 65,535`: no overflow.
+            cur: rolled.cur + cost,
             ..rolled
         };
-        Ok((pack(next), (u64::from(limits.limit) - used - 1) as u16))
+        Ok((pack(next), (u64::from(limits.limit) - used) as u16))
     } else {
         Err(c)
     }
@@ -235,14 +241,15 @@ pub(crate) fn remaining(c: Counts, at: Instant, limits: &Limits) -> u16 {
     u64::from(limits.limit).saturating_sub(used) as u16
 }
 
-/// Nanoseconds from `at` until the key would admit again if nothing else changed it (0 if it
-/// admits now), from the window rule: within the key's interval the previous interval's weight
-/// `floor(prev * (window - offset) / window)` falls as the offset grows; in the next interval the
-/// current count becomes `prev`; two intervals on, nothing is carried.
-pub(crate) fn retry_after(c: Counts, at: Instant, limits: &Limits) -> u64 {
+/// Nanoseconds from `at` until the key would admit `cost` (at most `L`) again if nothing else
+/// changed it (0 if it admits now), from the window rule: within the key's interval the previous
+/// interval's weight `floor(prev * (window - offset) / window)` falls as the offset grows; in the
+/// next interval the current count becomes `prev`; two intervals on, nothing is carried.
+pub(crate) fn retry_after(c: Counts, at: Instant, limits: &Limits, cost: u16) -> u64 {
+    debug_assert!(cost <= limits.limit);
     let w = limits.window_ns;
     let (rolled, offset) = roll(c, at);
-    if admits(rolled, offset, limits) {
+    if admits(rolled, offset, limits, cost) {
         return 0;
     }
     // A caller one interval behind the key is decided at offset 0 of the key's interval: wait
@@ -254,19 +261,20 @@ pub(crate) fn retry_after(c: Counts, at: Instant, limits: &Limits) -> u64 {
     let wait = |offset: u64| -> u128 {
         let w = u128::from(w);
         let limit = u128::from(limits.limit);
+        let cost = u128::from(cost);
         // The first offset `o >= offset` in this interval with floor(prev * (W - o) / W) <= r,
-        // where r = L - cur - 1: prev * (W - o) < (r + 1) * W, i.e. o >= W + 1 - ceil((r + 1) W
-        // / prev).
+        // where r = L - cur - cost: prev * (W - o) < (r + 1) * W, i.e. o >= W + 1 - ceil((r + 1)
+        // W / prev).
         let first = |prev: u16, cur: u16, offset: u128| -> Option<u128> {
             let cur = u128::from(cur);
-            if cur + 1 > limit {
+            if cur + cost > limit {
                 return None;
             }
             let prev = u128::from(prev);
             if prev == 0 {
                 return Some(offset);
             }
-            let bound = ((limit - cur) * w).div_ceil(prev);
+            let bound = ((limit - cur - cost + 1) * w).div_ceil(prev);
             let o = (w + 1).saturating_sub(bound).max(offset);
             (o < w).then_some(o)
         };
@@ -363,11 +371,34 @@ mod tests {
             prev: 8,
             cur: 2,
         };
-        assert!(admits(c, SEC, &l)); // 7 + 2 + 1 = 10 <= 10
-        assert!(!admits(Counts { cur: 3, ..c }, SEC, &l)); // 7 + 3 + 1 = 11
+        assert!(admits(c, SEC, &l, 1)); // 7 + 2 + 1 = 10 <= 10
+        assert!(!admits(Counts { cur: 3, ..c }, SEC, &l, 1)); // 7 + 3 + 1 = 11
         // At offset 0 prev weighs fully; at the last nanosecond floor(8 * 1 / 10^10) = 0.
-        assert!(!admits(Counts { cur: 2, ..c }, 0, &l));
-        assert!(admits(Counts { cur: 9, ..c }, 10 * SEC - 1, &l));
+        assert!(!admits(Counts { cur: 2, ..c }, 0, &l, 1));
+        assert!(admits(Counts { cur: 9, ..c }, 10 * SEC - 1, &l, 1));
+        // A cost of n asks for n admissions at once: 7 + 2 + 1 fits, 7 + 1 + 2 = 10 fits,
+        // 7 + 2 + 2 = 11 does not; a fresh key takes up to L at once.
+        assert!(admits(Counts { cur: 1, ..c }, SEC, &l, 2));
+        assert!(!admits(c, SEC, &l, 2));
+        let fresh = Counts {
+            interval: 1,
+            prev: 0,
+            cur: 0,
+        };
+        assert!(admits(fresh, 0, &l, 10) && !admits(fresh, 0, &l, 11));
+        let at0 = Instant {
+            interval: 1,
+            offset: 0,
+        };
+        assert_eq!(admit(fresh, at0, &l, 4).map(|n| n.cur), Some(4));
+        assert_eq!(
+            check(pack(Counts { cur: 4, ..fresh }), at0, &l, 6),
+            Ok((pack(Counts { cur: 10, ..fresh }), 0))
+        );
+        assert_eq!(
+            check(pack(Counts { cur: 5, ..fresh }), at0, &l, 6),
+            Err(Counts { cur: 5, ..fresh })
+        );
         let at = Instant {
             interval: 1,
             offset: SEC,
@@ -391,7 +422,7 @@ mod tests {
             // The rule: weighted + cur + 1 <= L.
             let weighted = u128::from(prev) * u128::from(window - at.offset) / u128::from(window);
             let exact = weighted + u128::from(cur) < 1000;
-            prop_assert_eq!(admits(c, at.offset, &l), exact);
+            prop_assert_eq!(admits(c, at.offset, &l, 1), exact);
         });
         // Windows of the default shape (whole seconds) across the range of real clocks.
         proptest!(|(secs in 1..100_000u64, now in 1_500_000_000_000_000_000..2_500_000_000_000_000_000u64, prev: u16)| {
@@ -401,7 +432,7 @@ mod tests {
             prop_assert_eq!(at.offset, now % window);
             let c = Counts { interval: at.interval, prev, cur: 0 };
             let exact = u128::from(prev) * u128::from(window - at.offset) / u128::from(window) < 1000;
-            prop_assert_eq!(admits(c, at.offset, &l), exact);
+            prop_assert_eq!(admits(c, at.offset, &l, 1), exact);
         });
     }
 
@@ -415,8 +446,8 @@ mod tests {
             cur: 0,
         };
         // floor(1000 * (2^60 - 2^58) / 2^60) = 750: 750 + cur + 1 <= 1000 iff cur <= 249.
-        assert!(admits(Counts { cur: 249, ..c }, 1 << 58, &l));
-        assert!(!admits(Counts { cur: 250, ..c }, 1 << 58, &l));
+        assert!(admits(Counts { cur: 249, ..c }, 1 << 58, &l, 1));
+        assert!(!admits(Counts { cur: 250, ..c }, 1 << 58, &l, 1));
     }
 
     #[test]
@@ -439,8 +470,9 @@ mod tests {
         assert_eq!(c.cur, COUNTER_MAX);
     }
 
-    /// `retry_after` is the first nanosecond at which `admit` succeeds again, found by brute
-    /// force over a small window (every nanosecond of three windows).
+    /// `retry_after` is the first nanosecond at which `admit` of the same cost succeeds again,
+    /// found by brute force over a small window (every nanosecond of three windows), for every
+    /// cost from 1 to `L` (1 and `L` under Miri).
     #[test]
     fn retry_after_is_the_first_admitting_instant() {
         let window = 50;
@@ -460,9 +492,16 @@ mod tests {
         };
         let nows: &[u64] = if miri { &[0, 25] } else { &[0, 1, 17, 25, 49] };
         let behinds: &[u64] = if miri { &[0, 1] } else { &[0, 1, 3] };
+        let mut want = 0;
         for &limit in limits {
             let l = Limits::new(window, limit, 1);
-            for &prev in prevs {
+            let costs: Vec<u16> = if miri {
+                vec![1, limit]
+            } else {
+                (1..=limit).collect()
+            };
+            want += costs.len() * prevs.len() * curs.len() * nows.len() * behinds.len();
+            for (&cost, &prev) in costs.iter().flat_map(|c| prevs.iter().map(move |p| (c, p))) {
                 for &cur in curs {
                     for &now in nows {
                         // The key's state lives in interval 10; the caller is at `10 * window +
@@ -474,22 +513,24 @@ mod tests {
                                 cur,
                             };
                             let t0 = (10 - behind) * window + now;
-                            let got = retry_after(c, l.instant(t0), &l);
+                            let got = retry_after(c, l.instant(t0), &l, cost);
                             let want = (0..6 * window)
                                 .find(|&dt| {
                                     let t = t0 + dt;
                                     // Decided as a caller at `t` would see the key.
-                                    admit(c, l.instant(t), &l).is_some()
+                                    admit(c, l.instant(t), &l, cost).is_some()
                                 })
                                 .expect("admits within two windows of the key's interval");
-                            assert_eq!(got, want, "L {limit} prev {prev} cur {cur} t0 {t0}");
+                            assert_eq!(
+                                got, want,
+                                "L {limit} cost {cost} prev {prev} cur {cur} t0 {t0}"
+                            );
                             cases += 1;
                         }
                     }
                 }
             }
         }
-        let want = limits.len() * prevs.len() * curs.len() * nows.len() * behinds.len();
         assert_eq!(cases, want);
     }
 }

@@ -2,6 +2,7 @@
 //! rules a linearizable limiter must keep and followed by the structural validator.
 
 use std::collections::HashMap;
+use std::num::NonZeroU32;
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::Duration;
@@ -46,16 +47,16 @@ fn race<R: Send>(threads: usize, f: impl Fn(usize) -> R + Sync) -> Vec<R> {
 
 /// Trials of random groups over a few keys in shards with room for all of them (no eviction is
 /// ever due), all at one instant, so every key's count only grows. Linearizability then
-/// requires: each key's final count is exactly the number of admitted groups naming it and at
-/// most L; no eviction; and every dropped group names a key that ends at L, the one its decision
-/// points to (it was at its limit when the group took effect). A reservation taken back after a
-/// concurrent caller was dropped because of it breaks the last rule.
-#[test]
-fn groups_without_eviction_are_linearizable() {
+/// requires: each key's final count is exactly the sum of the costs of the admitted groups
+/// naming it and at most L; no eviction; and every dropped group of cost `c` names a key that
+/// ends above `L - c`, the one its decision points to (it had no room for `c` when the group
+/// took effect, and counts only grow). A reservation taken back after a concurrent caller was
+/// dropped because of it breaks the last rule.
+fn groups_without_eviction_trials(seed: u64, weighted: bool) {
     let trials = if cfg!(miri) { 4 } else { 2000 };
-    let mut rng = SplitMix64(7);
+    let mut rng = SplitMix64(seed);
     for trial in 0..trials {
-        let limit = 1 + rng.below(3);
+        let limit = 1 + rng.below(if weighted { 4 } else { 3 });
         let threads = 2 + rng.below(2) as usize;
         let l = limiter(limit, 16, 2); // 2 shards of 8 keys (one set each)
         // 6 keys: apps 1..=3 from origins 0 and 1 (at most 6 in one shard: room for all).
@@ -63,12 +64,14 @@ fn groups_without_eviction_are_linearizable() {
             .flat_map(|app| (0..2).map(move |o| (app, o)))
             .map(|(app, o)| l.app_key(app, &origin(o)))
             .collect();
-        let plans: Vec<Vec<Vec<usize>>> = (0..threads)
+        // Per thread, six groups: (cost, key indices).
+        let plans: Vec<Vec<(u64, Vec<usize>)>> = (0..threads)
             .map(|_| {
                 (0..6)
                     .map(|_| {
+                        let cost = if weighted { 1 + rng.below(limit) } else { 1 };
                         let n = 1 + rng.below(3) as usize;
-                        (0..n).map(|_| rng.below(6) as usize).collect()
+                        (cost, (0..n).map(|_| rng.below(6) as usize).collect())
                     })
                     .collect()
             })
@@ -76,9 +79,14 @@ fn groups_without_eviction_are_linearizable() {
         let results = race(threads, |t| {
             plans[t]
                 .iter()
-                .map(|group| {
+                .map(|(cost, group)| {
                     let ks: Vec<AppKey> = group.iter().map(|&i| keys[i]).collect();
-                    l.admit_keys(&ks, T0)
+                    if weighted {
+                        let cost = NonZeroU32::new(*cost as u32).unwrap();
+                        l.admit_keys_n(&ks, cost, T0).unwrap()
+                    } else {
+                        l.admit_keys(&ks, T0)
+                    }
                 })
                 .collect::<Vec<Decision>>()
         });
@@ -86,35 +94,36 @@ fn groups_without_eviction_are_linearizable() {
         let mut admitted: HashMap<usize, u64> = HashMap::new();
         let mut ops = 0;
         for (t, decisions) in results.iter().enumerate() {
-            for (group, d) in plans[t].iter().zip(decisions) {
+            for ((cost, group), d) in plans[t].iter().zip(decisions) {
                 ops += 1;
                 if d.is_admit() {
                     let mut distinct = group.clone();
                     distinct.sort_unstable();
                     distinct.dedup();
                     for k in distinct {
-                        *admitted.entry(k).or_default() += 1;
+                        *admitted.entry(k).or_default() += cost;
                     }
                 }
             }
         }
-        for (k, key) in keys.iter().enumerate() {
+        let count = |k: usize| l.counts(keys[k]).map_or(0, |(_, cur)| u64::from(cur));
+        for k in 0..keys.len() {
             let want = admitted.get(&k).copied().unwrap_or(0);
-            let cur = l.counts(*key).map_or(0, |(_, cur)| u64::from(cur));
             assert!(
                 want <= limit,
                 "trial {trial}: key {k} admitted {want} > L {limit}"
             );
-            assert_eq!(cur, want, "trial {trial}: key {k} count");
+            assert_eq!(count(k), want, "trial {trial}: key {k} count");
         }
         for (t, decisions) in results.iter().enumerate() {
-            for (group, d) in plans[t].iter().zip(decisions) {
+            for ((cost, group), d) in plans[t].iter().zip(decisions) {
                 if let Decision::Drop { index, .. } = *d {
                     let k = group[index];
-                    let cur = l.counts(keys[k]).map_or(0, |(_, cur)| u64::from(cur));
-                    assert_eq!(
-                        cur, limit,
-                        "trial {trial}: group {group:?} dropped for key {k}, which ends at {cur} < L {limit}"
+                    let cur = count(k);
+                    assert!(
+                        cur + cost > limit,
+                        "trial {trial}: group {group:?} of cost {cost} dropped for key {k}, \
+                         which ends at {cur}, room for it under L {limit}"
                     );
                 }
             }
@@ -123,6 +132,17 @@ fn groups_without_eviction_are_linearizable() {
         assert_eq!(s.evicted, 0, "trial {trial}: eviction with room");
         assert_eq!(s.admitted + s.dropped, ops);
     }
+}
+
+#[test]
+fn groups_without_eviction_are_linearizable() {
+    groups_without_eviction_trials(7, false);
+}
+
+/// The same for weighted groups (`admit_keys_n`, costs 1 to L, L up to 4).
+#[test]
+fn weighted_groups_without_eviction_are_linearizable() {
+    groups_without_eviction_trials(13, true);
 }
 
 /// Two groups naming the same two apps in opposite orders, L = 1: exactly one is admitted.
@@ -209,6 +229,46 @@ fn racing_admits_on_a_new_key_admit_exactly_l() {
         assert_eq!(l.counts(key), Some((0, want as u16)));
     }
     assert_eq!(l.stats().entries, keys as usize);
+    l.validate();
+}
+
+/// Threads racing weighted admissions (costs 1 to 3) on one key, new to the table at the
+/// start: the admitted costs sum to at most L, and every drop is of a cost that no longer fit
+/// (counts only grow at one instant, so the final count leaves less room than the drop saw).
+#[test]
+fn racing_weighted_admits_on_a_new_key_never_exceed_l() {
+    let (threads, keys, per) = if cfg!(miri) { (3, 2, 6) } else { (4, 200, 40) };
+    let l = limiter(20, if cfg!(miri) { 128 } else { 8192 }, 1); // L = 20
+    for k in 0..keys {
+        let key = l.app_key(8, &origin(k));
+        let results = race(threads, |t| {
+            (0..per)
+                .map(|i| {
+                    let cost = 1 + ((t + i) % 3) as u32;
+                    let d = l.admit_keys_n(&[key], NonZeroU32::new(cost).unwrap(), T0);
+                    (cost, d.unwrap())
+                })
+                .collect::<Vec<_>>()
+        });
+        let admitted: u32 = results
+            .iter()
+            .flatten()
+            .filter(|(_, d)| d.is_admit())
+            .map(|(c, _)| c)
+            .sum();
+        let cur = l.counts(key).map_or(0, |(_, cur)| u32::from(cur));
+        assert_eq!(cur, admitted, "key {k}");
+        assert!(admitted <= 20, "key {k}: {admitted} > L");
+        for (cost, _) in results.iter().flatten().filter(|(_, d)| d.is_drop()) {
+            assert!(
+                cur + cost > 20,
+                "key {k}: a cost of {cost} dropped at {cur}"
+            );
+        }
+        // 4 threads offer 320 admissions' worth: the key ends full unless only costs above
+        // the room left were refused last (never more than 2 short).
+        assert!(cur >= 18, "key {k} ends at {cur}");
+    }
     l.validate();
 }
 

@@ -4,6 +4,7 @@
 //! happens-before edge of its own. Each model ends with the structural validator.
 #![cfg(loom)]
 
+use std::num::NonZeroU32;
 use std::time::Duration;
 
 use loom::sync::Arc;
@@ -427,5 +428,88 @@ fn aliased_keys_count_once() {
         let (a, b) = (AppKey::from_parts(1, 77), AppKey::from_parts(5, 77));
         assert!(l.admit_keys(&[a, b], T0).is_admit());
         assert!(l.admit_key(a, T0).is_drop());
+    });
+}
+
+fn cost(n: u32) -> NonZeroU32 {
+    NonZeroU32::new(n).unwrap()
+}
+
+/// Weighted: two threads admit a cost of 2 on a key neither finds in the table (L = 3): exactly
+/// one is admitted, and the key's node is born holding that cost (2), whichever insertion won.
+#[test]
+fn weighted_admits_on_a_new_key_never_exceed_l() {
+    loom::model(|| {
+        let l = limiter(3, 2);
+        let key = l.app_key(1, &peer(0));
+        let t = {
+            let l = l.clone();
+            thread::spawn(move || l.admit_keys_n(&[key], cost(2), T0).unwrap())
+        };
+        let mine = l.admit_keys_n(&[key], cost(2), T0).unwrap();
+        let theirs = t.join().unwrap();
+        assert_eq!(mine.is_admit() as u8 + theirs.is_admit() as u8, 1);
+        assert_eq!(l.counts(key), Some((0, 2)));
+        assert_eq!(l.tracked_keys(), vec![(0, key.hash())]);
+        l.validate();
+    });
+}
+
+/// Weighted: a group {a, b} of cost 2 races a single admission of cost 2 on a (L = 4, both keys
+/// at 1). Sequentially exactly one of them fits: the group first leaves a = b = 3; the single
+/// first leaves a = 3, b = 1. Whoever meets the group's marker on a and resolves it must apply
+/// the group's cost, not one admission: else a would read 2 and both would be admitted.
+#[test]
+fn a_resolved_weighted_group_applies_its_cost() {
+    loom::model(|| {
+        let l = sharded(4, 8, 4);
+        let (x, y) = (l.app_key(11, &peer(0)), l.app_key(12, &peer(0)));
+        let order = |k: AppKey| (k.shard(), k.hash());
+        let (a, b) = if order(x) < order(y) { (x, y) } else { (y, x) };
+        assert!(l.admit_key(a, T0).is_admit());
+        assert!(l.admit_key(b, T0).is_admit());
+        let t = {
+            let l = l.clone();
+            thread::spawn(move || l.admit_keys_n(&[a, b], cost(2), T0).unwrap())
+        };
+        let single = l.admit_keys_n(&[a], cost(2), T0).unwrap();
+        let group = t.join().unwrap();
+        assert_eq!(
+            group.is_admit() as u8 + single.is_admit() as u8,
+            1,
+            "{group:?} {single:?}"
+        );
+        assert_eq!(l.counts(a), Some((0, 3)));
+        let b_count = if group.is_admit() { 3 } else { 1 };
+        assert_eq!(l.counts(b), Some((0, b_count)), "{group:?} {single:?}");
+        l.validate();
+    });
+}
+
+/// Weighted: groups {a, b} of cost 2 and {b, a} of cost 1 (L = 3, both keys at 1). Sequentially
+/// the first admitted leaves no room for the other (1 + 2 + 1 > 3 either way), so exactly one is
+/// admitted and both keys end at 1 plus its cost.
+#[test]
+fn crossed_weighted_groups_admit_exactly_one_with_its_cost() {
+    loom::model(|| {
+        let l = sharded(3, 8, 4);
+        let (a, b) = (l.app_key(11, &peer(0)), l.app_key(12, &peer(0)));
+        assert!(l.admit_key(a, T0).is_admit());
+        assert!(l.admit_key(b, T0).is_admit());
+        let t = {
+            let l = l.clone();
+            thread::spawn(move || l.admit_keys_n(&[b, a], cost(1), T0).unwrap())
+        };
+        let heavy = l.admit_keys_n(&[a, b], cost(2), T0).unwrap();
+        let light = t.join().unwrap();
+        assert_eq!(
+            heavy.is_admit() as u8 + light.is_admit() as u8,
+            1,
+            "{heavy:?} {light:?}"
+        );
+        let want = if heavy.is_admit() { 3 } else { 2 };
+        assert_eq!(l.counts(a), Some((0, want)));
+        assert_eq!(l.counts(b), Some((0, want)));
+        l.validate();
     });
 }

@@ -4,6 +4,7 @@
 //! shards never fill here, so the two must agree exactly, decisions' details included.
 #![cfg(not(loom))]
 
+use std::num::NonZeroU32;
 use std::time::Duration;
 
 use proptest::prelude::*;
@@ -17,6 +18,12 @@ enum Op {
         apps: Vec<u64>,
         origin: u8,
     },
+    /// A weighted admission (`admit_n`); costs above L are refused by both sides.
+    AdmitN {
+        apps: Vec<u64>,
+        origin: u8,
+        cost: u32,
+    },
     Penalize {
         apps: Vec<u64>,
         origin: u8,
@@ -29,6 +36,8 @@ fn op(origins: u8) -> impl Strategy<Value = Op> {
     let apps = prop::collection::vec(0u64..7, 0..5);
     prop_oneof![
         6 => (apps.clone(), 0..origins).prop_map(|(apps, origin)| Op::Admit { apps, origin }),
+        2 => (apps.clone(), 0..origins, 1u32..14)
+            .prop_map(|(apps, origin, cost)| Op::AdmitN { apps, origin, cost }),
         1 => (apps, 0..origins).prop_map(|(apps, origin)| Op::Penalize { apps, origin }),
         2 => (0u64..7_000).prop_map(Op::Advance),
     ]
@@ -71,6 +80,24 @@ fn run(config: Config, ops: &[Op], start_ns: u64) -> Result<(), TestCaseError> {
                     );
                 } else {
                     let got = limiter.admit_keys(&k, now);
+                    prop_assert_eq!(got, want, "step {}: {:?}", step, op);
+                }
+            }
+            Op::AdmitN { apps, origin, cost } => {
+                let k = keys(&limiter, apps, *origin);
+                let cost = NonZeroU32::new(*cost).unwrap();
+                let want = model.admit_keys_n(&k, cost, now);
+                if step % 2 == 0 {
+                    let got = limiter.admit_n(apps, &Origin::from_peer_id(&[*origin]), cost, now);
+                    prop_assert_eq!(
+                        got.map(|d| parts(d, |i| i)),
+                        want.map(|d| in_apps(d, apps)),
+                        "step {}: {:?}",
+                        step,
+                        op
+                    );
+                } else {
+                    let got = limiter.admit_keys_n(&k, cost, now);
                     prop_assert_eq!(got, want, "step {}: {:?}", step, op);
                 }
             }

@@ -1,9 +1,12 @@
 //! One test per rule of the limiter, with the numbers the rules give.
 
 use std::collections::HashSet;
+use std::num::NonZeroU32;
 use std::time::Duration;
 
-use txgate_ratelimit::{AppKey, AppRateLimiter, Config, ConfigError, Decision, Origin};
+use txgate_ratelimit::{
+    AppKey, AppRateLimiter, Config, ConfigError, Decision, InsufficientCapacity, Origin,
+};
 
 const SEC: u64 = 1_000_000_000;
 /// An interval boundary for every window used here (a multiple of 10 s and of 3 s).
@@ -568,4 +571,106 @@ fn the_system_clock_is_the_wall_clock() {
     let wall = SystemClock.now_ns();
     assert!((1_577_836_800 * SEC..7_258_118_400 * SEC).contains(&wall));
     assert!(AppRateLimiter::new(Config::default()).unwrap().now_ns() >= wall);
+}
+
+fn cost(n: u32) -> NonZeroU32 {
+    NonZeroU32::new(n).unwrap()
+}
+
+#[test]
+fn weighted_admissions_count_their_cost() {
+    let l = limiter(1, 10); // L = 10
+    let p = peer(1);
+    let d = l.admit_n(&[7], &p, cost(6), T0).unwrap();
+    assert!(left(d, 4));
+    // 6 + 5 > 10: dropped, nothing counted. 6 + 4 fits exactly.
+    let d = l.admit_n(&[7], &p, cost(5), T0).unwrap();
+    assert!(matches!(d, Decision::Drop { index: 0, .. }));
+    assert_eq!(l.counts(l.app_key(7, &p)), Some((0, 6)));
+    assert!(left(l.admit_n(&[7], &p, cost(4), T0).unwrap(), 0));
+    assert_eq!(l.counts(l.app_key(7, &p)), Some((0, 10)));
+    // A group counts its cost once on each distinct app; the app at its limit drops it whole.
+    let d = l.admit_n(&[3, 4, 3], &p, cost(3), T0).unwrap();
+    assert!(left(d, 7));
+    let d = l.admit_n(&[3, 7], &p, cost(1), T0).unwrap();
+    assert!(matches!(d, Decision::Drop { index: 1, .. }), "{d:?}");
+    assert_eq!(l.counts(l.app_key(3, &p)), Some((0, 3)));
+    assert_eq!(l.counts(l.app_key(4, &p)), Some((0, 3)));
+    // Stats count groups, whatever their cost; a group without app ids is admitted.
+    assert!(l.admit_n(&[0], &p, cost(10), T0).unwrap().is_admit());
+    let s = l.stats();
+    assert_eq!((s.admitted, s.dropped, s.entries), (4, 2, 3));
+    // Pre-derived keys decide the same.
+    let k = l.app_key(4, &p);
+    assert!(left(l.admit_keys_n(&[k, k], cost(7), T0).unwrap(), 0));
+    assert!(l.admit_keys_n(&[k], cost(1), T0).unwrap().is_drop());
+}
+
+/// An admission leaving `remaining` on its tightest key.
+fn left(d: Decision, remaining: u16) -> bool {
+    matches!(d, Decision::Admit { remaining: Some(r), .. } if r == remaining)
+}
+
+#[test]
+fn a_weighted_drop_says_when_that_cost_fits() {
+    let l = limiter(1, 10); // L = 10, 10 s window
+    let p = peer(2);
+    assert!(l.admit_n(&[9], &p, cost(6), T0).unwrap().is_admit());
+    // In the next interval prev = 6 weighs floor(6 * (10 s - offset) / 10 s): 6 at offset 0,
+    // 5 from 1 ns on. A cost of 5 fits once the weight is 5: 10 s + 1 ns. A cost of 9 fits once
+    // it is 1: floor(6 (W - o) / W) <= 1 iff o >= W - floor(2 W / 6) = 10 s - 3,333,333,333 ns.
+    let wait = 10 * SEC + 6_666_666_667;
+    for (c, want) in [(5, 10 * SEC + 1), (9, wait)] {
+        let d = l.admit_n(&[9], &p, cost(c), T0).unwrap();
+        let Decision::Drop { retry_after_ns, .. } = d else {
+            panic!("cost {c}: {d:?}")
+        };
+        assert_eq!(retry_after_ns, want, "cost {c}");
+    }
+    // The wait is the first instant that admits: one nanosecond earlier still drops (and a drop
+    // changes nothing).
+    assert!(
+        l.admit_n(&[9], &p, cost(9), T0 + wait - 1)
+            .unwrap()
+            .is_drop()
+    );
+    assert!(l.admit_n(&[9], &p, cost(9), T0 + wait).unwrap().is_admit());
+}
+
+#[test]
+fn a_cost_above_the_limit_is_an_error_and_touches_nothing() {
+    let l = limiter(1, 10); // L = 10
+    let p = peer(4);
+    let want = InsufficientCapacity {
+        cost: 11,
+        limit: 10,
+    };
+    assert_eq!(l.admit_n(&[5, 6], &p, cost(11), T0), Err(want));
+    let k = l.app_key(5, &p);
+    assert_eq!(l.admit_keys_n(&[k], cost(11), T0), Err(want));
+    // Beyond the 16-bit counters too.
+    let big = l.admit_n(&[5], &p, cost(70_000), T0).unwrap_err();
+    assert_eq!((big.cost, big.limit), (70_000, 10));
+    assert_eq!(
+        big.to_string(),
+        "a cost of 70000 exceeds the limit of 10 per window: no window can admit it"
+    );
+    let s = l.stats();
+    assert_eq!((s.admitted, s.dropped, s.entries), (0, 0, 0));
+    // L itself fits a fresh key.
+    assert!(l.admit_n(&[5], &p, cost(10), T0).unwrap().is_admit());
+}
+
+#[test]
+fn a_cost_of_one_decides_as_admit() {
+    let (a, b) = (limiter(1, 3), limiter(1, 3));
+    let p = peer(5);
+    for step in 0..40u64 {
+        let apps = [1 + step % 3, 1 + step % 2];
+        let now = T0 + step * 400_000_000;
+        let want = a.admit(&apps, &p, now);
+        assert_eq!(b.admit_n(&apps, &p, cost(1), now), Ok(want), "step {step}");
+    }
+    assert_eq!(a.stats(), b.stats());
+    assert!(a.stats().dropped > 0 && a.stats().admitted > 0);
 }
