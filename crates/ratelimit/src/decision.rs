@@ -56,7 +56,9 @@ pub enum Decision {
         /// at `now`. `None` for a group without app ids (never limited).
         remaining: Option<u16>,
     },
-    /// An app of the group was at its limit; no counter changed.
+    /// An app of the group had no room for it (was at its limit, for a cost of 1; for
+    /// [`admit_n`](crate::AppRateLimiter::admit_n), had less than the cost left); no counter
+    /// changed.
     #[non_exhaustive]
     Drop {
         /// Where the app over its limit is in the caller's slice (`app_ids` of
@@ -65,8 +67,9 @@ pub enum Decision {
         /// over, the first in the limiter's key order (the order groups take their keys in, the
         /// same for every caller).
         index: usize,
-        /// Nanoseconds from `now` until that key would admit again if nothing else changed it,
-        /// from the window rule (the previous interval's weight falls as the window slides; see
+        /// Nanoseconds from `now` until that key would admit the group again (its cost, for
+        /// [`admit_n`](crate::AppRateLimiter::admit_n)) if nothing else changed it, from the
+        /// window rule (the previous interval's weight falls as the window slides; see
         /// [`AppRateLimiter::admit`](crate::AppRateLimiter::admit)).
         retry_after_ns: u64,
     },
@@ -83,7 +86,7 @@ impl Decision {
         !self.is_admit()
     }
 
-    /// For a drop, how long until the key over its limit would admit again.
+    /// For a drop, how long until the key without room would admit the group (its cost) again.
     pub fn retry_after(self) -> Option<Duration> {
         match self {
             Decision::Drop { retry_after_ns, .. } => Some(Duration::from_nanos(retry_after_ns)),

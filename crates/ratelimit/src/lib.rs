@@ -23,19 +23,26 @@
 //!   `L = rate_per_second x window` ([`AppRateLimiter::limit`]). Admitted: each app's `cur += 1`.
 //! - A dropped group changes no counter (go-algorand increments the apps checked before the
 //!   failing one).
-//! - Admission is linearizable: every concurrent history of admissions, penalties and evictions
-//!   has the outcome of a sequential one, each taking effect at one instant. So `N` threads
-//!   racing on a key with limit `L` admit exactly `L` in a window unless the key is evicted
-//!   (go-algorand reads, compares and adds in three steps and can admit more), a group is
-//!   all-or-nothing, and no caller is ever dropped because of a count that is later taken back.
+//! - Admission is linearizable while no key is evicted: every concurrent history of admissions
+//!   and penalties then has the outcome of a sequential one, each taking effect at one instant.
+//!   So `N` threads racing on a key with limit `L` admit exactly `L` in a window (with a cost of
+//!   1) unless the key is evicted (go-algorand reads, compares and adds in three steps and can
+//!   admit more), a group is all-or-nothing, and no caller is ever dropped because of a count
+//!   that is later taken back.
+//! - Evictions are not linearizable yet. A new key's victim is chosen from a scan made before
+//!   the eviction takes effect, so a key used in between (its recency refreshed, or a stale key
+//!   admitted) can still be evicted, where the rule below would have kept it; an admission it
+//!   was given stands, but its count leaves with it. And a group looks its keys up (creating and
+//!   evicting) before it takes effect, so an attempt that another operation aborts may already
+//!   have evicted a key. Single-threaded, victims are exactly the rule's.
 //! - A weighted admission ([`AppRateLimiter::admit_n`]) of cost `c` (`1..=L`) asks
 //!   `prev * (window - offset) / window + cur + c <= L` of every app and adds `c` to each; a
 //!   cost above `L` is refused with [`InsufficientCapacity`]. A cost of 1 is [`admit`](AppRateLimiter::admit).
 //! - [`AppRateLimiter::penalize`] adds `max(1, L / 4)` to each app's `cur`.
 //! - Every attempt refreshes each touched key's recency. A new key evicts only when its shard
 //!   is full: a stale key first (its interval older than the previous one), else the least
-//!   recently used. Shards of up to 64 keys are searched whole, so they evict exactly by that
-//!   rule and only when full. Larger shards are sets of 31 ways (32 words with the set's claim word) with two ways per key; a new key
+//!   recently used. Shards of up to 64 keys are searched whole, so they evict only when full, by
+//!   that rule (exactly, without concurrent use of the shard's keys: see above). Larger shards are sets of 31 ways (32 words with the set's claim word) with two ways per key; a new key
 //!   evicts in its own set by CLOCK (second chance, an LRU approximation), when the shard is full
 //!   or, rarely, when its set is (measured by the `bytes_per_key` example: see the README).
 //!

@@ -196,7 +196,7 @@ impl AppRateLimiter {
     ///
     /// A [`Decision::Drop`] names the app over its limit (its index in `app_ids`) and the time
     /// until its key would admit again; a [`Decision::Admit`] the admissions its tightest key
-    /// has left.
+    /// has left. (For a weighted group, see [`admit_n`](Self::admit_n).)
     ///
     /// Costs one BLAKE2b per distinct app; see [`admit_keys`](Self::admit_keys) to skip that.
     /// Allocates only for the node of a new key, or for groups of more than 16 distinct apps.

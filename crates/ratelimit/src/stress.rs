@@ -265,9 +265,6 @@ fn racing_weighted_admits_on_a_new_key_never_exceed_l() {
                 "key {k}: a cost of {cost} dropped at {cur}"
             );
         }
-        // 4 threads offer 320 admissions' worth: the key ends full unless only costs above
-        // the room left were refused last (never more than 2 short).
-        assert!(cur >= 18, "key {k} ends at {cur}");
     }
     l.validate();
 }

@@ -35,8 +35,11 @@
 //! A thread that misses a key reads the claim word, and if it is free it scans the set and plans:
 //! the way (the first empty one, or a victim) and the node. Its compare-and-swap of the claim
 //! word succeeds only if the word still holds the `free(X)` it read, i.e. no insertion into the
-//! set completed or began since: the scan it planned on is still the set's state, so the key is
-//! still missing and the plan still valid. Two insertions of one key cannot both succeed (the
+//! set completed or began since: the scan it planned on is still the set's membership, so the
+//! key is still missing and the planned way still holds the planned victim. The claim does not
+//! cover the victim's recency or counts: a hit on it between the scan and the eviction (which
+//! writes no claim word) does not change the plan, so under concurrency a victim can be a key
+//! that the rule would have kept by then. Two insertions of one key cannot both succeed (the
 //! second's claim fails, and its rescan finds the first's node): duplicates cannot arise.
 //! `free(X)` cannot recur while the planner's guard is alive: `X` is in the table while it is
 //! the last insertion, so it is retired only after the planner entered, and its address is not

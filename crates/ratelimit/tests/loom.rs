@@ -486,11 +486,12 @@ fn a_resolved_weighted_group_applies_its_cost() {
     });
 }
 
-/// Weighted: groups {a, b} of cost 2 and {b, a} of cost 1 (L = 3, both keys at 1). Sequentially
-/// the first admitted leaves no room for the other (1 + 2 + 1 > 3 either way), so exactly one is
-/// admitted and both keys end at 1 plus its cost.
+/// Weighted: two groups on the same keys {a, b}, of costs 2 and 1 (L = 3, both keys at 1; the
+/// groups take their keys in one canonical order whatever the caller's). Sequentially the first
+/// admitted leaves no room for the other (1 + 2 + 1 > 3 either way), so exactly one is admitted
+/// and both keys end at 1 plus its cost, whoever resolves whose marker.
 #[test]
-fn crossed_weighted_groups_admit_exactly_one_with_its_cost() {
+fn weighted_groups_on_the_same_keys_admit_exactly_one_with_its_cost() {
     loom::model(|| {
         let l = sharded(3, 8, 4);
         let (a, b) = (l.app_key(11, &peer(0)), l.app_key(12, &peer(0)));
@@ -511,5 +512,168 @@ fn crossed_weighted_groups_admit_exactly_one_with_its_cost() {
         assert_eq!(l.counts(a), Some((0, want)));
         assert_eq!(l.counts(b), Some((0, want)));
         l.validate();
+    });
+}
+
+// A linearizability check against the reference model: two threads run their operations on the
+// real limiter; every interleaving of the two sequences (each thread's order kept) is replayed
+// on `Model` from the same start, and one of them must give every decision (with its details),
+// the tracked keys and every key's stored counts.
+
+use txgate_ratelimit::model::Model;
+
+/// An operation of the check: a weighted admission at `T0 + dt`, or a penalty at `T0`.
+#[derive(Clone, Debug)]
+enum Op {
+    Admit(Vec<AppKey>, u32, u64),
+    Penalize(Vec<AppKey>),
+}
+
+fn admit(keys: &[AppKey], c: u32) -> Op {
+    Op::Admit(keys.to_vec(), c, 0)
+}
+
+fn on_limiter(l: &AppRateLimiter, op: &Op) -> Option<Decision> {
+    match op {
+        Op::Admit(k, c, dt) => Some(l.admit_keys_n(k, cost(*c), T0 + dt).unwrap()),
+        Op::Penalize(k) => {
+            l.penalize_keys(k, T0);
+            None
+        }
+    }
+}
+
+fn on_model(m: &mut Model, op: &Op) -> Option<Decision> {
+    match op {
+        Op::Admit(k, c, dt) => Some(m.admit_keys_n(k, cost(*c), T0 + dt).unwrap()),
+        Op::Penalize(k) => {
+            m.penalize_keys(k, T0);
+            None
+        }
+    }
+}
+
+/// The tracked keys and the stored counts of `keys`.
+type Outcome = (Vec<(u32, u64)>, Vec<Option<(u16, u16)>>);
+
+/// A scenario: the set-up run first on one thread, the two threads' operations, and the keys
+/// whose counts are compared.
+struct Scenario {
+    setup: Vec<Op>,
+    threads: [Vec<Op>; 2],
+    keys: Vec<AppKey>,
+}
+
+/// Runs `scenario` (built on the limiter of `config`) under loom and checks that some
+/// interleaving of the two threads' operations on the model gives what the limiter gave.
+fn linearizable(config: Config, scenario: fn(&AppRateLimiter) -> Scenario) {
+    loom::model(move || {
+        let l = Arc::new(AppRateLimiter::new(config.clone()).unwrap());
+        let s = scenario(&l);
+        for op in &s.setup {
+            let _ = on_limiter(&l, op);
+        }
+        let t = {
+            let (l, ops) = (l.clone(), s.threads[1].clone());
+            thread::spawn(move || ops.iter().map(|op| on_limiter(&l, op)).collect::<Vec<_>>())
+        };
+        let mine: Vec<_> = s.threads[0].iter().map(|op| on_limiter(&l, op)).collect();
+        let got = [mine, t.join().unwrap()];
+        let outcome: Outcome = (
+            l.tracked_keys(),
+            s.keys.iter().map(|k| l.counts(*k)).collect(),
+        );
+        l.validate();
+        let (n0, n1) = (s.threads[0].len(), s.threads[1].len());
+        // Bit i of `order` set: the i-th operation of the merge is thread 1's next one.
+        let explained = (0u32..1 << (n0 + n1))
+            .filter(|order| order.count_ones() as usize == n1)
+            .any(|order| {
+                let mut m = Model::new(&config).unwrap();
+                for op in &s.setup {
+                    let _ = on_model(&mut m, op);
+                }
+                let mut next = [0, 0];
+                let same = (0..n0 + n1).all(|i| {
+                    let t = (order >> i & 1) as usize;
+                    let d = on_model(&mut m, &s.threads[t][next[t]]);
+                    next[t] += 1;
+                    d == got[t][next[t] - 1]
+                });
+                same && (
+                    m.tracked_keys(),
+                    s.keys.iter().map(|k| m.counts(k)).collect(),
+                ) == outcome
+            });
+        assert!(
+            explained,
+            "no sequential order gives {got:?} ending in {outcome:?}"
+        );
+    });
+}
+
+/// One shard of `capacity` keys, L = `limit` per 1 s window, as a config.
+fn one_shard(limit: u64, capacity: usize) -> Config {
+    Config {
+        max_size: capacity,
+        rate_per_second: limit,
+        window: Duration::from_secs(1),
+        shards: 1,
+        salt: Some([1; 16]),
+    }
+}
+
+/// Two of a peer's keys, in the groups' canonical order.
+fn ordered_pair(l: &AppRateLimiter) -> (AppKey, AppKey) {
+    let (x, y) = (l.app_key(11, &peer(0)), l.app_key(12, &peer(0)));
+    let order = |k: AppKey| (k.shard(), k.hash());
+    if order(x) < order(y) { (x, y) } else { (y, x) }
+}
+
+/// A weighted group {a, b} of two new keys races a weighted single on a (L = 3, room for both).
+#[test]
+fn linearizable_weighted_group_and_single_on_new_keys() {
+    linearizable(one_shard(3, 4), |l| {
+        let (a, b) = ordered_pair(l);
+        Scenario {
+            setup: vec![],
+            threads: [vec![admit(&[a, b], 2)], vec![admit(&[a], 2)]],
+            keys: vec![a, b],
+        }
+    });
+}
+
+/// A weighted group {a, b} races a penalty of {b, a} and then an admission of a (L = 4,
+/// penalty 1; both keys at 1).
+#[test]
+fn linearizable_weighted_group_and_penalty_group() {
+    linearizable(one_shard(4, 4), |l| {
+        let (a, b) = ordered_pair(l);
+        Scenario {
+            setup: vec![admit(&[a, b], 1)],
+            threads: [
+                vec![admit(&[a, b], 2)],
+                vec![Op::Penalize(vec![b, a]), admit(&[a], 1)],
+            ],
+            keys: vec![a, b],
+        }
+    });
+}
+
+/// Weighted singles and a group on one key, one of them a caller one interval ahead (the key
+/// rolls over under the other's feet; L = 3).
+#[test]
+fn linearizable_weighted_calls_across_an_interval_roll() {
+    linearizable(one_shard(3, 4), |l| {
+        let (a, b) = ordered_pair(l);
+        Scenario {
+            setup: vec![admit(&[a], 2)],
+            threads: [
+                vec![admit(&[a], 1), admit(&[a, b], 2)],
+                // Admitted, it rolls a to the next interval (prev 2 weighs 2 at its offset 0).
+                vec![Op::Admit(vec![a], 1, 1_000_000_000)],
+            ],
+            keys: vec![a, b],
+        }
     });
 }
