@@ -25,10 +25,10 @@
 //!   failing one).
 //! - Admission is linearizable while no key is evicted: every concurrent history of admissions
 //!   and penalties then has the outcome of a sequential one, each taking effect at one instant.
-//!   So `N` threads racing on a key with limit `L` admit exactly `L` in a window (with a cost of
-//!   1) unless the key is evicted (go-algorand reads, compares and adds in three steps and can
-//!   admit more), a group is all-or-nothing, and no caller is ever dropped because of a count
-//!   that is later taken back.
+//!   So `N` threads racing on a key with limit `L` admit exactly `L` in a window (admissions of
+//!   cost one) unless the key is evicted (go-algorand reads, compares and adds in three steps
+//!   and can admit more), a group is all-or-nothing, and no caller is ever dropped because of a
+//!   count that is later taken back.
 //! - Evictions are not linearizable yet. A new key's victim is chosen from a scan made before
 //!   the eviction takes effect, so a key used in between (its recency refreshed, or a stale key
 //!   admitted) can still be evicted, where the rule below would have kept it; an admission it
