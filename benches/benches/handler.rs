@@ -102,12 +102,12 @@ impl PlugSink {
 
 fn limiter(rate: u64) -> Arc<AppRateLimiter> {
     Arc::new(
-        AppRateLimiter::new(Config {
-            rate_per_second: rate,
-            window: Duration::from_secs(10),
-            salt: Some([3; 16]),
-            ..Config::default()
-        })
+        AppRateLimiter::new(
+            Config::default()
+                .with_rate_per_second(rate)
+                .with_window(Duration::from_secs(10))
+                .with_salt(Some([3; 16])),
+        )
         .unwrap(),
     )
 }

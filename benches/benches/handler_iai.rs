@@ -47,12 +47,12 @@ fn warm(limited: bool, key_cache: usize) -> (TxHandler, Vec<gossip::GossipMsg>) 
     let msgs = gossip::messages(MESSAGES, 11);
     let limiter = limited.then(|| {
         Arc::new(
-            AppRateLimiter::new(Config {
-                rate_per_second: 6553,
-                window: Duration::from_secs(10),
-                salt: Some([3; 16]),
-                ..Config::default()
-            })
+            AppRateLimiter::new(
+                Config::default()
+                    .with_rate_per_second(6553)
+                    .with_window(Duration::from_secs(10))
+                    .with_salt(Some([3; 16])),
+            )
             .unwrap(),
         )
     });

@@ -94,22 +94,15 @@ fn filters_are_their_serialized_bytes() {
 
 #[test]
 fn configs_and_stats_round_trip_and_default_missing_fields() {
-    let limiter = Config {
-        max_size: 4096,
-        rate_per_second: 7,
-        window: Duration::from_millis(1500),
-        shards: 16,
-        salt: Some([9; 16]),
-    };
+    let limiter = Config::default()
+        .with_max_size(4096)
+        .with_rate_per_second(7)
+        .with_window(Duration::from_millis(1500))
+        .with_shards(16)
+        .with_salt(Some([9; 16]));
     assert_eq!(round_trip(&limiter).1, limiter);
     let partial: Config = serde_json::from_str(r#"{"rate_per_second": 3}"#).unwrap();
-    assert_eq!(
-        partial,
-        Config {
-            rate_per_second: 3,
-            ..Config::default()
-        }
-    );
+    assert_eq!(partial, Config::default().with_rate_per_second(3));
     let stats = Stats::default();
     assert_eq!(round_trip(&stats).1, stats);
 

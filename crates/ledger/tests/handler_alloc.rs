@@ -88,13 +88,14 @@ fn pass(h: &TxHandler, msgs: &[Msg], now: u64) -> u64 {
 fn handler(limited: bool, capacity: usize) -> TxHandler {
     let limiter = limited.then(|| {
         Arc::new(
-            AppRateLimiter::new(Config {
-                max_size: 1 << 16,
-                rate_per_second: 6553,
-                window: Duration::from_secs(10),
-                shards: 16,
-                salt: Some([4; 16]),
-            })
+            AppRateLimiter::new(
+                Config::default()
+                    .with_max_size(1 << 16)
+                    .with_rate_per_second(6553)
+                    .with_window(Duration::from_secs(10))
+                    .with_shards(16)
+                    .with_salt(Some([4; 16])),
+            )
             .unwrap(),
         )
     });
