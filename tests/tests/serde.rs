@@ -106,24 +106,16 @@ fn configs_and_stats_round_trip_and_default_missing_fields() {
     let stats = Stats::default();
     assert_eq!(round_trip(&stats).1, stats);
 
-    let ledger = LedgerConfig {
-        false_positive_rate: 0.002,
-        bloom_layout: Layout::Block512,
-        max_txn_life: 320,
-        archival: false,
-        ..LedgerConfig::default()
-    };
+    let ledger = LedgerConfig::default()
+        .with_false_positive_rate(0.002)
+        .with_bloom_layout(Layout::Block512)
+        .with_max_txn_life(320)
+        .with_archival(false);
     let (json, back) = round_trip(&ledger);
     assert_eq!(back, ledger);
     assert!(json.contains(r#""bloom_layout":"Block512""#), "{json}");
     let partial: LedgerConfig = serde_json::from_str(r#"{"blooms": false}"#).unwrap();
-    assert_eq!(
-        partial,
-        LedgerConfig {
-            blooms: false,
-            ..LedgerConfig::default()
-        }
-    );
+    assert_eq!(partial, LedgerConfig::default().with_blooms(false));
 
     let handler = HandlerConfig {
         backlog_capacity: 100,

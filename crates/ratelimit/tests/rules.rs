@@ -364,7 +364,10 @@ fn each_setter_sets_its_field_and_only_that_one() {
     assert_eq!(Config::default().with_rate_per_second(7), want);
     let mut want = d.clone();
     want.window = Duration::from_millis(1500);
-    assert_eq!(Config::default().with_window(Duration::from_millis(1500)), want);
+    assert_eq!(
+        Config::default().with_window(Duration::from_millis(1500)),
+        want
+    );
     let mut want = d.clone();
     want.shards = 16;
     assert_eq!(Config::default().with_shards(16), want);
