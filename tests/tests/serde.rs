@@ -117,13 +117,11 @@ fn configs_and_stats_round_trip_and_default_missing_fields() {
     let partial: LedgerConfig = serde_json::from_str(r#"{"blooms": false}"#).unwrap();
     assert_eq!(partial, LedgerConfig::default().with_blooms(false));
 
-    let handler = HandlerConfig {
-        backlog_capacity: 100,
-        congestion_pct: 50,
-        dedup_interval: Duration::from_secs(5),
-        dedup_salt: Some([1; 16]),
-        ..HandlerConfig::default()
-    };
+    let handler = HandlerConfig::default()
+        .with_backlog_capacity(100)
+        .with_congestion_pct(50)
+        .with_dedup_interval(Duration::from_secs(5))
+        .with_dedup_salt(Some([1; 16]));
     let (json, back) = round_trip(&handler);
     assert!(!json.contains("decoder"), "{json}");
     assert_eq!(

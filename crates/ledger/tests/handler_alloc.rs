@@ -100,13 +100,11 @@ fn handler(limited: bool, capacity: usize) -> TxHandler {
         )
     });
     TxHandler::new(
-        HandlerConfig {
-            backlog_capacity: capacity,
-            congestion_pct: 0,
-            app_rate_limiting: limited,
-            dedup_salt: Some([2; 16]),
-            ..HandlerConfig::default()
-        },
+        HandlerConfig::default()
+            .with_backlog_capacity(capacity)
+            .with_congestion_pct(0)
+            .with_app_rate_limiting(limited)
+            .with_dedup_salt(Some([2; 16])),
         Arc::new(NothingCommitted),
         limiter,
         Arc::new(AcceptAll),

@@ -121,10 +121,7 @@ fn simulate(
         None
     };
     let handler = TxHandler::new(
-        HandlerConfig {
-            app_rate_limiting: limited,
-            ..handler_config.clone()
-        },
+        handler_config.clone().with_app_rate_limiting(limited),
         // The ledger is the committed check (`find_txid` over each txn's validity window).
         Arc::<Ledger>::clone(ledger),
         limiter,

@@ -115,8 +115,10 @@
 //!
 //! let pool = Arc::new(Pool::default());
 //! let handler = TxHandler::new(
-//!     HandlerConfig { decoder: decode, dedup_salt: Some([0; 16]), app_rate_limiting: false,
-//!         ..HandlerConfig::default() },
+//!     HandlerConfig::default()
+//!         .with_decoder(decode)
+//!         .with_dedup_salt(Some([0; 16]))
+//!         .with_app_rate_limiting(false),
 //!     Arc::new(NothingCommitted),
 //!     None,
 //!     pool.clone(),

@@ -124,12 +124,10 @@ fn limiter(limit: u64) -> Arc<AppRateLimiter> {
 }
 
 fn config(capacity: usize, pct: u32) -> HandlerConfig {
-    HandlerConfig {
-        backlog_capacity: capacity,
-        congestion_pct: pct,
-        dedup_salt: Some([3; 16]),
-        ..HandlerConfig::default()
-    }
+    HandlerConfig::default()
+        .with_backlog_capacity(capacity)
+        .with_congestion_pct(pct)
+        .with_dedup_salt(Some([3; 16]))
 }
 
 struct Setup {
