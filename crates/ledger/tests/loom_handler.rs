@@ -29,15 +29,11 @@ fn decode(bytes: &[u8]) -> Result<Vec<Txn>, DecodeError> {
     let [b] = bytes else {
         return Err(DecodeError::Malformed("want one byte".into()));
     };
-    Ok(vec![Txn {
-        txid: Txid([*b; 32]),
-        tx_type: b"pay".to_vec(),
-        sender: [0; 32],
-        first_valid: 1,
-        last_valid: 10,
-        group: None,
-        app_ids: vec![],
-    }])
+    Ok(vec![
+        Txn::new(Txid([*b; 32]), b"pay")
+            .with_first_valid(1)
+            .with_last_valid(10),
+    ])
 }
 
 fn handler(capacity: usize) -> (loom::sync::Arc<TxHandler>, Arc<RecordingPool>) {

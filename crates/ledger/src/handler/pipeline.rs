@@ -128,15 +128,10 @@ mod tests {
     use crate::Txid;
 
     fn txn(apps: &[u64]) -> Txn {
-        Txn {
-            txid: Txid::default(),
-            tx_type: b"appl".to_vec(),
-            sender: [0; 32],
-            first_valid: 1,
-            last_valid: 2,
-            group: None,
-            app_ids: apps.to_vec(),
-        }
+        Txn::new(Txid::default(), b"appl")
+            .with_first_valid(1)
+            .with_last_valid(2)
+            .with_app_ids(apps.to_vec())
     }
 
     #[test]
