@@ -118,7 +118,7 @@ impl Inner {
 }
 
 /// The distinct non-zero app ids of `txns`, in first-seen order.
-fn group_app_ids(txns: &[Txn]) -> Vec<u64> {
+pub(super) fn group_app_ids(txns: &[Txn]) -> Vec<u64> {
     txgate_algorand::codec::distinct_app_ids(txns.iter().flat_map(|t| t.app_ids.iter().copied()))
 }
 
