@@ -88,15 +88,7 @@ fn two_windows_later_the_count_is_forgotten() {
 fn drops_do_not_count() {
     // L = 2. Two admitted, then five drops. Halfway into the next window prev weighs
     // floor(2 * 5 / 10) = 1, so exactly one more is admitted; had the drops counted (7), none.
-    let l = AppRateLimiter::new(
-        Config::default()
-            .with_rate_per_second(1)
-            .with_window(Duration::from_secs(2))
-            .with_max_size(1024)
-            .with_shards(8)
-            .with_salt(Some([3; 16])),
-    )
-    .unwrap();
+    let l = limiter(1, 2);
     assert_eq!(l.limit(), 2);
     let t0 = T0; // multiple of 2 s
     assert_eq!(admitted(&l, &[9], &peer(1), t0, 2), 2);
