@@ -102,12 +102,12 @@ impl PlugSink {
 
 fn limiter(rate: u64) -> Arc<AppRateLimiter> {
     Arc::new(
-        AppRateLimiter::new(Config {
-            rate_per_second: rate,
-            window: Duration::from_secs(10),
-            salt: Some([3; 16]),
-            ..Config::default()
-        })
+        AppRateLimiter::new(
+            Config::default()
+                .with_rate_per_second(rate)
+                .with_window(Duration::from_secs(10))
+                .with_salt(Some([3; 16])),
+        )
         .unwrap(),
     )
 }
@@ -149,18 +149,16 @@ impl Rig {
             Variant::Spam => Some(limiter(RATE_SPAM)),
         };
         let h = TxHandler::new(
-            HandlerConfig {
-                backlog_capacity: capacity + 16,
-                congestion_pct: 0,
-                app_rate_limiting: limiter.is_some(),
-                app_key_cache: if variant == Variant::OnNoKeyCache {
+            HandlerConfig::default()
+                .with_backlog_capacity(capacity + 16)
+                .with_congestion_pct(0)
+                .with_app_rate_limiting(limiter.is_some())
+                .with_app_key_cache(if variant == Variant::OnNoKeyCache {
                     0
                 } else {
                     DEFAULT_APP_KEY_CACHE
-                },
-                dedup_salt: Some([5; 16]),
-                ..HandlerConfig::default()
-            },
+                })
+                .with_dedup_salt(Some([5; 16])),
             Arc::new(NothingCommitted),
             limiter,
             sink.clone(),

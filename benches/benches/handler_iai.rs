@@ -47,24 +47,22 @@ fn warm(limited: bool, key_cache: usize) -> (TxHandler, Vec<gossip::GossipMsg>) 
     let msgs = gossip::messages(MESSAGES, 11);
     let limiter = limited.then(|| {
         Arc::new(
-            AppRateLimiter::new(Config {
-                rate_per_second: 6553,
-                window: Duration::from_secs(10),
-                salt: Some([3; 16]),
-                ..Config::default()
-            })
+            AppRateLimiter::new(
+                Config::default()
+                    .with_rate_per_second(6553)
+                    .with_window(Duration::from_secs(10))
+                    .with_salt(Some([3; 16])),
+            )
             .unwrap(),
         )
     });
     let h = TxHandler::new(
-        HandlerConfig {
-            backlog_capacity: MESSAGES + 1,
-            congestion_pct: 0,
-            app_rate_limiting: limited,
-            app_key_cache: key_cache,
-            dedup_salt: Some([5; 16]),
-            ..HandlerConfig::default()
-        },
+        HandlerConfig::default()
+            .with_backlog_capacity(MESSAGES + 1)
+            .with_congestion_pct(0)
+            .with_app_rate_limiting(limited)
+            .with_app_key_cache(key_cache)
+            .with_dedup_salt(Some([5; 16])),
         Arc::new(NothingCommitted),
         limiter,
         Arc::new(AcceptAll),

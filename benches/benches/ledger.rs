@@ -63,17 +63,11 @@ fn round_block(round: Round) -> (Vec<u8>, Vec<Txid>) {
 }
 
 fn config(blooms: bool) -> LedgerConfig {
-    LedgerConfig {
-        blooms,
-        ..LedgerConfig::default()
-    }
+    LedgerConfig::default().with_blooms(blooms)
 }
 
 fn bloom_only() -> LedgerConfig {
-    LedgerConfig {
-        txid_index: false,
-        ..LedgerConfig::default()
-    }
+    LedgerConfig::default().with_txid_index(false)
 }
 
 /// A ledger of rounds `0..rounds` in `dir`; returns each round's txids.
@@ -104,10 +98,7 @@ fn lookups(c: &mut Criterion) {
     let (with, ids) = build(dirs[0].path(), true, LOOKUP_ROUNDS);
     let (without, _) = build(dirs[1].path(), false, LOOKUP_ROUNDS);
     let in_layout = |dir: &Path, bloom_layout| {
-        let config = LedgerConfig {
-            bloom_layout,
-            ..config(true)
-        };
+        let config = config(true).with_bloom_layout(bloom_layout);
         build_with(dir, config, LOOKUP_ROUNDS).0
     };
     let small = in_layout(dirs[2].path(), Layout::Block256);

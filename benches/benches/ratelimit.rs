@@ -40,13 +40,14 @@ const RATE: u64 = 6553;
 const SALT: [u8; 16] = [7; 16];
 
 fn txgate(max_size: usize) -> AppRateLimiter {
-    AppRateLimiter::new(Config {
-        max_size,
-        rate_per_second: RATE,
-        window: Duration::from_nanos(WINDOW),
-        shards: 128,
-        salt: Some(SALT),
-    })
+    AppRateLimiter::new(
+        Config::default()
+            .with_max_size(max_size)
+            .with_rate_per_second(RATE)
+            .with_window(Duration::from_nanos(WINDOW))
+            .with_shards(128)
+            .with_salt(Some(SALT)),
+    )
     .unwrap()
 }
 
@@ -355,11 +356,7 @@ fn flood_key(i: u64) -> (u32, u64) {
 
 fn flood_10m(c: &mut Criterion) {
     const PASS: u64 = 10_000_000;
-    let t = AppRateLimiter::new(Config {
-        salt: Some(SALT),
-        ..Config::default()
-    })
-    .unwrap();
+    let t = AppRateLimiter::new(Config::default().with_salt(Some(SALT))).unwrap();
     let m = MutexLimiter::new(1 << 20, 1000, WINDOW, SALT);
     let mut grp = c.benchmark_group("ratelimit/flood_10m");
     grp.sample_size(10);

@@ -16,13 +16,14 @@ const OPS: u32 = 1000;
 const T0: u64 = 1_700_000_000 * 1_000_000_000;
 
 fn limiter(max_size: usize) -> AppRateLimiter {
-    AppRateLimiter::new(Config {
-        max_size,
-        rate_per_second: 6553,
-        window: Duration::from_secs(10),
-        shards: 128,
-        salt: Some([7; 16]),
-    })
+    AppRateLimiter::new(
+        Config::default()
+            .with_max_size(max_size)
+            .with_rate_per_second(6553)
+            .with_window(Duration::from_secs(10))
+            .with_shards(128)
+            .with_salt(Some([7; 16])),
+    )
     .unwrap()
 }
 

@@ -24,13 +24,14 @@ const T0: u64 = 1_700_000_000 * SEC;
 const SALT: [u8; 16] = [7; 16];
 
 fn txgate(max_size: usize) -> AppRateLimiter {
-    AppRateLimiter::new(Config {
-        max_size,
-        rate_per_second: 6553,
-        window: Duration::from_nanos(WINDOW),
-        shards: 128,
-        salt: Some(SALT),
-    })
+    AppRateLimiter::new(
+        Config::default()
+            .with_max_size(max_size)
+            .with_rate_per_second(6553)
+            .with_window(Duration::from_nanos(WINDOW))
+            .with_shards(128)
+            .with_salt(Some(SALT)),
+    )
     .expect("valid config")
 }
 

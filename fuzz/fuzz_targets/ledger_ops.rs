@@ -101,13 +101,11 @@ impl Model {
 
 fuzz_target!(|input: Input| {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = LedgerConfig {
-        max_txn_life: 1 + u64::from(input.max_txn_life % 8),
-        archival: input.archival,
-        blooms: input.blooms,
-        false_positive_rate: if input.high_fpr { 0.3 } else { 0.001 },
-        ..LedgerConfig::default()
-    };
+    let mut config = LedgerConfig::default()
+        .with_max_txn_life(1 + u64::from(input.max_txn_life % 8))
+        .with_archival(input.archival)
+        .with_blooms(input.blooms)
+        .with_false_positive_rate(if input.high_fpr { 0.3 } else { 0.001 });
     let mut model = Model {
         mtl: config.max_txn_life,
         archival: config.archival,

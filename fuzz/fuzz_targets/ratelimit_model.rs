@@ -69,13 +69,12 @@ fuzz_target!(|input: Input| {
         _ => 4096,
     };
     let exact = capacity <= 64;
-    let config = Config {
-        max_size: capacity * shards,
-        rate_per_second: 1 + u64::from(input.rate % 4),
-        window: Duration::from_secs(1 + u64::from(input.window_s % 4)),
-        shards,
-        salt: Some([input.rate; 16]),
-    };
+    let config = Config::default()
+        .with_max_size(capacity * shards)
+        .with_rate_per_second(1 + u64::from(input.rate % 4))
+        .with_window(Duration::from_secs(1 + u64::from(input.window_s % 4)))
+        .with_shards(shards)
+        .with_salt(Some([input.rate; 16]));
     let limiter = AppRateLimiter::new(config.clone()).unwrap();
     let mut model = Model::new(&config).unwrap();
     let mut now = input.start_ns >> 2; // room to advance without overflow

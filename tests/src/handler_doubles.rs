@@ -119,7 +119,7 @@ impl PoolSink for RecordingPool {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push(group.clone());
         if self.reject_app.is_some_and(|a| group.app_ids.contains(&a)) {
-            return Err(PoolReject { reason: "test" });
+            return Err(PoolReject::new("test"));
         }
         Ok(())
     }

@@ -94,51 +94,34 @@ fn filters_are_their_serialized_bytes() {
 
 #[test]
 fn configs_and_stats_round_trip_and_default_missing_fields() {
-    let limiter = Config {
-        max_size: 4096,
-        rate_per_second: 7,
-        window: Duration::from_millis(1500),
-        shards: 16,
-        salt: Some([9; 16]),
-    };
+    let limiter = Config::default()
+        .with_max_size(4096)
+        .with_rate_per_second(7)
+        .with_window(Duration::from_millis(1500))
+        .with_shards(16)
+        .with_salt(Some([9; 16]));
     assert_eq!(round_trip(&limiter).1, limiter);
     let partial: Config = serde_json::from_str(r#"{"rate_per_second": 3}"#).unwrap();
-    assert_eq!(
-        partial,
-        Config {
-            rate_per_second: 3,
-            ..Config::default()
-        }
-    );
+    assert_eq!(partial, Config::default().with_rate_per_second(3));
     let stats = Stats::default();
     assert_eq!(round_trip(&stats).1, stats);
 
-    let ledger = LedgerConfig {
-        false_positive_rate: 0.002,
-        bloom_layout: Layout::Block512,
-        max_txn_life: 320,
-        archival: false,
-        ..LedgerConfig::default()
-    };
+    let ledger = LedgerConfig::default()
+        .with_false_positive_rate(0.002)
+        .with_bloom_layout(Layout::Block512)
+        .with_max_txn_life(320)
+        .with_archival(false);
     let (json, back) = round_trip(&ledger);
     assert_eq!(back, ledger);
     assert!(json.contains(r#""bloom_layout":"Block512""#), "{json}");
     let partial: LedgerConfig = serde_json::from_str(r#"{"blooms": false}"#).unwrap();
-    assert_eq!(
-        partial,
-        LedgerConfig {
-            blooms: false,
-            ..LedgerConfig::default()
-        }
-    );
+    assert_eq!(partial, LedgerConfig::default().with_blooms(false));
 
-    let handler = HandlerConfig {
-        backlog_capacity: 100,
-        congestion_pct: 50,
-        dedup_interval: Duration::from_secs(5),
-        dedup_salt: Some([1; 16]),
-        ..HandlerConfig::default()
-    };
+    let handler = HandlerConfig::default()
+        .with_backlog_capacity(100)
+        .with_congestion_pct(50)
+        .with_dedup_interval(Duration::from_secs(5))
+        .with_dedup_salt(Some([1; 16]));
     let (json, back) = round_trip(&handler);
     assert!(!json.contains("decoder"), "{json}");
     assert_eq!(

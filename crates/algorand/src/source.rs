@@ -44,7 +44,11 @@ use crate::types::Round;
 pub const MAX_NESTING: usize = 4;
 
 /// One block's bytes and where they came from.
+///
+/// `#[non_exhaustive]`: a [`BlockSource`] yields them, and a later version may say more about
+/// where a block came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RawBlock {
     /// The file path, or the entry path inside the archive (nested archives joined with `/`,
     /// e.g. `blocktars/0_377.tar.bz2/135`).

@@ -244,6 +244,9 @@ pub(crate) fn blocks_for_bits(layout: Layout, bits: u64) -> Result<u64, BuildErr
 /// equal memory it has 12-31 % fewer false positives (8 to 16 bits per key). Which is faster
 /// depends on the CPU: see the crate's benches.
 ///
+/// `#[non_exhaustive]`: this crate computes sizings, and a later version may report more about
+/// one; [`Sizing::new`] computes the sizing of one layout.
+///
 /// # Examples
 /// ```
 /// use txgate_bloom::{Layout, Sizing};
@@ -255,6 +258,7 @@ pub(crate) fn blocks_for_bits(layout: Layout, bits: u64) -> Result<u64, BuildErr
 /// # Ok::<(), txgate_bloom::BuildError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct Sizing {
     /// The layout.
     pub layout: Layout,

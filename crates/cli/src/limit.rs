@@ -98,13 +98,14 @@ pub(crate) fn salt_of_seed(seed: u64) -> [u8; 16] {
 /// Trace errors ([`CliError::Trace`], [`CliError::Io`]), a limiter configuration the limiter
 /// refuses ([`CliError::Limiter`]), and a decisions file that cannot be written.
 pub(crate) fn run(args: &LimitArgs) -> Result<LimitReport, CliError> {
-    let limiter = AppRateLimiter::new(Config {
-        max_size: args.max_size,
-        rate_per_second: args.rate,
-        window: Duration::from_secs(args.window),
-        shards: args.shards,
-        salt: Some(salt_of_seed(args.seed)),
-    })?;
+    let limiter = AppRateLimiter::new(
+        Config::default()
+            .with_max_size(args.max_size)
+            .with_rate_per_second(args.rate)
+            .with_window(Duration::from_secs(args.window))
+            .with_shards(args.shards)
+            .with_salt(Some(salt_of_seed(args.seed))),
+    )?;
     let trace = read_trace(&args.trace)?;
     let mut decisions = match &args.decisions {
         Some(path) => Some((

@@ -58,11 +58,9 @@ fn main() {
         .iter()
         .zip(&dirs)
         .map(|(&mode, dir)| {
-            let config = LedgerConfig {
-                blooms: mode != Mode::Off,
-                txid_index: mode == Mode::On,
-                ..LedgerConfig::default()
-            };
+            let config = LedgerConfig::default()
+                .with_blooms(mode != Mode::Off)
+                .with_txid_index(mode == Mode::On);
             Ledger::open(dir.path(), config).unwrap().0
         })
         .collect();

@@ -30,7 +30,7 @@
 //! let committed = SynthTxn::payment([7; 32], 1, 1000);
 //! ledger.add_block(&encode_block(1, net, &hash, 0, &[committed.clone()]))?;
 //!
-//! let config = HandlerConfig { app_rate_limiting: false, ..HandlerConfig::default() };
+//! let config = HandlerConfig::default().with_app_rate_limiting(false);
 //! let handler = TxHandler::new(config, ledger, None, Arc::new(Pool))?;
 //! let outcome = |txn: &SynthTxn| {
 //!     let bytes = encode_txn_message(std::slice::from_ref(txn), net, &hash);

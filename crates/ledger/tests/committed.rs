@@ -31,10 +31,7 @@ fn fill(ledger: &Ledger, rounds: std::ops::RangeInclusive<u64>) {
 #[test]
 fn committed_in_the_range_and_the_window_only() {
     let dir = tempfile::tempdir().unwrap();
-    let config = LedgerConfig {
-        max_txn_life: 10,
-        ..LedgerConfig::default()
-    };
+    let config = LedgerConfig::default().with_max_txn_life(10);
     let (ledger, _) = Ledger::open(dir.path(), config).unwrap();
     let check: &dyn CommittedTxids = &ledger;
     // Empty ledger: nothing is committed.
@@ -69,11 +66,9 @@ fn committed_in_the_range_and_the_window_only() {
 #[test]
 fn pruned_rounds_are_not_committed() {
     let dir = tempfile::tempdir().unwrap();
-    let config = LedgerConfig {
-        max_txn_life: 10,
-        archival: false,
-        ..LedgerConfig::default()
-    };
+    let config = LedgerConfig::default()
+        .with_max_txn_life(10)
+        .with_archival(false);
     let (ledger, _) = Ledger::open(dir.path(), config).unwrap();
     fill(&ledger, 1..=30);
     // Rounds 1..=19 were pruned; 20..=30 remain.

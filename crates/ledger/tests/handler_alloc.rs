@@ -88,24 +88,23 @@ fn pass(h: &TxHandler, msgs: &[Msg], now: u64) -> u64 {
 fn handler(limited: bool, capacity: usize) -> TxHandler {
     let limiter = limited.then(|| {
         Arc::new(
-            AppRateLimiter::new(Config {
-                max_size: 1 << 16,
-                rate_per_second: 6553,
-                window: Duration::from_secs(10),
-                shards: 16,
-                salt: Some([4; 16]),
-            })
+            AppRateLimiter::new(
+                Config::default()
+                    .with_max_size(1 << 16)
+                    .with_rate_per_second(6553)
+                    .with_window(Duration::from_secs(10))
+                    .with_shards(16)
+                    .with_salt(Some([4; 16])),
+            )
             .unwrap(),
         )
     });
     TxHandler::new(
-        HandlerConfig {
-            backlog_capacity: capacity,
-            congestion_pct: 0,
-            app_rate_limiting: limited,
-            dedup_salt: Some([2; 16]),
-            ..HandlerConfig::default()
-        },
+        HandlerConfig::default()
+            .with_backlog_capacity(capacity)
+            .with_congestion_pct(0)
+            .with_app_rate_limiting(limited)
+            .with_dedup_salt(Some([2; 16])),
         Arc::new(NothingCommitted),
         limiter,
         Arc::new(AcceptAll),

@@ -165,12 +165,10 @@ fn network(v: &Vector) -> (Value, Value) {
 fn handler(committed: Arc<dyn CommittedTxids + Send + Sync>) -> (TxHandler, Arc<RecordingPool>) {
     let pool = Arc::new(RecordingPool::default());
     let h = TxHandler::new(
-        HandlerConfig {
-            backlog_capacity: 64,
-            app_rate_limiting: false,
-            dedup_salt: Some([5; 16]),
-            ..HandlerConfig::default()
-        },
+        HandlerConfig::default()
+            .with_backlog_capacity(64)
+            .with_app_rate_limiting(false)
+            .with_dedup_salt(Some([5; 16])),
         committed,
         None,
         pool.clone(),

@@ -29,32 +29,23 @@ fn decode(bytes: &[u8]) -> Result<Vec<Txn>, DecodeError> {
     let [b] = bytes else {
         return Err(DecodeError::Malformed("want one byte".into()));
     };
-    Ok(vec![Txn {
-        txid: Txid([*b; 32]),
-        tx_type: b"pay".to_vec(),
-        sender: [0; 32],
-        first_valid: 1,
-        last_valid: 10,
-        group: None,
-        app_ids: vec![],
-    }])
+    Ok(vec![
+        Txn::new(Txid([*b; 32]), b"pay")
+            .with_first_valid(1)
+            .with_last_valid(10),
+    ])
 }
 
 fn handler(capacity: usize) -> (loom::sync::Arc<TxHandler>, Arc<RecordingPool>) {
-    handler_with(HandlerConfig {
-        backlog_capacity: capacity,
-        ..config()
-    })
+    handler_with(config().with_backlog_capacity(capacity))
 }
 
 /// The models' configuration: no limiter, a fixed dedup salt, the one-byte decoder.
 fn config() -> HandlerConfig {
-    HandlerConfig {
-        app_rate_limiting: false,
-        dedup_salt: Some([1; 16]),
-        decoder: decode,
-        ..HandlerConfig::default()
-    }
+    HandlerConfig::default()
+        .with_app_rate_limiting(false)
+        .with_dedup_salt(Some([1; 16]))
+        .with_decoder(decode)
 }
 
 fn handler_with(config: HandlerConfig) -> (loom::sync::Arc<TxHandler>, Arc<RecordingPool>) {
@@ -177,11 +168,11 @@ fn racing_copies_enqueue_once() {
 #[test]
 fn racing_copies_after_an_idle_gap_enqueue_once() {
     loom::model(|| {
-        let (h, sink) = handler_with(HandlerConfig {
-            backlog_capacity: 3,
-            dedup_interval: std::time::Duration::from_secs(1),
-            ..config()
-        });
+        let (h, sink) = handler_with(
+            config()
+                .with_backlog_capacity(3)
+                .with_dedup_interval(std::time::Duration::from_secs(1)),
+        );
         assert_eq!(h.handle(&msg_at(&[1], 1)), Outcome::Enqueued);
         let copies: Vec<_> = (0..2)
             .map(|_| {
@@ -228,10 +219,7 @@ impl Awaited {
 fn handler_awaited(capacity: usize) -> (loom::sync::Arc<TxHandler>, Arc<Awaited>) {
     let sink = Arc::new(Awaited::default());
     let h = TxHandler::new(
-        HandlerConfig {
-            backlog_capacity: capacity,
-            ..config()
-        },
+        config().with_backlog_capacity(capacity),
         Arc::new(NothingCommitted),
         None,
         sink.clone(),

@@ -61,19 +61,10 @@ fn dataset2_lookups_are_exact_with_and_without_blooms() {
     assert_eq!(blocks.len(), 378);
     assert_eq!(txids.values().map(Vec::len).sum::<usize>(), 164);
     let with = replay(
-        LedgerConfig {
-            false_positive_rate: 0.05,
-            ..LedgerConfig::default()
-        },
+        LedgerConfig::default().with_false_positive_rate(0.05),
         &blocks,
     );
-    let without = replay(
-        LedgerConfig {
-            blooms: false,
-            ..LedgerConfig::default()
-        },
-        &blocks,
-    );
+    let without = replay(LedgerConfig::default().with_blooms(false), &blocks);
     for ledger in [&with.1, &without.1] {
         assert_eq!(ledger.latest(), Some(377));
         let mut found = 0;
@@ -173,11 +164,9 @@ fn synth_round(round: Round, n: usize) -> (Vec<u8>, Vec<Txid>) {
 #[test]
 fn synthetic_non_archival_ledger_prunes_and_continues() {
     let dir = tempfile::tempdir().unwrap();
-    let config = LedgerConfig {
-        max_txn_life: 10,
-        archival: false,
-        ..LedgerConfig::default()
-    };
+    let config = LedgerConfig::default()
+        .with_max_txn_life(10)
+        .with_archival(false);
     let mut all = Vec::new();
     {
         let (ledger, _) = Ledger::open(dir.path(), config.clone()).unwrap();

@@ -60,11 +60,9 @@ fn block(round: Round) -> Vec<u8> {
 
 fn config() -> LedgerConfig {
     // Non-archival with a short window, so commits also prune and the kill can land there.
-    LedgerConfig {
-        max_txn_life: 8,
-        archival: false,
-        ..LedgerConfig::default()
-    }
+    LedgerConfig::default()
+        .with_max_txn_life(8)
+        .with_archival(false)
 }
 
 /// The child: ingest from latest + 1 until killed. Run only by the crash test, as a child

@@ -44,11 +44,11 @@ fn rss() -> Option<usize> {
 fn main() {
     const MAX_SIZE: usize = 1 << 20;
     let (live0, rss0) = (LIVE.load(Ordering::Relaxed), rss());
-    let l = AppRateLimiter::new(Config {
-        max_size: MAX_SIZE,
-        salt: Some([1; 16]),
-        ..Config::default()
-    })
+    let l = AppRateLimiter::new(
+        Config::default()
+            .with_max_size(MAX_SIZE)
+            .with_salt(Some([1; 16])),
+    )
     .expect("default config");
     let live_table = LIVE.load(Ordering::Relaxed) - live0;
     // Offer 4 x max_size distinct keys (splitmix64 hashes; shard from the low bits, home slot

@@ -10,25 +10,32 @@ use crate::state::{COUNTER_MAX, Limits};
 /// `TxBacklogAppTxPerSecondRate` = 100, `TxBacklogServiceRateWindowSeconds` = 10, 128 buckets),
 /// with a random salt.
 ///
+/// Build one from [`Config::default`] with the `with_*` setters: `with_x(value)` takes the new
+/// value of field `x`, of that field's type, and returns the config, so the calls chain. They
+/// check nothing; [`AppRateLimiter::new`](crate::AppRateLimiter::new) does. The fields stay public
+/// for reading and assigning; the struct is `#[non_exhaustive]` (code outside this crate cannot
+/// write it as a struct literal), so that a new field is not a breaking change.
+///
 /// # Examples
 ///
 /// ```
 /// use std::time::Duration;
 /// use txgate_ratelimit::{AppRateLimiter, Config};
 ///
-/// let limiter = AppRateLimiter::new(Config {
-///     max_size: 4096,
-///     rate_per_second: 5,
-///     window: Duration::from_secs(2),
-///     salt: Some([7; 16]), // reproducible keys
-///     ..Config::default()
-/// })?;
+/// let limiter = AppRateLimiter::new(
+///     Config::default()
+///         .with_max_size(4096)
+///         .with_rate_per_second(5)
+///         .with_window(Duration::from_secs(2))
+///         .with_salt(Some([7; 16])), // reproducible keys
+/// )?;
 /// assert_eq!(limiter.limit(), 10); // L = 5 per second x 2 s
 /// # Ok::<(), txgate_ratelimit::ConfigError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(default))]
+#[non_exhaustive]
 pub struct Config {
     /// Total number of (app, origin) keys tracked, over all shards (default 1,048,576). Each shard
     /// holds `max_size / shards` keys, so the limiter never tracks more than `max_size`.
@@ -52,6 +59,49 @@ impl Default for Config {
             shards: 128,
             salt: None,
         }
+    }
+}
+
+/// The setters: each sets the field it is named after (see the field for its unit and default)
+/// and returns the config.
+impl Config {
+    /// Sets [`max_size`](Self::max_size): keys tracked over all shards (default 1,048,576; at
+    /// least `2 * shards`).
+    #[must_use]
+    pub fn with_max_size(mut self, max_size: usize) -> Self {
+        self.max_size = max_size;
+        self
+    }
+
+    /// Sets [`rate_per_second`](Self::rate_per_second): admissions per second per key (default
+    /// 100; at least 1).
+    #[must_use]
+    pub fn with_rate_per_second(mut self, rate_per_second: u64) -> Self {
+        self.rate_per_second = rate_per_second;
+        self
+    }
+
+    /// Sets [`window`](Self::window): the sliding window's length (default 10 s; longer than
+    /// zero, and `rate_per_second x window` between 1 and 65,535 admissions).
+    #[must_use]
+    pub fn with_window(mut self, window: Duration) -> Self {
+        self.window = window;
+        self
+    }
+
+    /// Sets [`shards`](Self::shards): the shard count (default 128; a power of two).
+    #[must_use]
+    pub fn with_shards(mut self, shards: usize) -> Self {
+        self.shards = shards;
+        self
+    }
+
+    /// Sets [`salt`](Self::salt): the 16-byte key-derivation salt (default `None`: drawn from
+    /// the OS when the limiter is built).
+    #[must_use]
+    pub fn with_salt(mut self, salt: Option<[u8; 16]>) -> Self {
+        self.salt = salt;
+        self
     }
 }
 

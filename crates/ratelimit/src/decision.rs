@@ -17,12 +17,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// use std::time::Duration;
 /// use txgate_ratelimit::{AppRateLimiter, Config, Decision, Origin};
 ///
-/// let limiter = AppRateLimiter::new(Config {
-///     rate_per_second: 1,
-///     window: Duration::from_secs(10), // L = 10 per window
-///     max_size: 4096,
-///     ..Config::default()
-/// })?;
+/// let limiter = AppRateLimiter::new(
+///     Config::default()
+///         .with_rate_per_second(1)
+///         .with_window(Duration::from_secs(10)) // L = 10 per window
+///         .with_max_size(4096),
+/// )?;
 /// let peer = Origin::from_peer_id(b"peer-1");
 /// let now = 1_700_000_000_000_000_000; // an interval boundary
 /// for left in (0..10).rev() {
@@ -168,13 +168,11 @@ impl Clock for SystemClock {
 ///
 /// let clock = Arc::new(ManualClock::new(1_700_000_000_000_000_000));
 /// let limiter = AppRateLimiter::with_clock(
-///     Config {
-///         rate_per_second: 1,
-///         window: Duration::from_secs(1),
-///         max_size: 1024,
-///         shards: 8,
-///         ..Config::default()
-///     },
+///     Config::default()
+///         .with_rate_per_second(1)
+///         .with_window(Duration::from_secs(1))
+///         .with_max_size(1024)
+///         .with_shards(8),
 ///     Arc::clone(&clock),
 /// )?;
 /// let peer = Origin::from_peer_id(b"p");

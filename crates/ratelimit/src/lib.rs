@@ -53,12 +53,12 @@
 //! use std::time::Duration;
 //! use txgate_ratelimit::{AppRateLimiter, Config, Decision, Origin};
 //!
-//! let limiter = AppRateLimiter::new(Config {
-//!     rate_per_second: 1,
-//!     window: Duration::from_secs(3), // L = 3 per window
-//!     max_size: 4096,                 // 128 shards of 32 keys
-//!     ..Config::default()
-//! })?;
+//! let limiter = AppRateLimiter::new(
+//!     Config::default()
+//!         .with_rate_per_second(1)
+//!         .with_window(Duration::from_secs(3)) // L = 3 per window
+//!         .with_max_size(4096), // 128 shards of 32 keys
+//! )?;
 //! let peer = Origin::from_ip("203.0.113.9".parse::<IpAddr>().unwrap());
 //! let now = 1_700_000_001_000_000_000; // ns since the Unix epoch, at an interval boundary
 //!

@@ -15,13 +15,14 @@ const T0: u64 = 1_700_000_000 * 1_000_000_000;
 #[test]
 fn admissions_of_tracked_keys_allocate_nothing() {
     let n = if cfg!(miri) { 20 } else { 10_000 };
-    let l = AppRateLimiter::new(Config {
-        max_size: 1 << 12,
-        rate_per_second: 6553,
-        window: Duration::from_secs(10),
-        shards: 16,
-        salt: Some([1; 16]),
-    })
+    let l = AppRateLimiter::new(
+        Config::default()
+            .with_max_size(1 << 12)
+            .with_rate_per_second(6553)
+            .with_window(Duration::from_secs(10))
+            .with_shards(16)
+            .with_salt(Some([1; 16])),
+    )
     .unwrap();
     let origins: Vec<Origin> = (0..16u32)
         .map(|i| Origin::from_peer_id(&i.to_le_bytes()))
@@ -59,11 +60,7 @@ fn admissions_of_tracked_keys_allocate_nothing() {
     let a = allocations_during(|| assert!(l.admit(&[99], &origins[0], T0).is_admit()));
     assert_eq!(a, 1);
     // A group that drops allocates nothing either.
-    let full = AppRateLimiter::new(Config {
-        rate_per_second: 1,
-        ..l.config().clone()
-    })
-    .unwrap();
+    let full = AppRateLimiter::new(l.config().clone().with_rate_per_second(1)).unwrap();
     // L = 10: eleven rounds over the origins make every key full.
     for i in 0..if cfg!(miri) { 11 * 16 } else { 1100 } {
         let _ = full.admit(&[7, 8], &origins[i % 16], T0);

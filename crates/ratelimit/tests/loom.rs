@@ -20,13 +20,14 @@ fn limiter(limit: u64, capacity: usize) -> Arc<AppRateLimiter> {
 
 fn sharded(limit: u64, max_size: usize, shards: usize) -> Arc<AppRateLimiter> {
     Arc::new(
-        AppRateLimiter::new(Config {
-            max_size,
-            rate_per_second: limit,
-            window: Duration::from_secs(1),
-            shards,
-            salt: Some([1; 16]),
-        })
+        AppRateLimiter::new(
+            Config::default()
+                .with_max_size(max_size)
+                .with_rate_per_second(limit)
+                .with_window(Duration::from_secs(1))
+                .with_shards(shards)
+                .with_salt(Some([1; 16])),
+        )
         .unwrap(),
     )
 }

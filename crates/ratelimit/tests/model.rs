@@ -138,13 +138,12 @@ proptest! {
         ops in prop::collection::vec(op(6), 1..if cfg!(miri) { 12 } else { 200 }),
     ) {
         let shards = 1usize << shards_log;
-        let config = Config {
-            max_size: capacity * shards,
-            rate_per_second: rate,
-            window: Duration::from_secs(window_s),
-            shards,
-            salt: Some([9; 16]),
-        };
+        let config = Config::default()
+            .with_max_size(capacity * shards)
+            .with_rate_per_second(rate)
+            .with_window(Duration::from_secs(window_s))
+            .with_shards(shards)
+            .with_salt(Some([9; 16]));
         run(config, &ops, start)?;
     }
 
@@ -157,13 +156,12 @@ proptest! {
         start in 0u64..1_000_000_000_000,
         ops in prop::collection::vec(op(12), 1..if cfg!(miri) { 12 } else { 300 }),
     ) {
-        let config = Config {
-            max_size: capacity,
-            rate_per_second: rate,
-            window: Duration::from_secs(window_s),
-            shards: 1,
-            salt: Some([7; 16]),
-        };
+        let config = Config::default()
+            .with_max_size(capacity)
+            .with_rate_per_second(rate)
+            .with_window(Duration::from_secs(window_s))
+            .with_shards(1)
+            .with_salt(Some([7; 16]));
         run(config, &ops, start)?;
     }
 
@@ -175,14 +173,13 @@ proptest! {
         start in 0u64..1_000_000_000_000,
         ops in prop::collection::vec(op(6), 1..if cfg!(miri) { 12 } else { 200 }),
     ) {
-        let config = Config {
+        let config = Config::default()
             // 4 shards of 4,096 keys (256 under Miri, where every step scans them all).
-            max_size: if cfg!(miri) { 1 << 10 } else { 1 << 14 },
-            rate_per_second: rate,
-            window: Duration::from_secs(window_s),
-            shards: 4,
-            salt: Some([8; 16]),
-        };
+            .with_max_size(if cfg!(miri) { 1 << 10 } else { 1 << 14 })
+            .with_rate_per_second(rate)
+            .with_window(Duration::from_secs(window_s))
+            .with_shards(4)
+            .with_salt(Some([8; 16]));
         run(config, &ops, start)?;
     }
 }

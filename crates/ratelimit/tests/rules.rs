@@ -13,13 +13,14 @@ const SEC: u64 = 1_000_000_000;
 const T0: u64 = 1_700_000_010 * SEC;
 
 fn limiter(rate_per_second: u64, window_secs: u64) -> AppRateLimiter {
-    AppRateLimiter::new(Config {
-        rate_per_second,
-        window: Duration::from_secs(window_secs),
-        max_size: 1024,
-        shards: 8,
-        salt: Some([3; 16]),
-    })
+    AppRateLimiter::new(
+        Config::default()
+            .with_rate_per_second(rate_per_second)
+            .with_window(Duration::from_secs(window_secs))
+            .with_max_size(1024)
+            .with_shards(8)
+            .with_salt(Some([3; 16])),
+    )
     .unwrap()
 }
 
@@ -90,14 +91,7 @@ fn two_windows_later_the_count_is_forgotten() {
 fn drops_do_not_count() {
     // L = 2. Two admitted, then five drops. Halfway into the next window prev weighs
     // floor(2 * 5 / 10) = 1, so exactly one more is admitted; had the drops counted (7), none.
-    let l = AppRateLimiter::new(Config {
-        rate_per_second: 1,
-        window: Duration::from_secs(2),
-        max_size: 1024,
-        shards: 8,
-        salt: Some([3; 16]),
-    })
-    .unwrap();
+    let l = limiter(1, 2);
     assert_eq!(l.limit(), 2);
     let t0 = T0; // multiple of 2 s
     assert_eq!(admitted(&l, &[9], &peer(1), t0, 2), 2);
@@ -141,13 +135,14 @@ fn two_origins_are_independent() {
 
 /// max_size 512 over 128 shards: capacity 4 per shard.
 fn small(rate: u64) -> AppRateLimiter {
-    AppRateLimiter::new(Config {
-        rate_per_second: rate,
-        window: Duration::from_secs(10),
-        max_size: 512,
-        shards: 128,
-        salt: Some([5; 16]),
-    })
+    AppRateLimiter::new(
+        Config::default()
+            .with_rate_per_second(rate)
+            .with_window(Duration::from_secs(10))
+            .with_max_size(512)
+            .with_shards(128)
+            .with_salt(Some([5; 16])),
+    )
     .unwrap()
 }
 
@@ -241,72 +236,51 @@ fn late_callers_count_in_the_keys_interval() {
 #[test]
 fn config_errors_are_typed() {
     // Default rate, window and shards; a small max_size keeps the tables cheap to build.
-    let base = Config {
-        salt: Some([0; 16]),
-        max_size: 4096,
-        ..Config::default()
-    };
+    let base = Config::default()
+        .with_salt(Some([0; 16]))
+        .with_max_size(4096);
     let err = |c: Config| AppRateLimiter::new(c).unwrap_err();
     assert!(matches!(
-        err(Config {
-            max_size: 0,
-            ..base.clone()
-        }),
+        err(base.clone().with_max_size(0)),
         ConfigError::ZeroMaxSize
     ));
     assert!(matches!(
-        err(Config {
-            rate_per_second: 0,
-            ..base.clone()
-        }),
+        err(base.clone().with_rate_per_second(0)),
         ConfigError::ZeroRate
     ));
     assert!(matches!(
-        err(Config {
-            window: Duration::ZERO,
-            ..base.clone()
-        }),
+        err(base.clone().with_window(Duration::ZERO)),
         ConfigError::ZeroWindow
     ));
     assert!(matches!(
-        err(Config {
-            window: Duration::MAX,
-            ..base.clone()
-        }),
+        err(base.clone().with_window(Duration::MAX)),
         ConfigError::WindowTooLong { .. }
     ));
     for shards in [0, 3, 100] {
         assert!(matches!(
-            err(Config { shards, ..base.clone() }),
+            err(base.clone().with_shards(shards)),
             ConfigError::ShardsNotPowerOfTwo { shards: s } if s == shards
         ));
     }
     assert!(matches!(
-        err(Config {
-            max_size: 255,
-            ..base.clone()
-        }),
+        err(base.clone().with_max_size(255)),
         ConfigError::MaxSizeBelowShards {
             max_size: 255,
             shards: 128
         }
     ));
     assert!(matches!(
-        err(Config {
-            rate_per_second: 1,
-            window: Duration::from_millis(999),
-            ..base.clone()
-        }),
+        err(base
+            .clone()
+            .with_rate_per_second(1)
+            .with_window(Duration::from_millis(999))),
         ConfigError::LimitBelowOne {
             rate_per_second: 1,
             ..
         }
     ));
     assert!(matches!(
-        err(Config {
-            rate_per_second: 6554,
-            ..base.clone()
-        }),
+        err(base.clone().with_rate_per_second(6554)),
         ConfigError::LimitTooLarge {
             limit: 65_540,
             max: 65_535
@@ -322,11 +296,7 @@ fn config_errors_are_typed() {
     for &(max_size, shards) in huge {
         assert!(
             matches!(
-                err(Config {
-                    max_size,
-                    shards,
-                    ..base.clone()
-                }),
+                err(base.clone().with_max_size(max_size).with_shards(shards)),
                 ConfigError::TableTooLarge { .. }
             ),
             "{max_size} over {shards}"
@@ -334,38 +304,28 @@ fn config_errors_are_typed() {
     }
     // The edges that pass: 2 keys per shard, L = 1, L = 65,535; sub-second windows.
     let ok = |c: Config| AppRateLimiter::new(c).unwrap();
+    assert_eq!(ok(base.clone().with_max_size(256)).capacity_per_shard(), 2);
     assert_eq!(
-        ok(Config {
-            max_size: 256,
-            ..base.clone()
-        })
-        .capacity_per_shard(),
-        2
-    );
-    assert_eq!(
-        ok(Config {
-            rate_per_second: 1,
-            window: Duration::from_secs(1),
-            ..base.clone()
-        })
+        ok(base
+            .clone()
+            .with_rate_per_second(1)
+            .with_window(Duration::from_secs(1)))
         .limit(),
         1
     );
     assert_eq!(
-        ok(Config {
-            rate_per_second: 13_107,
-            window: Duration::from_secs(5),
-            ..base.clone()
-        })
+        ok(base
+            .clone()
+            .with_rate_per_second(13_107)
+            .with_window(Duration::from_secs(5)))
         .limit(),
         65_535
     );
     assert_eq!(
-        ok(Config {
-            rate_per_second: 1000,
-            window: Duration::from_millis(10),
-            ..base.clone()
-        })
+        ok(base
+            .clone()
+            .with_rate_per_second(1000)
+            .with_window(Duration::from_millis(10)))
         .limit(),
         10
     );
@@ -375,11 +335,7 @@ fn config_errors_are_typed() {
 #[cfg_attr(miri, ignore = "allocates and drops 2^20 slots: minutes under Miri")]
 fn defaults_are_upstreams() {
     // L = 100/s x 10 s, 1,048,576 keys over 128 shards of 8,192.
-    let d = AppRateLimiter::new(Config {
-        salt: Some([0; 16]),
-        ..Config::default()
-    })
-    .unwrap();
+    let d = AppRateLimiter::new(Config::default().with_salt(Some([0; 16]))).unwrap();
     assert_eq!(
         (d.limit(), d.capacity_per_shard(), d.penalty()),
         (1000, 8192, 250)
@@ -387,13 +343,56 @@ fn defaults_are_upstreams() {
 }
 
 #[test]
+fn each_setter_sets_its_field_and_only_that_one() {
+    let d = Config::default();
+    // The defaults, field by field: go-algorand's values and no salt.
+    assert_eq!(
+        (d.max_size, d.rate_per_second, d.window, d.shards, d.salt),
+        (1 << 20, 100, Duration::from_secs(10), 128, None)
+    );
+    // Each setter from the default: the default with that one field changed.
+    let mut want = d.clone();
+    want.max_size = 4096;
+    assert_eq!(Config::default().with_max_size(4096), want);
+    let mut want = d.clone();
+    want.rate_per_second = 7;
+    assert_eq!(Config::default().with_rate_per_second(7), want);
+    let mut want = d.clone();
+    want.window = Duration::from_millis(1500);
+    assert_eq!(
+        Config::default().with_window(Duration::from_millis(1500)),
+        want
+    );
+    let mut want = d.clone();
+    want.shards = 16;
+    assert_eq!(Config::default().with_shards(16), want);
+    let mut want = d.clone();
+    want.salt = Some([9; 16]);
+    assert_eq!(Config::default().with_salt(Some([9; 16])), want);
+    // All of them chained, then each set back to its default value: the default again.
+    let c = Config::default()
+        .with_max_size(4096)
+        .with_rate_per_second(7)
+        .with_window(Duration::from_millis(1500))
+        .with_shards(16)
+        .with_salt(Some([9; 16]));
+    assert_eq!(
+        (c.max_size, c.rate_per_second, c.window, c.shards, c.salt),
+        (4096, 7, Duration::from_millis(1500), 16, Some([9; 16]))
+    );
+    let back = c
+        .with_max_size(1 << 20)
+        .with_rate_per_second(100)
+        .with_window(Duration::from_secs(10))
+        .with_shards(128)
+        .with_salt(None);
+    assert_eq!(back, d);
+}
+
+#[test]
 fn keys_depend_on_app_origin_and_salt() {
     let a = limiter(1, 10);
-    let b = AppRateLimiter::new(Config {
-        salt: Some([4; 16]),
-        ..a.config().clone()
-    })
-    .unwrap();
+    let b = AppRateLimiter::new(a.config().clone().with_salt(Some([4; 16]))).unwrap();
     let k = a.app_key(1, &peer(1));
     assert_eq!(k, a.app_key(1, &peer(1)));
     assert_ne!(k.hash(), a.app_key(2, &peer(1)).hash());
@@ -404,16 +403,8 @@ fn keys_depend_on_app_origin_and_salt() {
         txgate_ratelimit::derive_key_hash(1, &[3; 16], &peer(1))
     );
     // A random salt is drawn when none is given.
-    let r = AppRateLimiter::new(Config {
-        salt: None,
-        ..a.config().clone()
-    })
-    .unwrap();
-    let s = AppRateLimiter::new(Config {
-        salt: None,
-        ..a.config().clone()
-    })
-    .unwrap();
+    let r = AppRateLimiter::new(a.config().clone().with_salt(None)).unwrap();
+    let s = AppRateLimiter::new(a.config().clone().with_salt(None)).unwrap();
     assert_ne!(r.salt(), s.salt());
 }
 
@@ -487,13 +478,14 @@ fn callers_far_behind_reset_the_key() {
 fn a_key_idle_for_half_the_interval_modulus_admits() {
     // Window 1 us, L = 1: a key idle for 2^29 + 10 windows (537 s) must not be mistaken for one
     // ahead of the caller.
-    let l = AppRateLimiter::new(Config {
-        rate_per_second: 1_000_000,
-        window: Duration::from_micros(1),
-        max_size: 1024,
-        shards: 8,
-        salt: Some([3; 16]),
-    })
+    let l = AppRateLimiter::new(
+        Config::default()
+            .with_rate_per_second(1_000_000)
+            .with_window(Duration::from_micros(1))
+            .with_max_size(1024)
+            .with_shards(8)
+            .with_salt(Some([3; 16])),
+    )
     .unwrap();
     assert!(l.admit(&[1], &peer(1), T0).is_admit());
     let later = T0 + ((1 << 29) + 10) * 1000;
@@ -528,13 +520,12 @@ fn now_calls_read_the_limiters_clock() {
     use txgate_ratelimit::{Clock, ManualClock};
 
     let clock = Arc::new(ManualClock::new(T0 + 4 * SEC));
-    let config = Config {
-        rate_per_second: 1,
-        window: Duration::from_secs(10),
-        max_size: 1024,
-        shards: 8,
-        salt: Some([3; 16]),
-    };
+    let config = Config::default()
+        .with_rate_per_second(1)
+        .with_window(Duration::from_secs(10))
+        .with_max_size(1024)
+        .with_shards(8)
+        .with_salt(Some([3; 16]));
     let l = AppRateLimiter::with_clock(config.clone(), Arc::clone(&clock)).unwrap();
     let twin = AppRateLimiter::new(config).unwrap();
     assert_eq!(l.now_ns(), T0 + 4 * SEC);

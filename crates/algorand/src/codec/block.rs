@@ -13,7 +13,13 @@ use super::txn::Txn;
 use crate::types::Round;
 
 /// A decoded block.
+///
+/// [`decode_block`] builds it. It is `#[non_exhaustive]`, so that a later version can read
+/// another header field without breaking anyone: outside this crate (tests) build one with
+/// [`Block::new`] and the `with_*` setters, which take the new value of the field they are named
+/// after and return the block. The fields stay public for reading and assigning.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Block {
     /// Header `rnd`.
     pub round: Round,
@@ -28,7 +34,7 @@ pub struct Block {
     /// The payset in block order.
     pub txns: Vec<Txn>,
     /// Where each payset entry (`SignedTxnInBlock` map) starts in the bytes this block was
-    /// decoded from, one per txn (empty for a block built by hand). The ledger's compact txid
+    /// decoded from, one per txn (empty for a block from [`Block::new`] until set). The ledger's compact txid
     /// index points at entries by these offsets ([`payset_offsets`](super::payset_offsets)
     /// computes them from bytes alone, [`payset_entry_txid`](super::payset_entry_txid) reads
     /// one entry's txid); [`gossip_messages`](super::gossip_messages) relies on one per txn.
@@ -36,6 +42,73 @@ pub struct Block {
 }
 
 impl Block {
+    /// A block of round `round` of the network `genesis_id` (bytes) and `genesis_hash`, its other
+    /// fields as the decoder leaves absent ones: timestamp 0, no payset commitment, an empty
+    /// payset and no entry offsets.
+    ///
+    /// Nothing ties the fields together: the ledger's txid index points at payset entries by
+    /// [`entry_offsets`](Self::entry_offsets) in the bytes stored beside the block, so a block
+    /// built by hand for the ledger needs offsets that match those bytes.
+    ///
+    /// ```
+    /// use txgate_algorand::Txid;
+    /// use txgate_algorand::codec::{Block, Txn};
+    ///
+    /// let b = Block::new(7, b"testnet-v1.0", [1; 32]);
+    /// assert_eq!((b.round, b.genesis_id.as_slice()), (7, &b"testnet-v1.0"[..]));
+    /// assert_eq!((b.genesis_hash, b.timestamp, b.txn_commitment), ([1; 32], 0, None));
+    /// assert!(b.txns.is_empty() && b.entry_offsets.is_empty());
+    /// let txn = Txn::new(Txid([9; 32]), b"pay");
+    /// let b = b
+    ///     .with_timestamp(1_700_000_000)
+    ///     .with_txn_commitment(Some([2; 32]))
+    ///     .with_txns(vec![txn.clone()])
+    ///     .with_entry_offsets(vec![40]);
+    /// assert_eq!((b.timestamp, b.txn_commitment), (1_700_000_000, Some([2; 32])));
+    /// assert_eq!((b.txns, b.entry_offsets), (vec![txn], vec![40]));
+    /// ```
+    pub fn new(round: Round, genesis_id: impl Into<Vec<u8>>, genesis_hash: [u8; 32]) -> Self {
+        Self {
+            round,
+            genesis_id: genesis_id.into(),
+            genesis_hash,
+            timestamp: 0,
+            txn_commitment: None,
+            txns: Vec::new(),
+            entry_offsets: Vec::new(),
+        }
+    }
+
+    /// Sets [`timestamp`](Self::timestamp): header `ts`, seconds since the Unix epoch.
+    #[must_use]
+    pub fn with_timestamp(mut self, timestamp: i64) -> Self {
+        self.timestamp = timestamp;
+        self
+    }
+
+    /// Sets [`txn_commitment`](Self::txn_commitment): header `txn`, the payset commitment
+    /// (`None` for none).
+    #[must_use]
+    pub fn with_txn_commitment(mut self, txn_commitment: Option<[u8; 32]>) -> Self {
+        self.txn_commitment = txn_commitment;
+        self
+    }
+
+    /// Sets [`txns`](Self::txns): the payset in block order.
+    #[must_use]
+    pub fn with_txns(mut self, txns: Vec<Txn>) -> Self {
+        self.txns = txns;
+        self
+    }
+
+    /// Sets [`entry_offsets`](Self::entry_offsets): where each payset entry starts in the block's
+    /// bytes, one per txn.
+    #[must_use]
+    pub fn with_entry_offsets(mut self, entry_offsets: Vec<usize>) -> Self {
+        self.entry_offsets = entry_offsets;
+        self
+    }
+
     /// Checks the header's `txn` commitment against the payset in `bytes` (the bytes this block
     /// was decoded from): SHA-512/256 over `"PF"` and the payset's msgpack bytes, go-algorand's
     /// `Payset.CommitFlat` (protocols before `PaysetCommitMerkle`; later blocks commit to a

@@ -11,7 +11,15 @@ use crate::types::{Round, Txid};
 
 /// One transaction of a block (or of a transaction message), with what the ledger and the
 /// handler need from it.
+///
+/// The decoders build it ([`decode_block`](super::decode_block),
+/// [`decode_txn_message`]). It is `#[non_exhaustive]`, so that a later version can read another
+/// field of the `txn` map without breaking anyone: outside this crate (tests, a decoder of one's
+/// own for the ledger's tx handler) build one with [`Txn::new`] and the `with_*` setters, which
+/// take the new value of the field they are named after and return the transaction. The fields
+/// stay public for reading and assigning.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Txn {
     /// The txid by the go-algorand rule.
     pub txid: Txid,
@@ -28,6 +36,79 @@ pub struct Txn {
     /// App ids: `apid`, foreign apps (`apfa`) and access-list app references (`al[i].p`, go-algorand
     /// `ResourceRef.App`); 0 (creation) dropped; distinct, in that order, first-seen within it.
     pub app_ids: Vec<u64>,
+}
+
+impl Txn {
+    /// A transaction with id `txid` and `type` `tx_type` (bytes: `pay`, `appl`, ...), its other
+    /// fields as the decoder leaves absent ones: a zero sender, rounds 0, no group, no app ids.
+    ///
+    /// Nothing ties `txid` to the fields: a decoded txid hashes the whole `txn` map, most of which
+    /// a `Txn` does not hold.
+    ///
+    /// ```
+    /// use txgate_algorand::Txid;
+    /// use txgate_algorand::codec::Txn;
+    ///
+    /// let t = Txn::new(Txid([1; 32]), b"appl");
+    /// assert_eq!((t.sender, t.first_valid, t.last_valid), ([0; 32], 0, 0));
+    /// assert_eq!((t.group, t.app_ids.len()), (None, 0));
+    /// let t = t
+    ///     .with_sender([2; 32])
+    ///     .with_first_valid(10)
+    ///     .with_last_valid(1010)
+    ///     .with_group(Some([3; 32]))
+    ///     .with_app_ids(vec![42, 7]);
+    /// assert_eq!((t.txid, t.tx_type.as_slice()), (Txid([1; 32]), &b"appl"[..]));
+    /// assert_eq!((t.sender, t.first_valid, t.last_valid), ([2; 32], 10, 1010));
+    /// assert_eq!((t.group, t.app_ids), (Some([3; 32]), vec![42, 7]));
+    /// ```
+    pub fn new(txid: Txid, tx_type: impl Into<Vec<u8>>) -> Self {
+        Self {
+            txid,
+            tx_type: tx_type.into(),
+            sender: [0; 32],
+            first_valid: 0,
+            last_valid: 0,
+            group: None,
+            app_ids: Vec::new(),
+        }
+    }
+
+    /// Sets [`sender`](Self::sender): the 32-byte sender address.
+    #[must_use]
+    pub fn with_sender(mut self, sender: [u8; 32]) -> Self {
+        self.sender = sender;
+        self
+    }
+
+    /// Sets [`first_valid`](Self::first_valid): the first round the transaction is valid in.
+    #[must_use]
+    pub fn with_first_valid(mut self, first_valid: Round) -> Self {
+        self.first_valid = first_valid;
+        self
+    }
+
+    /// Sets [`last_valid`](Self::last_valid): the last round the transaction is valid in.
+    #[must_use]
+    pub fn with_last_valid(mut self, last_valid: Round) -> Self {
+        self.last_valid = last_valid;
+        self
+    }
+
+    /// Sets [`group`](Self::group): the 32-byte group id, `None` for none.
+    #[must_use]
+    pub fn with_group(mut self, group: Option<[u8; 32]>) -> Self {
+        self.group = group;
+        self
+    }
+
+    /// Sets [`app_ids`](Self::app_ids) to `app_ids` as given. The decoders store them distinct,
+    /// non-zero and in first-seen order; [`distinct_app_ids`] makes a list so.
+    #[must_use]
+    pub fn with_app_ids(mut self, app_ids: Vec<u64>) -> Self {
+        self.app_ids = app_ids;
+        self
+    }
 }
 
 /// Decodes a transaction message: one or more concatenated msgpack `SignedTxn` maps (a group).

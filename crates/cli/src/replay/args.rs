@@ -90,10 +90,8 @@ pub(crate) const DEFAULT_WORKLOAD_ROUNDS: Round = 2_000;
 /// `TxBacklogAppRateLimitingCongestionPct`, dedup salted from the seed; the limiter is switched on
 /// per run.
 pub(crate) fn handler_config(args: &ReplayArgs, config: &NodeConfig) -> HandlerConfig {
-    HandlerConfig {
-        backlog_capacity: config.tx_backlog_size,
-        congestion_pct: config.app_rate_limiting_congestion_pct,
-        dedup_salt: Some(salt_of_seed(args.seed)),
-        ..HandlerConfig::default()
-    }
+    HandlerConfig::default()
+        .with_backlog_capacity(config.tx_backlog_size)
+        .with_congestion_pct(config.app_rate_limiting_congestion_pct)
+        .with_dedup_salt(Some(salt_of_seed(args.seed)))
 }

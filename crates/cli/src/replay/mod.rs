@@ -127,11 +127,9 @@ impl Db {
                 (temp.path().to_owned(), Some(temp))
             }
         };
-        let config = LedgerConfig {
-            false_positive_rate: config.bloom_false_positive_rate,
-            max_txn_life: config.max_txn_life,
-            ..LedgerConfig::default()
-        };
+        let config = LedgerConfig::default()
+            .with_false_positive_rate(config.bloom_false_positive_rate)
+            .with_max_txn_life(config.max_txn_life);
         Ok(Self {
             dir,
             config,
@@ -142,10 +140,7 @@ impl Db {
     /// Opens the ledger, with its blooms (saying on stderr how many it rebuilt) or without
     /// them (the baseline).
     fn open(&self, blooms: bool) -> Result<Ledger, CliError> {
-        let config = LedgerConfig {
-            blooms,
-            ..self.config.clone()
-        };
+        let config = self.config.clone().with_blooms(blooms);
         let (ledger, open) = Ledger::open(&self.dir, config).map_err(self.error("ledger"))?;
         if blooms && !open.rebuilt.is_empty() {
             eprintln!(

@@ -121,10 +121,7 @@ fn simulate(
         None
     };
     let handler = TxHandler::new(
-        HandlerConfig {
-            app_rate_limiting: limited,
-            ..handler_config.clone()
-        },
+        handler_config.clone().with_app_rate_limiting(limited),
         // The ledger is the committed check (`find_txid` over each txn's validity window).
         Arc::<Ledger>::clone(ledger),
         limiter,
@@ -197,13 +194,12 @@ pub(super) fn limiter_config(config: &NodeConfig, seed: u64) -> txgate_ratelimit
     while shards > 1 && max_size < 2 * shards {
         shards /= 2;
     }
-    txgate_ratelimit::Config {
-        max_size,
-        rate_per_second: config.app_tx_per_second_rate,
-        window: Duration::from_secs(config.service_rate_window_seconds),
-        shards,
-        salt: Some(salt_of_seed(seed)),
-    }
+    txgate_ratelimit::Config::default()
+        .with_max_size(max_size)
+        .with_rate_per_second(config.app_tx_per_second_rate)
+        .with_window(Duration::from_secs(config.service_rate_window_seconds))
+        .with_shards(shards)
+        .with_salt(Some(salt_of_seed(seed)))
 }
 
 /// The simulated pool: takes every group.

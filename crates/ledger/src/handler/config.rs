@@ -40,11 +40,34 @@ pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 5_000_000;
 /// Configuration of a [`TxHandler`](super::TxHandler). Defaults are go-algorand's (see each
 /// constant).
 ///
+/// Build one from [`HandlerConfig::default`] with the `with_*` setters: `with_x(value)` takes the
+/// new value of field `x`, of that field's type, and returns the config, so the calls chain. They
+/// check nothing; [`validate`](Self::validate) and [`TxHandler::new`](super::TxHandler::new) do.
+/// The fields stay public for reading and assigning; the struct is `#[non_exhaustive]` (code
+/// outside this crate cannot write it as a struct literal), so that a new field is not a breaking
+/// change.
+///
 /// With feature `serde` it serializes every field but the decoder, which deserializes as the
 /// default (a function pointer has no portable form); missing fields take their defaults.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use txgate_ledger::handler::HandlerConfig;
+///
+/// // No app rate limiter, a fixed dedup salt, a dedup cache that rotates every 30 s.
+/// let config = HandlerConfig::default()
+///     .with_app_rate_limiting(false)
+///     .with_dedup_salt(Some([7; 16]))
+///     .with_dedup_interval(Duration::from_secs(30));
+/// assert!(config.validate().is_ok());
+/// assert_eq!(config.backlog_capacity, 26_000); // go-algorand's TxBacklogSize, the default
+/// ```
 #[derive(Clone, Debug)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(default))]
+#[non_exhaustive]
 pub struct HandlerConfig {
     /// Groups the backlog holds (default [`DEFAULT_BACKLOG_CAPACITY`] = 26,000).
     pub backlog_capacity: usize,
@@ -100,13 +123,104 @@ impl Default for HandlerConfig {
     }
 }
 
+/// The setters: each sets the field it is named after (see the field for its meaning and
+/// default) and returns the config.
+impl HandlerConfig {
+    /// Sets [`backlog_capacity`](Self::backlog_capacity): groups the backlog holds (default
+    /// [`DEFAULT_BACKLOG_CAPACITY`]; at least 1).
+    #[must_use]
+    pub fn with_backlog_capacity(mut self, backlog_capacity: usize) -> Self {
+        self.backlog_capacity = backlog_capacity;
+        self
+    }
+
+    /// Sets [`app_rate_limiting`](Self::app_rate_limiting): consult the app rate limiter under
+    /// congestion (default true; needs a limiter).
+    #[must_use]
+    pub fn with_app_rate_limiting(mut self, app_rate_limiting: bool) -> Self {
+        self.app_rate_limiting = app_rate_limiting;
+        self
+    }
+
+    /// Sets [`app_key_cache`](Self::app_key_cache): rate-limiter keys remembered (default
+    /// [`DEFAULT_APP_KEY_CACHE`], rounded up to a power of two; 0 caches none).
+    #[must_use]
+    pub fn with_app_key_cache(mut self, app_key_cache: usize) -> Self {
+        self.app_key_cache = app_key_cache;
+        self
+    }
+
+    /// Sets [`congestion_pct`](Self::congestion_pct): the congestion threshold in percent of
+    /// the backlog capacity (default [`DEFAULT_CONGESTION_PCT`]; 0 to 100).
+    #[must_use]
+    pub fn with_congestion_pct(mut self, congestion_pct: u32) -> Self {
+        self.congestion_pct = congestion_pct;
+        self
+    }
+
+    /// Sets [`dedup`](Self::dedup): deduplicate raw messages (default true).
+    #[must_use]
+    pub fn with_dedup(mut self, dedup: bool) -> Self {
+        self.dedup = dedup;
+        self
+    }
+
+    /// Sets [`dedup_max_size`](Self::dedup_max_size): keys in the dedup cache's current
+    /// generation (default [`DEFAULT_DEDUP_MAX_SIZE`]; at least 1 with dedup on).
+    #[must_use]
+    pub fn with_dedup_max_size(mut self, dedup_max_size: usize) -> Self {
+        self.dedup_max_size = dedup_max_size;
+        self
+    }
+
+    /// Sets [`dedup_interval`](Self::dedup_interval): the dedup rotation period (default
+    /// [`DEFAULT_DEDUP_INTERVAL`]; longer than zero with dedup on).
+    #[must_use]
+    pub fn with_dedup_interval(mut self, dedup_interval: Duration) -> Self {
+        self.dedup_interval = dedup_interval;
+        self
+    }
+
+    /// Sets [`dedup_salt`](Self::dedup_salt): the 16-byte dedup salt (default `None`: drawn
+    /// from the OS when the handler is built).
+    #[must_use]
+    pub fn with_dedup_salt(mut self, dedup_salt: Option<[u8; 16]>) -> Self {
+        self.dedup_salt = dedup_salt;
+        self
+    }
+
+    /// Sets [`max_group_size`](Self::max_group_size): most transactions in one group (default
+    /// [`DEFAULT_MAX_GROUP_SIZE`]; at least 1).
+    #[must_use]
+    pub fn with_max_group_size(mut self, max_group_size: usize) -> Self {
+        self.max_group_size = max_group_size;
+        self
+    }
+
+    /// Sets [`max_message_size`](Self::max_message_size): most bytes in one message (default
+    /// [`DEFAULT_MAX_MESSAGE_SIZE`]; at least 1).
+    #[must_use]
+    pub fn with_max_message_size(mut self, max_message_size: usize) -> Self {
+        self.max_message_size = max_message_size;
+        self
+    }
+
+    /// Sets [`decoder`](Self::decoder): the message decoder (default
+    /// [`codec::decode_txn_message`]).
+    #[must_use]
+    pub fn with_decoder(mut self, decoder: DecodeFn) -> Self {
+        self.decoder = decoder;
+        self
+    }
+}
+
 impl HandlerConfig {
     /// Checks the configuration as [`TxHandler::new`](super::TxHandler::new) does, without building
     /// anything: the checks a CLI or a node's config loader runs before it starts.
     ///
     /// ```
     /// use txgate_ledger::handler::{HandlerConfig, HandlerConfigError};
-    /// let bad = HandlerConfig { congestion_pct: 150, ..HandlerConfig::default() };
+    /// let bad = HandlerConfig::default().with_congestion_pct(150);
     /// assert!(matches!(bad.validate(), Err(HandlerConfigError::CongestionPct(150))));
     /// assert!(HandlerConfig::default().validate().is_ok());
     /// ```
@@ -216,6 +330,102 @@ pub enum WorkerError {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use txgate_algorand::codec::{DecodeError, Txn};
+
+    /// Every field of a config; the decoder as whether it accepts an empty message (the
+    /// default decoder refuses it, [`no_txns`] accepts it).
+    type Fields = (
+        usize,
+        bool,
+        usize,
+        u32,
+        bool,
+        usize,
+        Duration,
+        Option<[u8; 16]>,
+        usize,
+        usize,
+        bool,
+    );
+
+    fn fields(c: &HandlerConfig) -> Fields {
+        (
+            c.backlog_capacity,
+            c.app_rate_limiting,
+            c.app_key_cache,
+            c.congestion_pct,
+            c.dedup,
+            c.dedup_max_size,
+            c.dedup_interval,
+            c.dedup_salt,
+            c.max_group_size,
+            c.max_message_size,
+            (c.decoder)(b"").is_ok(),
+        )
+    }
+
+    fn no_txns(_: &[u8]) -> Result<Vec<Txn>, DecodeError> {
+        Ok(Vec::new())
+    }
+
+    #[test]
+    fn each_setter_sets_its_field() {
+        // The defaults, field by field: go-algorand's values, no salt, the msgpack decoder.
+        let default = (
+            26_000,
+            true,
+            131_072,
+            10,
+            true,
+            500_000,
+            Duration::from_secs(60),
+            None,
+            16,
+            5_000_000,
+            false,
+        );
+        assert_eq!(fields(&HandlerConfig::default()), default);
+        let set = HandlerConfig::default()
+            .with_backlog_capacity(5)
+            .with_app_rate_limiting(false)
+            .with_app_key_cache(0)
+            .with_congestion_pct(100)
+            .with_dedup(false)
+            .with_dedup_max_size(3)
+            .with_dedup_interval(Duration::from_millis(250))
+            .with_dedup_salt(Some([4; 16]))
+            .with_max_group_size(2)
+            .with_max_message_size(1000)
+            .with_decoder(no_txns);
+        let want = (
+            5,
+            false,
+            0,
+            100,
+            false,
+            3,
+            Duration::from_millis(250),
+            Some([4; 16]),
+            2,
+            1000,
+            true,
+        );
+        assert_eq!(fields(&set), want);
+        // Each set back to its default value: the default again.
+        let back = set
+            .with_backlog_capacity(DEFAULT_BACKLOG_CAPACITY)
+            .with_app_rate_limiting(true)
+            .with_app_key_cache(DEFAULT_APP_KEY_CACHE)
+            .with_congestion_pct(DEFAULT_CONGESTION_PCT)
+            .with_dedup(true)
+            .with_dedup_max_size(DEFAULT_DEDUP_MAX_SIZE)
+            .with_dedup_interval(DEFAULT_DEDUP_INTERVAL)
+            .with_dedup_salt(None)
+            .with_max_group_size(DEFAULT_MAX_GROUP_SIZE)
+            .with_max_message_size(DEFAULT_MAX_MESSAGE_SIZE)
+            .with_decoder(codec::decode_txn_message);
+        assert_eq!(fields(&back), default);
+    }
 
     #[test]
     fn congestion_threshold_floors() {

@@ -162,13 +162,14 @@ mod tests {
     use super::*;
 
     fn limiter() -> AppRateLimiter {
-        AppRateLimiter::new(Config {
-            max_size: 1 << 12,
-            rate_per_second: 100,
-            window: Duration::from_secs(1),
-            shards: 16,
-            salt: Some([8; 16]),
-        })
+        AppRateLimiter::new(
+            Config::default()
+                .with_max_size(1 << 12)
+                .with_rate_per_second(100)
+                .with_window(Duration::from_secs(1))
+                .with_shards(16)
+                .with_salt(Some([8; 16])),
+        )
         .unwrap()
     }
 

@@ -109,14 +109,15 @@
 //! fn decode(bytes: &[u8]) -> Result<Vec<Txn>, DecodeError> {
 //!     let id: [u8; 32] = bytes.get(..32).and_then(|b| b.try_into().ok())
 //!         .ok_or_else(|| DecodeError::Malformed("short".into()))?;
-//!     Ok(vec![Txn { txid: Txid(id), tx_type: b"pay".to_vec(), sender: [0; 32],
-//!         first_valid: 1, last_valid: 1000, group: None, app_ids: vec![] }])
+//!     Ok(vec![Txn::new(Txid(id), b"pay").with_first_valid(1).with_last_valid(1000)])
 //! }
 //!
 //! let pool = Arc::new(Pool::default());
 //! let handler = TxHandler::new(
-//!     HandlerConfig { decoder: decode, dedup_salt: Some([0; 16]), app_rate_limiting: false,
-//!         ..HandlerConfig::default() },
+//!     HandlerConfig::default()
+//!         .with_decoder(decode)
+//!         .with_dedup_salt(Some([0; 16]))
+//!         .with_app_rate_limiting(false),
 //!     Arc::new(NothingCommitted),
 //!     None,
 //!     pool.clone(),

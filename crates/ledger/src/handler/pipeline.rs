@@ -118,7 +118,7 @@ impl Inner {
 }
 
 /// The distinct non-zero app ids of `txns`, in first-seen order.
-fn group_app_ids(txns: &[Txn]) -> Vec<u64> {
+pub(super) fn group_app_ids(txns: &[Txn]) -> Vec<u64> {
     txgate_algorand::codec::distinct_app_ids(txns.iter().flat_map(|t| t.app_ids.iter().copied()))
 }
 
@@ -128,15 +128,10 @@ mod tests {
     use crate::Txid;
 
     fn txn(apps: &[u64]) -> Txn {
-        Txn {
-            txid: Txid::default(),
-            tx_type: b"appl".to_vec(),
-            sender: [0; 32],
-            first_valid: 1,
-            last_valid: 2,
-            group: None,
-            app_ids: apps.to_vec(),
-        }
+        Txn::new(Txid::default(), b"appl")
+            .with_first_valid(1)
+            .with_last_valid(2)
+            .with_app_ids(apps.to_vec())
     }
 
     #[test]

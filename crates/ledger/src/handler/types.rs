@@ -22,11 +22,29 @@ pub trait CommittedTxids {
 
 /// Why the pool refused a group (go-algorand `TransactionPool.Remember` errors: pool full, fee
 /// too low, lease conflict, ...).
+///
+/// `#[non_exhaustive]`, so that a later version can say more (a kind of refusal, a cause) without
+/// breaking a pool: build one with [`PoolReject::new`].
+///
+/// ```
+/// use txgate_ledger::handler::PoolReject;
+/// let r = PoolReject::new("fee too low");
+/// assert_eq!(r.reason, "fee too low");
+/// assert_eq!(r.to_string(), "transaction pool rejected the group: fee too low");
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("transaction pool rejected the group: {reason}")]
+#[non_exhaustive]
 pub struct PoolReject {
     /// A short static reason for logs.
     pub reason: &'static str,
+}
+
+impl PoolReject {
+    /// A refusal for `reason`, a short static text for logs.
+    pub fn new(reason: &'static str) -> Self {
+        Self { reason }
+    }
 }
 
 /// Where accepted groups go: the transaction pool.
@@ -45,6 +63,10 @@ pub trait PoolSink: Send + Sync {
 }
 
 /// Who sent a message.
+///
+/// Exhaustive: a message comes from the network, through a peer the limiter knows by its origin,
+/// or from the node itself; the handler rate limits and penalizes by that split, and a pool that
+/// matches on it should not have to guess about a third kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Source {
     /// A gossip peer, reduced to its rate-limiter origin.
@@ -54,6 +76,10 @@ pub enum Source {
 }
 
 /// One incoming transaction message.
+///
+/// Exhaustive, built with a struct literal: it is what the caller hands in for each message,
+/// every field is required (none has a default), and a new field would be information the caller
+/// must supply, so it would break callers whatever its form.
 #[derive(Clone, Copy, Debug)]
 pub struct Message<'a> {
     /// The raw message: one or more concatenated msgpack `SignedTxn` maps (a group).
@@ -65,7 +91,12 @@ pub struct Message<'a> {
 }
 
 /// A decoded group on its way to the pool.
+///
+/// `#[non_exhaustive]`: the handler builds groups and hands them to the [`PoolSink`], and a later
+/// version may tell the pool more about one. Outside this crate (a pool's tests), build one with
+/// [`Group::new`].
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Group {
     /// The transactions, in message order (1 to `max_group_size` of them).
     pub txns: Vec<Txn>,
@@ -77,9 +108,40 @@ pub struct Group {
     pub received_ns: u64,
 }
 
+impl Group {
+    /// The group of `txns` from `source`, received at `received_ns` (ns since the Unix epoch),
+    /// with [`app_ids`](Self::app_ids) derived as the handler derives them: the distinct non-zero
+    /// app ids of the transactions, in first-seen order. Nothing is checked (the handler's size
+    /// limits apply to the messages it decodes, not here).
+    ///
+    /// ```
+    /// use txgate_algorand::codec::Txn;
+    /// use txgate_ledger::Txid;
+    /// use txgate_ledger::handler::{Group, Source};
+    ///
+    /// let call = |apps: Vec<u64>| Txn::new(Txid([1; 32]), b"appl").with_app_ids(apps);
+    /// let group = Group::new(vec![call(vec![5, 0, 7]), call(vec![7, 9])], Source::Local, 3);
+    /// assert_eq!(group.app_ids, vec![5, 7, 9]);
+    /// assert_eq!((group.txns.len(), group.source, group.received_ns), (2, Source::Local, 3));
+    /// ```
+    pub fn new(txns: Vec<Txn>, source: Source, received_ns: u64) -> Self {
+        Self {
+            app_ids: super::pipeline::group_app_ids(&txns),
+            txns,
+            source,
+            received_ns,
+        }
+    }
+}
+
 /// What [`TxHandler::handle`](super::TxHandler::handle) did with a message. Each variant has a
 /// counter in [`HandlerStats`](super::HandlerStats).
+///
+/// `#[non_exhaustive]`: a later version may drop a message for a new reason, so a `match` outside
+/// this crate needs a wildcard arm (a caller that only acts on [`Enqueued`](Self::Enqueued) can
+/// treat the rest as "not enqueued").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Outcome {
     /// Pushed onto the backlog; a worker will hand it to the pool.
     Enqueued,

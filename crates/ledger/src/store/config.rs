@@ -16,7 +16,7 @@ pub const DEFAULT_FALSE_POSITIVE_RATE: f64 = 0.001;
 /// the whole window slower, and their queries are markedly slower on CPUs without AVX-512), so
 /// the default is the layout that is fast everywhere. 512-bit blocks need about 7 % fewer bytes
 /// at 0.1 % and have fewer false positives at equal memory: choose them with
-/// [`LedgerConfig::bloom_layout`].
+/// [`LedgerConfig::with_bloom_layout`].
 pub const DEFAULT_BLOOM_LAYOUT: Layout = Layout::Block256;
 
 /// Default hash seed of the round blooms ("txgateL1" in ASCII): deterministic, so two ledgers
@@ -29,10 +29,32 @@ pub const MAX_WINDOW_ROUNDS: u64 = 1 << 20;
 
 /// How a [`Ledger`](super::Ledger) stores and answers.
 ///
+/// Build one from [`LedgerConfig::default`] with the `with_*` setters: `with_x(value)` takes the
+/// new value of field `x`, of that field's type, and returns the config, so the calls chain. They
+/// check nothing; [`Ledger::open`](super::Ledger::open) does. The fields stay public for reading
+/// and assigning; the struct is `#[non_exhaustive]` (code outside this crate cannot write it as a
+/// struct literal), so that a new field is not a breaking change.
+///
 /// With feature `serde`, missing fields take their defaults.
+///
+/// # Examples
+///
+/// ```
+/// use txgate_bloom::Layout;
+/// use txgate_ledger::store::LedgerConfig;
+///
+/// // A pruning ledger of 512-bit blooms at 1 in 10,000 false positives.
+/// let config = LedgerConfig::default()
+///     .with_false_positive_rate(0.0001)
+///     .with_bloom_layout(Layout::Block512)
+///     .with_archival(false);
+/// assert_eq!(config.max_txn_life, 1000); // go-algorand's MaxTxnLife, the default
+/// assert!(!config.archival);
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(default))]
+#[non_exhaustive]
 pub struct LedgerConfig {
     /// Target false-positive rate of each round's bloom, in (0, 1). Default
     /// [`DEFAULT_FALSE_POSITIVE_RATE`].
@@ -76,6 +98,66 @@ impl Default for LedgerConfig {
     }
 }
 
+/// The setters: each sets the field it is named after (see the field for its meaning and
+/// default) and returns the config.
+impl LedgerConfig {
+    /// Sets [`false_positive_rate`](Self::false_positive_rate): each round bloom's target rate
+    /// (default [`DEFAULT_FALSE_POSITIVE_RATE`]; in (0, 1)).
+    #[must_use]
+    pub fn with_false_positive_rate(mut self, false_positive_rate: f64) -> Self {
+        self.false_positive_rate = false_positive_rate;
+        self
+    }
+
+    /// Sets [`blooms`](Self::blooms): build, persist and query round blooms and the txid index
+    /// (default true).
+    #[must_use]
+    pub fn with_blooms(mut self, blooms: bool) -> Self {
+        self.blooms = blooms;
+        self
+    }
+
+    /// Sets [`bloom_layout`](Self::bloom_layout): the block layout of new rounds' blooms
+    /// (default [`DEFAULT_BLOOM_LAYOUT`]).
+    #[must_use]
+    pub fn with_bloom_layout(mut self, bloom_layout: Layout) -> Self {
+        self.bloom_layout = bloom_layout;
+        self
+    }
+
+    /// Sets [`txid_index`](Self::txid_index): keep the per-round txid index beside the blooms
+    /// (default true).
+    #[must_use]
+    pub fn with_txid_index(mut self, txid_index: bool) -> Self {
+        self.txid_index = txid_index;
+        self
+    }
+
+    /// Sets [`max_txn_life`](Self::max_txn_life): MaxTxnLife in rounds (default
+    /// [`DEFAULT_MAX_TXN_LIFE`]; at most [`MAX_WINDOW_ROUNDS`]).
+    #[must_use]
+    pub fn with_max_txn_life(mut self, max_txn_life: u64) -> Self {
+        self.max_txn_life = max_txn_life;
+        self
+    }
+
+    /// Sets [`archival`](Self::archival): keep every block (default true) or prune rounds that
+    /// leave the window.
+    #[must_use]
+    pub fn with_archival(mut self, archival: bool) -> Self {
+        self.archival = archival;
+        self
+    }
+
+    /// Sets [`bloom_seed`](Self::bloom_seed): the blooms' hash seed of a new ledger (default
+    /// [`DEFAULT_BLOOM_SEED`]; a reopened ledger keeps its persisted seed).
+    #[must_use]
+    pub fn with_bloom_seed(mut self, bloom_seed: u64) -> Self {
+        self.bloom_seed = bloom_seed;
+        self
+    }
+}
+
 impl LedgerConfig {
     /// [`LedgerError::FalsePositiveRate`] unless the false-positive rate is in (0, 1);
     /// [`LedgerError::MaxTxnLife`] unless MaxTxnLife is at most [`MAX_WINDOW_ROUNDS`].
@@ -90,5 +172,67 @@ impl LedgerConfig {
             });
         }
         Ok(())
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_setter_sets_its_field_and_only_that_one() {
+        let d = LedgerConfig::default();
+        // The defaults, field by field.
+        assert_eq!(d.false_positive_rate, 0.001);
+        assert_eq!(
+            (d.blooms, d.bloom_layout, d.txid_index, d.archival),
+            (true, Layout::Block256, true, true)
+        );
+        assert_eq!(d.max_txn_life, 1000);
+        assert_eq!(d.bloom_seed, 0x7478_6761_7465_4c31); // "txgateL1"
+        // Each setter from the default: the default with that one field changed.
+        let one = |set: fn(LedgerConfig) -> LedgerConfig, change: fn(&mut LedgerConfig)| {
+            let mut want = LedgerConfig::default();
+            change(&mut want);
+            assert_ne!(want, d);
+            assert_eq!(set(LedgerConfig::default()), want);
+        };
+        one(
+            |c| c.with_false_positive_rate(0.25),
+            |c| c.false_positive_rate = 0.25,
+        );
+        one(|c| c.with_blooms(false), |c| c.blooms = false);
+        one(
+            |c| c.with_bloom_layout(Layout::Block512),
+            |c| c.bloom_layout = Layout::Block512,
+        );
+        one(|c| c.with_txid_index(false), |c| c.txid_index = false);
+        one(|c| c.with_max_txn_life(7), |c| c.max_txn_life = 7);
+        one(|c| c.with_archival(false), |c| c.archival = false);
+        one(|c| c.with_bloom_seed(42), |c| c.bloom_seed = 42);
+        // All of them chained, then each set back to its default value: the default again.
+        let c = LedgerConfig::default()
+            .with_false_positive_rate(0.25)
+            .with_blooms(false)
+            .with_bloom_layout(Layout::Block512)
+            .with_txid_index(false)
+            .with_max_txn_life(7)
+            .with_archival(false)
+            .with_bloom_seed(42);
+        assert_eq!(c.false_positive_rate, 0.25);
+        assert_eq!(
+            (c.blooms, c.bloom_layout, c.txid_index, c.archival),
+            (false, Layout::Block512, false, false)
+        );
+        assert_eq!((c.max_txn_life, c.bloom_seed), (7, 42));
+        let back = c
+            .with_false_positive_rate(0.001)
+            .with_blooms(true)
+            .with_bloom_layout(Layout::Block256)
+            .with_txid_index(true)
+            .with_max_txn_life(1000)
+            .with_archival(true)
+            .with_bloom_seed(u64::from_be_bytes(*b"txgateL1"));
+        assert_eq!(back, d);
     }
 }

@@ -12,45 +12,27 @@ fn validate_reports_each_configuration_error() {
     let check = |cfg: HandlerConfig| cfg.validate().err().map(|e| e.to_string());
     let cases: [(HandlerConfig, &str); 6] = [
         (
-            HandlerConfig {
-                backlog_capacity: 0,
-                ..base.clone()
-            },
+            base.clone().with_backlog_capacity(0),
             "backlog_capacity must be at least 1",
         ),
         (
-            HandlerConfig {
-                congestion_pct: 101,
-                ..base.clone()
-            },
+            base.clone().with_congestion_pct(101),
             "congestion_pct must be 0..=100, got 101",
         ),
         (
-            HandlerConfig {
-                max_group_size: 0,
-                ..base.clone()
-            },
+            base.clone().with_max_group_size(0),
             "max_group_size must be at least 1",
         ),
         (
-            HandlerConfig {
-                max_message_size: 0,
-                ..base.clone()
-            },
+            base.clone().with_max_message_size(0),
             "max_message_size must be at least 1",
         ),
         (
-            HandlerConfig {
-                dedup_max_size: 0,
-                ..base.clone()
-            },
+            base.clone().with_dedup_max_size(0),
             "dedup_max_size must be at least 1 when dedup is on",
         ),
         (
-            HandlerConfig {
-                dedup_interval: Duration::ZERO,
-                ..base.clone()
-            },
+            base.clone().with_dedup_interval(Duration::ZERO),
             "dedup_interval must be at least 1 ns when dedup is on",
         ),
     ];
@@ -58,41 +40,33 @@ fn validate_reports_each_configuration_error() {
         assert_eq!(check(cfg).as_deref(), Some(want));
     }
     assert!(matches!(
-        HandlerConfig {
-            congestion_pct: 250,
-            ..base.clone()
-        }
-        .validate(),
+        base.clone().with_congestion_pct(250).validate(),
         Err(HandlerConfigError::CongestionPct(250))
     ));
     // The first failing check wins: capacity before the percentage.
     assert!(matches!(
-        HandlerConfig {
-            backlog_capacity: 0,
-            congestion_pct: 101,
-            ..base.clone()
-        }
-        .validate(),
+        base.clone()
+            .with_backlog_capacity(0)
+            .with_congestion_pct(101)
+            .validate(),
         Err(HandlerConfigError::ZeroBacklogCapacity)
     ));
     // Boundaries pass.
-    let edges = HandlerConfig {
-        backlog_capacity: 1,
-        congestion_pct: 100,
-        max_group_size: 1,
-        max_message_size: 1,
-        dedup_max_size: 1,
-        dedup_interval: Duration::from_nanos(1),
-        ..base.clone()
-    };
+    let edges = base
+        .clone()
+        .with_backlog_capacity(1)
+        .with_congestion_pct(100)
+        .with_max_group_size(1)
+        .with_max_message_size(1)
+        .with_dedup_max_size(1)
+        .with_dedup_interval(Duration::from_nanos(1));
     assert!(edges.validate().is_ok());
     // Dedup off: its fields are not checked.
-    let off = HandlerConfig {
-        dedup: false,
-        dedup_max_size: 0,
-        dedup_interval: Duration::ZERO,
-        ..base.clone()
-    };
+    let off = base
+        .clone()
+        .with_dedup(false)
+        .with_dedup_max_size(0)
+        .with_dedup_interval(Duration::ZERO);
     assert!(off.validate().is_ok());
     // Rate limiting on without a limiter is `new`'s check, not `validate`'s.
     assert!(base.app_rate_limiting && base.validate().is_ok());
@@ -132,10 +106,7 @@ fn config_errors_are_typed() {
         Some(HandlerConfigError::MissingLimiter)
     ));
     // Two problems: the first in a fixed order (sizes, the limiter, then dedup) is reported.
-    let two = HandlerConfig {
-        dedup_max_size: 0,
-        ..config(10, 10)
-    };
+    let two = config(10, 10).with_dedup_max_size(0);
     assert!(matches!(
         mk(two.clone(), None),
         Some(HandlerConfigError::MissingLimiter)
@@ -148,44 +119,30 @@ fn config_errors_are_typed() {
         mk(config(0, 10), None),
         Some(HandlerConfigError::ZeroBacklogCapacity)
     ));
-    let z = HandlerConfig {
-        dedup_max_size: 0,
-        ..config(10, 10)
-    };
+    let z = config(10, 10).with_dedup_max_size(0);
     assert!(matches!(
         mk(z, l.clone()),
         Some(HandlerConfigError::ZeroDedupMaxSize)
     ));
-    let z = HandlerConfig {
-        dedup_interval: Duration::ZERO,
-        ..config(10, 10)
-    };
+    let z = config(10, 10).with_dedup_interval(Duration::ZERO);
     assert!(matches!(
         mk(z, l.clone()),
         Some(HandlerConfigError::ZeroDedupInterval)
     ));
-    let z = HandlerConfig {
-        max_group_size: 0,
-        ..config(10, 10)
-    };
+    let z = config(10, 10).with_max_group_size(0);
     assert!(matches!(
         mk(z, l.clone()),
         Some(HandlerConfigError::ZeroMaxGroupSize)
     ));
-    let z = HandlerConfig {
-        max_message_size: 0,
-        ..config(10, 10)
-    };
+    let z = config(10, 10).with_max_message_size(0);
     assert!(matches!(
         mk(z, l.clone()),
         Some(HandlerConfigError::ZeroMaxMessageSize)
     ));
     // Off: no limiter needed; a random salt works.
-    let ok = HandlerConfig {
-        app_rate_limiting: false,
-        dedup_salt: None,
-        ..config(10, 10)
-    };
+    let ok = config(10, 10)
+        .with_app_rate_limiting(false)
+        .with_dedup_salt(None);
     assert!(mk(ok, None).is_none());
     // Worker errors.
     let s = setup(
@@ -213,10 +170,7 @@ fn config_errors_are_typed() {
 fn cached_limiter_keys_decide_like_derived_ones() {
     let mk = |cache: usize| {
         setup(
-            HandlerConfig {
-                app_key_cache: cache,
-                ..config(100_000, 0)
-            },
+            config(100_000, 0).with_app_key_cache(cache),
             CommittedMap::default(),
             RecordingPool {
                 reject_app: Some(3),

@@ -152,10 +152,7 @@ fn many_threads_conserve_counts_with_workers_running() {
         ..RecordingPool::default()
     };
     // Backlog large enough never to fill; limiter off (its drops depend on timing).
-    let cfg = HandlerConfig {
-        app_rate_limiting: false,
-        ..config(100_000, 10)
-    };
+    let cfg = config(100_000, 10).with_app_rate_limiting(false);
     let s = setup(cfg, ledger, pool, 100);
     let h = Arc::new(s.handler);
     h.start_workers(2).unwrap();

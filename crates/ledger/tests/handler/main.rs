@@ -111,24 +111,23 @@ fn at(bytes: &[u8], source: Source, received_ns: u64) -> Message<'_> {
 /// A limiter with L = `limit` per 1 s window.
 fn limiter(limit: u64) -> Arc<AppRateLimiter> {
     Arc::new(
-        AppRateLimiter::new(Config {
-            max_size: 4096,
-            rate_per_second: limit,
-            window: Duration::from_secs(1),
-            shards: 16,
-            salt: Some([9; 16]),
-        })
+        AppRateLimiter::new(
+            Config::default()
+                .with_max_size(4096)
+                .with_rate_per_second(limit)
+                .with_window(Duration::from_secs(1))
+                .with_shards(16)
+                .with_salt(Some([9; 16])),
+        )
         .unwrap(),
     )
 }
 
 fn config(capacity: usize, pct: u32) -> HandlerConfig {
-    HandlerConfig {
-        backlog_capacity: capacity,
-        congestion_pct: pct,
-        dedup_salt: Some([3; 16]),
-        ..HandlerConfig::default()
-    }
+    HandlerConfig::default()
+        .with_backlog_capacity(capacity)
+        .with_congestion_pct(pct)
+        .with_dedup_salt(Some([3; 16]))
 }
 
 struct Setup {

@@ -223,10 +223,7 @@ fn limiter_runs_only_above_the_congestion_threshold() {
 
 #[test]
 fn limiter_switch_off_never_consults() {
-    let cfg = HandlerConfig {
-        app_rate_limiting: false,
-        ..config(4, 0)
-    };
+    let cfg = config(4, 0).with_app_rate_limiting(false);
     let s = setup(cfg, CommittedMap::default(), RecordingPool::default(), 1);
     let h = &s.handler;
     fill(h, 1, 0); // len 1 > threshold 0
@@ -293,10 +290,7 @@ fn dropped_messages_other_than_backlog_full_stay_remembered() {
 
 #[test]
 fn dedup_rotates_by_time_on_the_message_clock() {
-    let cfg = HandlerConfig {
-        dedup_interval: Duration::from_secs(60),
-        ..config(64, 100)
-    };
+    let cfg = config(64, 100).with_dedup_interval(Duration::from_secs(60));
     let s = setup(cfg, CommittedMap::default(), RecordingPool::default(), 100);
     let h = &s.handler;
     let m = msg_bytes(&[tx(0, 1)]);
@@ -316,10 +310,7 @@ fn dedup_rotates_by_time_on_the_message_clock() {
 
 #[test]
 fn dedup_rotates_by_size() {
-    let cfg = HandlerConfig {
-        dedup_max_size: 2,
-        ..config(64, 100)
-    };
+    let cfg = config(64, 100).with_dedup_max_size(2);
     let s = setup(cfg, CommittedMap::default(), RecordingPool::default(), 100);
     let h = &s.handler;
     let m: Vec<Vec<u8>> = (0..5).map(|i| msg_bytes(&[tx(0, i)])).collect();
@@ -334,11 +325,8 @@ fn dedup_rotates_by_size() {
 
 #[test]
 fn dedup_off_passes_repeats() {
-    let cfg = HandlerConfig {
-        dedup: false,
-        dedup_max_size: 0, // ignored when off
-        ..config(64, 100)
-    };
+    // A zero dedup size is not checked with dedup off.
+    let cfg = config(64, 100).with_dedup(false).with_dedup_max_size(0);
     let s = setup(cfg, CommittedMap::default(), RecordingPool::default(), 100);
     let m = msg_bytes(&[tx(0, 1)]);
     for _ in 0..3 {
@@ -352,10 +340,7 @@ fn message_of_max_size_passes_one_byte_more_is_dropped_unread() {
     assert_eq!(HandlerConfig::default().max_message_size, 5_000_000);
     let ok = msg_bytes(&[tx(0, 1)]);
     let s = setup(
-        HandlerConfig {
-            max_message_size: ok.len(),
-            ..config(8, 100)
-        },
+        config(8, 100).with_max_message_size(ok.len()),
         CommittedMap::default(),
         RecordingPool::default(),
         100,

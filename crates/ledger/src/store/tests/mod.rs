@@ -73,26 +73,19 @@ pub(super) const TEST_CODEC: Codec = Codec {
 };
 
 pub(super) fn block(round: Round, txids: &[Txid]) -> Block {
-    Block {
-        round,
-        genesis_id: b"test".to_vec(),
-        genesis_hash: [1; 32],
-        timestamp: 0,
-        txn_commitment: None,
-        entry_offsets: (0..txids.len()).map(|i| 10 + 32 * i).collect(),
-        txns: txids
-            .iter()
-            .map(|&txid| Txn {
-                txid,
-                tx_type: b"pay".to_vec(),
-                sender: [2; 32],
-                first_valid: round.saturating_sub(10),
-                last_valid: round.saturating_add(10),
-                group: None,
-                app_ids: vec![],
-            })
-            .collect(),
-    }
+    Block::new(round, b"test", [1; 32])
+        .with_entry_offsets((0..txids.len()).map(|i| 10 + 32 * i).collect())
+        .with_txns(
+            txids
+                .iter()
+                .map(|&txid| {
+                    Txn::new(txid, b"pay")
+                        .with_sender([2; 32])
+                        .with_first_valid(round.saturating_sub(10))
+                        .with_last_valid(round.saturating_add(10))
+                })
+                .collect(),
+        )
 }
 
 /// Deterministic txids: four outputs of `rng`, little-endian.

@@ -42,10 +42,11 @@ fn sequencing_errors_write_nothing() {
 #[test]
 fn blocks_of_another_network_are_refused_and_nothing_is_written() {
     let dir = tempfile::tempdir().unwrap();
-    let other = |round: Round, hash: [u8; 32]| Block {
-        genesis_id: b"mainnet-v1.0".to_vec(),
-        genesis_hash: hash,
-        ..block(round, &[Txid([9; 32])])
+    let other = |round: Round, hash: [u8; 32]| {
+        let mut b = block(round, &[Txid([9; 32])]);
+        b.genesis_id = b"mainnet-v1.0".to_vec();
+        b.genesis_hash = hash;
+        b
     };
     let test_net = Genesis {
         id: b"test".to_vec(),
@@ -77,9 +78,10 @@ fn blocks_of_another_network_are_refused_and_nothing_is_written() {
         assert!(!msg.contains('\n'));
         // The same id with another hash is another network; a zero hash is "not set".
         assert!(l.check_network(&other(6, [1; 32])).is_err());
-        let same_id = |hash| Block {
-            genesis_hash: hash,
-            ..block(6, &[])
+        let same_id = |hash| {
+            let mut b = block(6, &[]);
+            b.genesis_hash = hash;
+            b
         };
         assert!(l.check_network(&same_id([2; 32])).is_err());
         assert!(l.check_network(&same_id([0; 32])).is_ok());
