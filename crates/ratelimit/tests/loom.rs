@@ -19,17 +19,17 @@ fn limiter(limit: u64, capacity: usize) -> Arc<AppRateLimiter> {
 }
 
 fn sharded(limit: u64, max_size: usize, shards: usize) -> Arc<AppRateLimiter> {
-    Arc::new(
-        AppRateLimiter::new(
-            Config::default()
-                .with_max_size(max_size)
-                .with_rate_per_second(limit)
-                .with_window(Duration::from_secs(1))
-                .with_shards(shards)
-                .with_salt(Some([1; 16])),
-        )
-        .unwrap(),
-    )
+    Arc::new(AppRateLimiter::new(config(limit, max_size, shards)).unwrap())
+}
+
+/// `shards` shards holding `max_size` keys in all, L = `limit` per 1 s window.
+fn config(limit: u64, max_size: usize, shards: usize) -> Config {
+    Config::default()
+        .with_max_size(max_size)
+        .with_rate_per_second(limit)
+        .with_window(Duration::from_secs(1))
+        .with_shards(shards)
+        .with_salt(Some([1; 16]))
 }
 
 fn peer(i: u8) -> Origin {
@@ -615,13 +615,7 @@ fn linearizable(config: Config, scenario: fn(&AppRateLimiter) -> Scenario) {
 
 /// One shard of `capacity` keys, L = `limit` per 1 s window, as a config.
 fn one_shard(limit: u64, capacity: usize) -> Config {
-    Config {
-        max_size: capacity,
-        rate_per_second: limit,
-        window: Duration::from_secs(1),
-        shards: 1,
-        salt: Some([1; 16]),
-    }
+    config(limit, capacity, 1)
 }
 
 /// Two of a peer's keys, in the groups' canonical order.
