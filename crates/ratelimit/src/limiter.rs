@@ -282,12 +282,12 @@ impl AppRateLimiter {
     /// use std::time::Duration;
     /// use txgate_ratelimit::{AppRateLimiter, Config, Decision, InsufficientCapacity, Origin};
     ///
-    /// let limiter = AppRateLimiter::new(Config {
-    ///     rate_per_second: 1,
-    ///     window: Duration::from_secs(10), // L = 10 per window
-    ///     max_size: 4096,
-    ///     ..Config::default()
-    /// })?;
+    /// let limiter = AppRateLimiter::new(
+    ///     Config::default()
+    ///         .with_rate_per_second(1)
+    ///         .with_window(Duration::from_secs(10)) // L = 10 per window
+    ///         .with_max_size(4096),
+    /// )?;
     /// let peer = Origin::from_peer_id(b"peer-1");
     /// let now = 1_700_000_000_000_000_000; // an interval boundary
     /// let cost = |n| NonZeroU32::new(n).unwrap();
