@@ -43,7 +43,12 @@ use txgate_ledger::handler::{
     PoolSink, Source, TxHandler,
 };
 use txgate_ratelimit::{AppRateLimiter, Config};
-use txgate_tests::handler_doubles::NothingCommitted;
+
+// The ledger's test doubles, shared with its tests.
+#[path = "../../crates/ledger/tests/handler_doubles/mod.rs"]
+mod handler_doubles;
+
+use handler_doubles::NothingCommitted;
 
 /// Messages fed per iteration.
 const MESSAGES: usize = 32_768;

@@ -20,7 +20,12 @@ use std::time::Duration;
 use iai_callgrind::{library_benchmark, library_benchmark_group, main};
 use txgate_ledger::handler::{HandlerConfig, Message, Source, TxHandler};
 use txgate_ratelimit::{AppRateLimiter, Config};
-use txgate_tests::handler_doubles::{AcceptAll, NothingCommitted};
+
+// The ledger's test doubles, shared with its tests.
+#[path = "../../crates/ledger/tests/handler_doubles/mod.rs"]
+mod handler_doubles;
+
+use handler_doubles::{AcceptAll, NothingCommitted};
 
 // The spam generator is the criterion bench's only.
 #[allow(dead_code)]

@@ -30,7 +30,7 @@ use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use txgate_benches::eviction::{CAPACITY, EvictionKeys, PASS, STREAM, eviction_keys, origin};
 use txgate_benches::mutex_limiter::MutexLimiter;
 use txgate_ratelimit::{AppKey, AppRateLimiter, Config, Origin};
-use txgate_tests::rng::SplitMix64;
+use txgate_testkit::rng::SplitMix64;
 
 const SEC: u64 = 1_000_000_000;
 const WINDOW: u64 = 10 * SEC;

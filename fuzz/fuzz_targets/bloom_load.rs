@@ -6,7 +6,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use txgate_bloom::{AnyBloom, AtomicBlockedBloom, Block256, Block512, BlockedBloom, Sbbf};
-use txgate_tests::bloom_format::written_back;
+use txgate_testkit::bloom_format::written_back;
 
 fuzz_target!(|bytes: &[u8]| {
     let written = [

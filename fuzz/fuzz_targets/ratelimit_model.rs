@@ -12,7 +12,12 @@ use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use txgate_ratelimit::model::Model;
 use txgate_ratelimit::{AppKey, AppRateLimiter, Config, Origin};
-use txgate_tests::decisions::parts;
+
+// A decision as comparable parts: txgate-ratelimit's differential test's helper.
+#[path = "../../crates/ratelimit/tests/decisions/mod.rs"]
+mod decisions;
+
+use decisions::parts;
 
 #[derive(Arbitrary, Debug)]
 struct Input {

@@ -9,8 +9,8 @@
 use std::time::Instant;
 
 use txgate_bloom::{Backend, Block256, Block512, BlockLayout, BlockedBloom, BloomBuilder};
-use txgate_tests::real_round_txids;
-use txgate_tests::rng::SplitMix64;
+use txgate_testkit::real_round_txids;
+use txgate_testkit::rng::SplitMix64;
 
 fn main() {
     println!("txgate-bloom: per-round txid filters on real Algorand rounds\n");
@@ -21,7 +21,7 @@ fn main() {
     fpr_table();
 }
 
-fn real_rounds(rounds: &[txgate_tests::RoundTxids]) {
+fn real_rounds(rounds: &[txgate_testkit::RoundTxids]) {
     let fpr = 0.001;
     let started = Instant::now();
     let filters: Vec<BlockedBloom> = rounds

@@ -21,7 +21,7 @@ use txgate_tests::algod::FakeAlgod;
 fn main() {
     let mut args = std::env::args().skip(1);
     let archive = args.next().map(PathBuf::from).unwrap_or_else(|| {
-        txgate_tests::data_file("algorand-sdk-testing/private_blocks/dataset2.tar.bz2")
+        txgate_testkit::data_file("algorand-sdk-testing/private_blocks/dataset2.tar.bz2")
             .unwrap_or_else(|| {
                 eprintln!("fake_algod: no archive given and the real data is missing");
                 std::process::exit(2)

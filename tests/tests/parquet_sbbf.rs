@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 use txgate_bloom::{Backend, Sbbf};
-use txgate_tests::data_file;
-use txgate_tests::rng::SplitMix64;
+use txgate_testkit::data_file;
+use txgate_testkit::rng::SplitMix64;
 
 fn vectors() -> Option<Value> {
     let path = data_file("derived/sbbf_vectors.json")?;

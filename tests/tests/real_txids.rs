@@ -3,7 +3,7 @@
 //! the configured rate.
 
 use txgate_bloom::{BlockedBloom, BloomBuilder};
-use txgate_tests::real_round_txids;
+use txgate_testkit::real_round_txids;
 
 #[test]
 fn per_round_filters_over_real_txids() {

@@ -1,12 +1,17 @@
 //! The libraries' `serde` support: every type round-trips through JSON (a human-readable format)
 //! to an equal value, filters load back with the same bits, and what is documented as text is
-//! text.
+//! text. The binary forms (a txid's 32 bytes, a filter's serialized bytes) go through MessagePack
+//! (rmp-serde, whose serializer is not human-readable), checked byte for byte against the
+//! MessagePack spec (github.com/msgpack/msgpack, spec.md): bin 8 is `0xc4` and bin 16 `0xc5`,
+//! each followed by the length (big-endian, 1 or 2 bytes) and the bytes; array 16 is `0xdc` and
+//! a 2-byte count; a positive fixint is one byte below `0x80`, a uint 8 is `0xcc` and the byte;
+//! str 8 is `0xd9` and a 1-byte length.
 
 use std::time::Duration;
 
 use txgate_algorand::Txid;
 use txgate_bloom::{
-    AnyBloom, AtomicBlockedBloom, Block512, BlockedBloom, BloomBuilder, Layout, Sbbf,
+    AnyBloom, AtomicBlockedBloom, Block256, Block512, BlockedBloom, BloomBuilder, Layout, Sbbf,
 };
 use txgate_ledger::handler::{HandlerConfig, HandlerStats};
 use txgate_ledger::store::LedgerConfig;
@@ -27,6 +32,136 @@ fn txid_is_its_base32_text() {
     assert_eq!(back, txid);
     assert!(serde_json::from_str::<Txid>("\"AAAA\"").is_err());
     assert!(serde_json::from_str::<Txid>("7").is_err());
+}
+
+/// `value` in MessagePack, binary (not human-readable) as rmp-serde is by default.
+fn msgpack<T: serde::Serialize>(value: &T) -> Vec<u8> {
+    rmp_serde::to_vec(value).expect("serializes")
+}
+
+/// `bytes` as a MessagePack bin 16 (for 256 to 65535 bytes).
+fn bin16(bytes: &[u8]) -> Vec<u8> {
+    let len = u16::try_from(bytes.len()).expect("at most 65535 bytes");
+    assert!(len >= 256, "{len} bytes take a bin 8");
+    [&[0xc5][..], &len.to_be_bytes(), bytes].concat()
+}
+
+/// The message of a rmp-serde decode error that serde's `de::Error::custom` made (its `Syntax`
+/// variant); panics on success or on another variant.
+fn syntax_error<T: std::fmt::Debug>(decoded: Result<T, rmp_serde::decode::Error>) -> String {
+    match decoded {
+        Err(rmp_serde::decode::Error::Syntax(msg)) => msg,
+        other => panic!("expected a Syntax error, got {other:?}"),
+    }
+}
+
+#[test]
+fn txid_is_its_32_bytes_in_msgpack() {
+    // 0, 8, ..., 248: bytes below 0x80 and above, which a sequence writes differently.
+    let bytes: [u8; 32] = std::array::from_fn(|i| (i * 8) as u8);
+    let txid = Txid(bytes);
+    // bin 8 (0xc4) of length 32 (0x20), then the bytes.
+    let want = [&[0xc4, 0x20][..], &bytes].concat();
+    assert_eq!(msgpack(&txid), want);
+    assert_eq!(rmp_serde::from_slice::<Txid>(&want).unwrap(), txid);
+
+    // A sequence of 32 integers (what formats without a byte type give): array 16 of count 32.
+    let mut seq = vec![0xdc, 0x00, 0x20];
+    for b in bytes {
+        if b < 0x80 {
+            seq.push(b);
+        } else {
+            seq.extend([0xcc, b]);
+        }
+    }
+    assert_eq!(rmp_serde::from_slice::<Txid>(&seq).unwrap(), txid);
+
+    // 31 bytes, and a sequence of 33, are refused with the length.
+    let short = [&[0xc4, 31][..], &bytes[..31]].concat();
+    assert_eq!(
+        syntax_error(rmp_serde::from_slice::<Txid>(&short)),
+        "invalid length 31, expected a txid: 52 base32 characters, or 32 bytes"
+    );
+    let mut long = seq.clone();
+    long[2] = 33;
+    long.push(7);
+    assert_eq!(
+        syntax_error(rmp_serde::from_slice::<Txid>(&long)),
+        "invalid length 33, expected a txid: 52 base32 characters, or 32 bytes"
+    );
+
+    // The choice is the serializer's `is_human_readable`, not the format: rmp-serde told to be
+    // human-readable writes the base32 text, a str 8 of 52 (0x34) characters.
+    let mut text = Vec::new();
+    serde::Serialize::serialize(
+        &txid,
+        &mut rmp_serde::Serializer::new(&mut text).with_human_readable(),
+    )
+    .unwrap();
+    assert_eq!(
+        text,
+        [&[0xd9, 0x34][..], txid.to_string().as_bytes()].concat()
+    );
+}
+
+#[test]
+fn filters_are_byte_strings_in_msgpack() {
+    let builder = BloomBuilder::with_num_bits(1 << 12).unwrap().seed(8);
+    let mut plain = builder.build().unwrap();
+    let mut wide: BlockedBloom<Block512> = builder.layout().unwrap().build().unwrap();
+    let mut sbbf = Sbbf::new(512).unwrap();
+    for i in 0..100u32 {
+        plain.insert_id(&[i as u8; 32]);
+        wide.insert_id(&[i as u8; 32]);
+        sbbf.insert(&i.to_le_bytes());
+    }
+
+    let encoded = msgpack(&plain);
+    assert_eq!(encoded, bin16(&plain.to_bytes()));
+    assert_eq!(
+        rmp_serde::from_slice::<BlockedBloom>(&encoded).unwrap(),
+        plain
+    );
+    let atomic = AtomicBlockedBloom::from(plain.clone());
+    assert_eq!(msgpack(&atomic), encoded);
+    let back: AtomicBlockedBloom = rmp_serde::from_slice(&encoded).unwrap();
+    assert_eq!(back.to_plain().unwrap(), plain);
+
+    let encoded_wide = msgpack(&wide);
+    assert_eq!(encoded_wide, bin16(&wide.to_bytes()));
+    assert_eq!(
+        rmp_serde::from_slice::<BlockedBloom<Block512>>(&encoded_wide).unwrap(),
+        wide
+    );
+    let any: AnyBloom = rmp_serde::from_slice(&encoded_wide).unwrap();
+    assert_eq!(any.layout(), Layout::Block512);
+    assert_eq!(msgpack(&any), encoded_wide);
+
+    let encoded_sbbf = msgpack(&sbbf);
+    assert_eq!(encoded_sbbf, bin16(&sbbf.to_parquet()));
+    let back: Sbbf = rmp_serde::from_slice(&encoded_sbbf).unwrap();
+    assert_eq!(back.to_parquet(), sbbf.to_parquet());
+
+    // Damaged bytes fail as `from_bytes` fails, with its message; so does the other layout.
+    let mut damaged = plain.to_bytes();
+    damaged[100] ^= 1;
+    let load_error = BlockedBloom::<Block256>::from_bytes(&damaged).unwrap_err();
+    assert_eq!(
+        syntax_error(rmp_serde::from_slice::<BlockedBloom>(&bin16(&damaged))),
+        load_error.to_string()
+    );
+    assert_eq!(
+        syntax_error(rmp_serde::from_slice::<BlockedBloom<Block512>>(&encoded)),
+        BlockedBloom::<Block512>::from_bytes(&plain.to_bytes())
+            .unwrap_err()
+            .to_string()
+    );
+    // A Parquet filter with a byte after its bitset.
+    let longer = [&sbbf.to_parquet()[..], &[0]].concat();
+    assert_eq!(
+        syntax_error(rmp_serde::from_slice::<Sbbf>(&bin16(&longer))),
+        "1 bytes after the Parquet bloom filter"
+    );
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! The codec and the block sources against real Algorand data (../shared/data, see its
 //! SOURCES.md): the indexer's 30 txid vectors, every transaction and every payset commitment of
 //! the private dataset2 network, and the betanet block. Data missing: a printed skip (a failure
-//! under CI=true, through `txgate_tests::data_file`).
+//! under CI=true, through `txgate_testkit::data_file`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -13,7 +13,7 @@ use txgate_algorand::codec::{
     payset_offsets,
 };
 use txgate_algorand::source::{BlockSource, SourceError};
-use txgate_tests::data_file;
+use txgate_testkit::data_file;
 
 const DATASET2: &str = "algorand-sdk-testing/private_blocks/dataset2.tar.bz2";
 const JSONL: &str = "derived/algorand_private_dataset2_txns.jsonl";

@@ -2,7 +2,7 @@
 //! implementations over rmpv (a general msgpack value reader and writer, not the codec's own
 //! reader), on every block of the real dataset2 archive (../shared/data, see its SOURCES.md),
 //! the real betanet block, and synthetic blocks. Data missing: a printed skip (a failure under
-//! CI=true, through `txgate_tests::data_file`).
+//! CI=true, through `txgate_testkit::data_file`).
 //!
 //! The references parse the block into rmpv values and re-encode them: where the input is
 //! canonical (every block a go-algorand node writes) they must agree byte for byte with the
@@ -14,7 +14,7 @@ use txgate_algorand::codec::{
 };
 use txgate_algorand::source::BlockSource;
 use txgate_algorand::synth::{SynthTxn, encode_block};
-use txgate_tests::data_file;
+use txgate_testkit::data_file;
 
 const DATASET2: &str = "algorand-sdk-testing/private_blocks/dataset2.tar.bz2";
 const BETANET: &str = "algorand-indexer/blocks/stpf_block_high_index.block";

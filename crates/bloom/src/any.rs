@@ -188,6 +188,16 @@ impl AnyBloom {
     }
 }
 
+/// Inserts every key, as [`AnyBloom::insert`] does: by its `std::hash::Hash` impl, into the filter
+/// inside (one branch on the layout for the whole batch). Such keys are found by
+/// [`contains`](AnyBloom::contains), not by `contains_id` or `contains_bytes` (another hash).
+/// There is no `FromIterator` (see [`BloomBuilder::build_from`](crate::BloomBuilder::build_from)).
+impl<'a, T: Hash + ?Sized + 'a> Extend<&'a T> for AnyBloom {
+    fn extend<I: IntoIterator<Item = &'a T>>(&mut self, keys: I) {
+        forward!(self, f => f.extend(keys))
+    }
+}
+
 impl From<BlockedBloom<Block256>> for AnyBloom {
     fn from(filter: BlockedBloom<Block256>) -> Self {
         AnyBloom::Block256(filter)

@@ -312,6 +312,19 @@ impl<B: BlockLayout> AtomicBlockedBloom<B> {
     }
 }
 
+/// Inserts every key, as [`AtomicBlockedBloom::insert`] does: by its `std::hash::Hash` impl. Such
+/// keys are found by [`contains`](AtomicBlockedBloom::contains), not by `contains_id` or
+/// `contains_bytes` (another hash). `Extend` takes `&mut self`; threads that share the filter
+/// insert through `&self` with [`insert`](AtomicBlockedBloom::insert). There is no
+/// `FromIterator` (see [`BloomBuilder::build_from`](crate::BloomBuilder::build_from)).
+impl<'a, B: BlockLayout, T: Hash + ?Sized + 'a> Extend<&'a T> for AtomicBlockedBloom<B> {
+    fn extend<I: IntoIterator<Item = &'a T>>(&mut self, keys: I) {
+        for key in keys {
+            self.insert(key);
+        }
+    }
+}
+
 impl<B: BlockLayout> From<BlockedBloom<B>> for AtomicBlockedBloom<B> {
     fn from(plain: BlockedBloom<B>) -> Self {
         let atomic: Box<[B::Atomic]> = plain.blocks().iter().map(|&b| B::to_atomic(b)).collect();

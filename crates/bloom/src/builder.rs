@@ -1,6 +1,6 @@
 //! Sizing, seeding and allocating a filter: [`BloomBuilder`].
 
-use std::hash::{BuildHasher, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::marker::PhantomData;
 
 use crate::any::AnyBloom;
@@ -153,6 +153,44 @@ impl<B: BlockLayout> BloomBuilder<B> {
     pub fn build(&self) -> Result<BlockedBloom<B>, BuildError> {
         let (seed, kernel) = self.parts()?;
         BlockedBloom::from_parts(self.num_blocks, seed, kernel)
+    }
+
+    /// Allocates a [`BlockedBloom`] of layout `B` holding every key of `keys`: [`build`](Self::build)
+    /// followed by [`Extend::extend`], so each key is inserted by its `std::hash::Hash` impl and
+    /// found by `contains` (not by `contains_id`: insert ids with `insert_id`). The other filter
+    /// types are filled the same way: `build_atomic()?` or `build_any(layout)?`, then `extend`.
+    ///
+    /// The filters implement `Extend` but not `FromIterator`, which would have to choose what
+    /// this builder is told: a size (an iterator gives no count without being collected first,
+    /// and a count still needs a false-positive target) and a seed (a random one makes two
+    /// filters of the same keys unequal and a run unreproducible; a fixed one gives every
+    /// filter the same bit positions, which an adversary who knows it can aim at).
+    ///
+    /// # Errors
+    /// As [`build`](Self::build).
+    ///
+    /// # Examples
+    /// ```
+    /// use txgate_bloom::BloomBuilder;
+    /// let apps = [1001u64, 1002, 1003];
+    /// let builder = BloomBuilder::with_false_positive_rate(apps.len() as u64, 0.001)?.seed(1);
+    /// let filter = builder.build_from(&apps)?;
+    /// assert!(apps.iter().all(|app| filter.contains(app)));
+    /// // The same as inserting them one by one into a filter of the same seed.
+    /// let mut one_by_one = builder.build()?;
+    /// for app in &apps {
+    ///     one_by_one.insert(app);
+    /// }
+    /// assert_eq!(filter, one_by_one);
+    /// # Ok::<(), txgate_bloom::BuildError>(())
+    /// ```
+    pub fn build_from<'a, T: Hash + ?Sized + 'a>(
+        &self,
+        keys: impl IntoIterator<Item = &'a T>,
+    ) -> Result<BlockedBloom<B>, BuildError> {
+        let mut filter = self.build()?;
+        filter.extend(keys);
+        Ok(filter)
     }
 
     /// Allocates an empty [`AtomicBlockedBloom`] of layout `B`.

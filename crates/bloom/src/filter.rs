@@ -64,6 +64,8 @@ impl<B: BlockLayout> Eq for BlockedBloom<B> {}
 /// Inserts every key, as [`BlockedBloom::insert`] does: by its `std::hash::Hash` impl. Such keys
 /// are found by [`contains`](BlockedBloom::contains), not by `contains_id` or `contains_bytes`
 /// (another hash): extend a filter of txids with `ids.iter().for_each(|id| { f.insert_id(id); })`.
+/// A new filter of given keys is [`BloomBuilder::build_from`]; there is no `FromIterator` (the
+/// builder's docs say why).
 impl<'a, B: BlockLayout, T: Hash + ?Sized + 'a> Extend<&'a T> for BlockedBloom<B> {
     fn extend<I: IntoIterator<Item = &'a T>>(&mut self, keys: I) {
         for key in keys {

@@ -1,8 +1,9 @@
-//! The portable byte hash, ids of any length, equality, `Extend`, the borrowed bits, and the
-//! Parquet filter's union and clear, with values fixed by the format or computed independently.
+//! The portable byte hash, ids of any length, equality, `Extend` and `build_from` on every
+//! filter type, the borrowed bits, and the Parquet filter's union and clear, with values fixed by
+//! the format or computed independently.
 
 use txgate_bloom::{
-    AnyBloom, AtomicBlockedBloom, Block512, BlockedBloom, BloomBuilder, Sbbf, ShapeError,
+    AnyBloom, AtomicBlockedBloom, Block512, BlockedBloom, BloomBuilder, Layout, Sbbf, ShapeError,
 };
 
 fn filter(seed: u64) -> BlockedBloom {
@@ -108,6 +109,54 @@ fn equality_extend_and_the_borrowed_bits() {
             .sum::<u64>(),
         one.count_ones()
     );
+}
+
+#[test]
+fn every_filter_type_extends_as_insert_does() {
+    let keys: Vec<u64> = (0..300u64).map(|i| i * 7919).collect();
+    let builder = BloomBuilder::with_num_bits(1 << 16).unwrap().seed(11);
+    let mut one_by_one = builder.build().unwrap();
+    for k in &keys {
+        one_by_one.insert(k);
+    }
+
+    let built = builder.build_from(&keys).unwrap();
+    assert_eq!(built, one_by_one);
+    assert!(keys.iter().all(|k| built.contains(k)));
+
+    let mut atomic = builder.build_atomic().unwrap();
+    atomic.extend(&keys);
+    assert!(keys.iter().all(|k| atomic.contains(k)));
+    assert_eq!(atomic.to_plain().unwrap(), one_by_one);
+
+    let mut any = builder.build_any(Layout::Block256).unwrap();
+    any.extend(&keys);
+    assert!(keys.iter().all(|k| any.contains(k)));
+    assert_eq!(any.to_bytes(), one_by_one.to_bytes());
+
+    // The 512-bit layout, through AnyBloom and build_from alike.
+    let wide_builder = builder.clone().layout::<Block512>().unwrap();
+    let mut wide: BlockedBloom<Block512> = wide_builder.build().unwrap();
+    for k in &keys {
+        wide.insert(k);
+    }
+    assert_eq!(wide_builder.build_from(&keys).unwrap(), wide);
+    let mut any_wide = builder.build_any(Layout::Block512).unwrap();
+    any_wide.extend(&keys);
+    assert_eq!(any_wide.layout(), Layout::Block512);
+    assert_eq!(any_wide.to_bytes(), wide.to_bytes());
+
+    // One key sets exactly one bit in each of a block's 8 words.
+    let one = builder.build_from(["txid-1"]).unwrap();
+    assert_eq!(one.count_ones(), 8);
+    // Extend hashes by `Hash`: an id extended in is not found by its bytes' hash (XXH3), and
+    // is found by `contains` (wyhash of its `Hash` form).
+    let id = [0x42_u8; 32];
+    let mut by_hash = builder.build_any(Layout::Block256).unwrap();
+    by_hash.extend([&id]);
+    assert!(by_hash.contains(&id));
+    assert!(!by_hash.contains_id(&id));
+    assert_eq!(by_hash.count_ones(), 8);
 }
 
 #[test]

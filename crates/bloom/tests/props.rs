@@ -8,7 +8,7 @@ use txgate_bloom::{
     AnyBloom, AtomicBlockedBloom, Backend, Block256, Block512, BlockLayout, BlockedBloom,
     BloomBuilder, Sbbf,
 };
-use txgate_tests::bloom_format::{version_1, written_back};
+use txgate_testkit::bloom_format::{version_1, written_back};
 
 fn no_false_negatives_in<B: BlockLayout>(keys: &[Vec<u8>], blocks: u64, seed: u64) {
     for backend in Backend::available() {

@@ -24,7 +24,7 @@ const LAST: u64 = 377;
 
 /// dataset2's blocks by round, or `None` (a printed skip; a failure under CI=true).
 fn dataset2() -> Option<(std::path::PathBuf, BTreeMap<u64, Vec<u8>>)> {
-    let path = txgate_tests::data_file(DATASET2)?;
+    let path = txgate_testkit::data_file(DATASET2)?;
     let blocks = BlockSource::open(&path)
         .unwrap()
         .map(|raw| {

@@ -151,8 +151,8 @@ fn limit_evicts_when_the_table_is_full() {
 #[test]
 fn txids_of_dataset2_equal_the_jsonl() {
     let (Some(blocks), Some(jsonl)) = (
-        txgate_tests::data_file(DATASET2),
-        txgate_tests::data_file(DATASET2_JSONL),
+        txgate_testkit::data_file(DATASET2),
+        txgate_testkit::data_file(DATASET2_JSONL),
     ) else {
         return;
     };
@@ -188,7 +188,7 @@ fn txids_of_dataset2_equal_the_jsonl() {
 
 #[test]
 fn replay_of_dataset2_reports_the_data_s_counts() {
-    let Some(blocks) = txgate_tests::data_file(DATASET2) else {
+    let Some(blocks) = txgate_testkit::data_file(DATASET2) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -357,7 +357,7 @@ fn dataset2_tar(blocks: &Path, out: &Path, corrupt: bool) {
 
 #[test]
 fn corrupt_block_mid_archive_keeps_earlier_rounds_and_the_db_continues() {
-    let Some(blocks) = txgate_tests::data_file(DATASET2) else {
+    let Some(blocks) = txgate_testkit::data_file(DATASET2) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -402,7 +402,7 @@ fn corrupt_block_mid_archive_keeps_earlier_rounds_and_the_db_continues() {
 
 #[test]
 fn missing_round_in_a_source_names_the_round() {
-    let Some(blocks) = txgate_tests::data_file(DATASET2) else {
+    let Some(blocks) = txgate_testkit::data_file(DATASET2) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -686,7 +686,7 @@ fn runtime_failures_exit_with_1_and_bad_input_with_2() {
 
 #[test]
 fn rounds_select_from_archives() {
-    let Some(blocks) = txgate_tests::data_file(DATASET2) else {
+    let Some(blocks) = txgate_testkit::data_file(DATASET2) else {
         return;
     };
     let report = replay_json(

@@ -16,8 +16,11 @@ use std::time::Duration;
 use txgate_algorand::synth::{SynthTxn, encode_txn_message};
 use txgate_ledger::handler::{HandlerConfig, Message, Outcome, Source, TxHandler};
 use txgate_ratelimit::{AppRateLimiter, Config, Origin};
-use txgate_tests::alloc::{Counting, allocations_during};
-use txgate_tests::handler_doubles::{AcceptAll, NothingCommitted};
+use txgate_testkit::alloc::{Counting, allocations_during};
+
+mod handler_doubles;
+
+use handler_doubles::{AcceptAll, NothingCommitted};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;

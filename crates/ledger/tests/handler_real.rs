@@ -12,8 +12,11 @@ use txgate_ledger::handler::{CommittedTxids, HandlerConfig, Message, Outcome, So
 use txgate_ledger::store::{Ledger, LedgerConfig};
 use txgate_ledger::{Round, Txid};
 use txgate_ratelimit::Origin;
-use txgate_tests::data_file;
-use txgate_tests::handler_doubles::{NothingCommitted, RecordingPool};
+use txgate_testkit::data_file;
+
+mod handler_doubles;
+
+use handler_doubles::{NothingCommitted, RecordingPool};
 
 const NAMES: [&str; 30] = [
     "app_call_1",

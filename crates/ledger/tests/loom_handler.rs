@@ -22,7 +22,10 @@ use txgate_ledger::handler::{
     CommittedTxids, Group, HandlerConfig, Message, Outcome, PoolReject, PoolSink, Source, TxHandler,
 };
 use txgate_ratelimit::Origin;
-use txgate_tests::handler_doubles::{NothingCommitted, RecordingPool};
+
+mod handler_doubles;
+
+use handler_doubles::{NothingCommitted, RecordingPool};
 
 /// A message is one byte `b`: a payment whose txid is 32 bytes of `b`; empty is malformed.
 fn decode(bytes: &[u8]) -> Result<Vec<Txn>, DecodeError> {

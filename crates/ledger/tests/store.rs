@@ -10,7 +10,7 @@ use txgate_algorand::source::BlockSource;
 use txgate_algorand::synth::{SynthTxn, encode_block};
 use txgate_ledger::store::{DB_FILE, Ledger, LedgerConfig, LedgerError, RebuildReason, TxRecord};
 use txgate_ledger::{Round, Txid};
-use txgate_tests::{data_file, real_round_txids};
+use txgate_testkit::{data_file, real_round_txids};
 
 /// The `blooms` table, named as the store's format documents it, to damage a row (the store's
 /// table definitions are private).

@@ -8,7 +8,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use txgate_ratelimit::{AppKey, AppRateLimiter, Config};
-use txgate_tests::rng::{GOLDEN_GAMMA, SplitMix64};
+use txgate_testkit::rng::{GOLDEN_GAMMA, SplitMix64};
 
 struct Counting;
 

@@ -7,7 +7,7 @@ use std::sync::Barrier;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::Duration;
 
-use txgate_tests::rng::SplitMix64;
+use txgate_testkit::rng::SplitMix64;
 
 use crate::{AppKey, AppRateLimiter, Config, Decision, Origin};
 

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use txgate_ratelimit::{AppRateLimiter, Config, Origin};
-use txgate_tests::alloc::{Counting, allocations_during};
+use txgate_testkit::alloc::{Counting, allocations_during};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;

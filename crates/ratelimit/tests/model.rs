@@ -10,7 +10,10 @@ use std::time::Duration;
 use proptest::prelude::*;
 use txgate_ratelimit::model::Model;
 use txgate_ratelimit::{AppKey, AppRateLimiter, Config, Decision, Origin};
-use txgate_tests::decisions::{Parts, parts};
+
+mod decisions;
+
+use decisions::{Parts, parts};
 
 #[derive(Clone, Debug)]
 enum Op {

@@ -194,7 +194,7 @@ fn write_loose(v: &Value, out: &mut Vec<u8>) {
 
 #[test]
 fn loosely_written_real_vectors_keep_their_txids() {
-    let Some(dir) = txgate_tests::data_file("algorand-indexer/txn_vectors") else {
+    let Some(dir) = txgate_testkit::data_file("algorand-indexer/txn_vectors") else {
         return;
     };
     let mut checked = 0;

@@ -67,7 +67,21 @@ fn serialization_round_trips() {
 
 /// The version-1 encoding of `filter` (format version 1 has no checksum).
 fn version_1(filter: &BlockedBloom) -> Vec<u8> {
-    txgate_tests::bloom_format::version_1(&filter.to_bytes())
+    txgate_testkit::bloom_format::version_1(&filter.to_bytes())
+}
+
+#[test]
+fn testkit_writes_the_checksum_this_crate_reads() {
+    // The test support writes the format's rule out on its own (it cannot depend on this crate).
+    assert_eq!(txgate_testkit::bloom_format::CHECKSUM_BYTES, CHECKSUM_BYTES);
+    let mut filter = builder(3).build().unwrap();
+    filter.insert(&7u32);
+    let bytes = filter.to_bytes();
+    assert_eq!(txgate_testkit::bloom_format::written_back(&bytes), bytes);
+    assert_eq!(
+        txgate_testkit::bloom_format::written_back(&version_1(&filter)),
+        bytes
+    );
 }
 
 #[test]

@@ -21,7 +21,7 @@ use crate::{
     Sbbf,
 };
 // SplitMix64 (Steele, Lea and Flood 2014): independent streams of well-mixed test hashes.
-use txgate_tests::rng::SplitMix64 as SplitMix;
+use txgate_testkit::rng::SplitMix64 as SplitMix;
 
 /// Scale for miri, which interprets the scalar path orders of magnitude slower than native code.
 const MIRI: bool = cfg!(miri);

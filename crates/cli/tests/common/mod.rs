@@ -105,7 +105,7 @@ pub(crate) fn rand_suffix() -> u64 {
 /// empty when the data is missing (the callers skip then).
 pub(crate) fn dataset2_txn_counts() -> BTreeMap<u64, u64> {
     let mut counts = BTreeMap::new();
-    let Some(path) = txgate_tests::data_file(DATASET2_JSONL) else {
+    let Some(path) = txgate_testkit::data_file(DATASET2_JSONL) else {
         return counts;
     };
     for line in std::fs::read_to_string(path).unwrap().lines() {

@@ -22,7 +22,11 @@ use txgate_ledger::handler::{
 };
 use txgate_ledger::{Round, Txid};
 use txgate_ratelimit::{AppRateLimiter, Config, Origin};
-use txgate_tests::handler_doubles::{CommittedMap, RecordingPool};
+
+#[path = "../handler_doubles/mod.rs"]
+mod handler_doubles;
+
+use handler_doubles::{CommittedMap, RecordingPool};
 
 /// ns since the Unix epoch at a whole second (an interval boundary of a 1 s window).
 const T0: u64 = 1_700_000_000 * 1_000_000_000;
@@ -106,7 +110,7 @@ fn at(bytes: &[u8], source: Source, received_ns: u64) -> Message<'_> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Doubles (the committed check and the pool are the shared ones of `txgate_tests`).
+// Doubles (the committed check and the pool are the shared ones of `handler_doubles`).
 
 /// A limiter with L = `limit` per 1 s window.
 fn limiter(limit: u64) -> Arc<AppRateLimiter> {

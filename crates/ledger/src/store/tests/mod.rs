@@ -12,7 +12,7 @@ pub(super) use std::path::Path;
 pub(super) use redb::{Database, ReadableTable};
 pub(super) use txgate_algorand::codec::{Block, DecodeError, Txn};
 pub(super) use txgate_bloom::{BloomBuilder, Layout, LoadError};
-pub(super) use txgate_tests::rng::SplitMix64;
+pub(super) use txgate_testkit::rng::SplitMix64;
 
 pub(super) use super::blocks::Codec;
 pub(super) use super::index::{PREFIX_ENTRY_BYTES, PrefixIndex};

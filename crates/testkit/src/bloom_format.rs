@@ -3,8 +3,12 @@
 //!
 //! Format rule used here: version 1 is version 2 without the trailing XXH3-64 checksum, with
 //! the version (a little-endian `u16` at byte 8) set to 1; a filter loaded from either writes version 2.
+//! The rule is written out here from the format's definition rather than taken from
+//! txgate-bloom, which takes this crate as a dev-dependency (and whose tests check that the
+//! two agree).
 
-use txgate_bloom::format::CHECKSUM_BYTES;
+/// Bytes of the trailing checksum: one XXH3-64 value, little-endian.
+pub const CHECKSUM_BYTES: usize = 8;
 
 /// The low byte of the header's little-endian `u16` format version (the high byte is 0).
 const VERSION_BYTE: usize = 8;

@@ -4,7 +4,7 @@
 //! A test binary installs it with `#[global_allocator]` and measures with
 //! [`allocations_during`]:
 //! ```
-//! use txgate_tests::alloc::{Counting, allocations_during};
+//! use txgate_testkit::alloc::{Counting, allocations_during};
 //!
 //! #[global_allocator]
 //! static GLOBAL: Counting = Counting;

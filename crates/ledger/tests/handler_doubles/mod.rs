@@ -1,5 +1,6 @@
 //! Test doubles for txgate-ledger's transaction handler: the committed checks and pool sinks
-//! that its tests, loom models and benches share.
+//! that its tests, loom models and the workspace's handler benches share (each includes this
+//! file as its own `handler_doubles` module).
 //!
 //! - [`NothingCommitted`]: no transaction is committed.
 //! - [`CommittedMap`]: txid -> round, answering over the asked window and recording each query.
@@ -8,6 +9,9 @@
 //!   groups calling chosen apps.
 //!
 //! The real ledger's check is `impl CommittedTxids for txgate_ledger::store::Ledger`.
+
+// Each test crate uses its own subset.
+#![allow(dead_code)]
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -18,7 +22,7 @@ use txgate_ledger::{Round, Txid};
 
 /// A committed check that finds nothing: every transaction is new.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct NothingCommitted;
+pub(crate) struct NothingCommitted;
 
 impl CommittedTxids for NothingCommitted {
     fn is_committed(&self, _: &Txid, _: Round, _: Round) -> bool {
@@ -29,16 +33,16 @@ impl CommittedTxids for NothingCommitted {
 /// A committed check over a map of txid -> round: `true` iff the txid's round is in the asked
 /// `first..=last`. Every query is recorded, in order.
 #[derive(Debug, Default)]
-pub struct CommittedMap {
+pub(crate) struct CommittedMap {
     /// The committed txids and their rounds.
-    pub committed: HashMap<Txid, Round>,
+    pub(crate) committed: HashMap<Txid, Round>,
     /// Every query so far: (txid, first, last).
-    pub queries: Mutex<Vec<(Txid, Round, Round)>>,
+    pub(crate) queries: Mutex<Vec<(Txid, Round, Round)>>,
 }
 
 impl CommittedMap {
     /// A check that finds `committed`'s txids in their rounds.
-    pub fn new(committed: impl IntoIterator<Item = (Txid, Round)>) -> Self {
+    pub(crate) fn new(committed: impl IntoIterator<Item = (Txid, Round)>) -> Self {
         Self {
             committed: committed.into_iter().collect(),
             queries: Mutex::default(),
@@ -60,7 +64,7 @@ impl CommittedTxids for CommittedMap {
 
 /// A pool that accepts every group and keeps nothing: it allocates nothing per group.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct AcceptAll;
+pub(crate) struct AcceptAll;
 
 impl PoolSink for AcceptAll {
     fn submit(&self, _: &Group) -> Result<(), PoolReject> {
@@ -71,20 +75,20 @@ impl PoolSink for AcceptAll {
 /// A pool that keeps every group it is offered (accepted or rejected) in `seen`, rejects those
 /// calling `reject_app`, and panics on those calling `panic_app` (before keeping them).
 #[derive(Debug, Default)]
-pub struct RecordingPool {
+pub(crate) struct RecordingPool {
     /// The groups offered and not panicked on, in order.
-    pub seen: Mutex<Vec<Group>>,
+    pub(crate) seen: Mutex<Vec<Group>>,
     /// Groups calling this app are rejected (still kept in `seen`).
-    pub reject_app: Option<u64>,
+    pub(crate) reject_app: Option<u64>,
     /// Groups calling this app make `submit` panic.
-    pub panic_app: Option<u64>,
+    pub(crate) panic_app: Option<u64>,
     /// Calls of `submit`, panicking ones included.
-    pub calls: AtomicU64,
+    pub(crate) calls: AtomicU64,
 }
 
 impl RecordingPool {
     /// A copy of the groups kept so far.
-    pub fn groups(&self) -> Vec<Group> {
+    pub(crate) fn groups(&self) -> Vec<Group> {
         self.seen
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -93,7 +97,7 @@ impl RecordingPool {
 
     /// The first byte of each kept group's first txid, in order (a compact record for models
     /// whose groups are told apart by it).
-    pub fn first_txid_bytes(&self) -> Vec<u8> {
+    pub(crate) fn first_txid_bytes(&self) -> Vec<u8> {
         self.seen
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -103,7 +107,7 @@ impl RecordingPool {
     }
 
     /// Calls of `submit` so far.
-    pub fn calls(&self) -> u64 {
+    pub(crate) fn calls(&self) -> u64 {
         self.calls.load(Ordering::Relaxed)
     }
 }

@@ -22,7 +22,7 @@ pub const fn mix(mut z: u64) -> u64 {
 ///
 /// # Examples
 /// ```
-/// use txgate_tests::rng::{GOLDEN_GAMMA, SplitMix64, mix};
+/// use txgate_testkit::rng::{GOLDEN_GAMMA, SplitMix64, mix};
 /// let mut rng = SplitMix64(7);
 /// assert_eq!(rng.next_u64(), mix(7 + GOLDEN_GAMMA));
 /// assert!(rng.below(10) < 10);
@@ -54,5 +54,27 @@ impl SplitMix64 {
     #[inline]
     pub const fn nth_output(&self, i: u64) -> u64 {
         mix(self.0.wrapping_add(i.wrapping_mul(GOLDEN_GAMMA)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matches_the_reference_outputs() {
+        // The first outputs of Vigna's reference `splitmix64.c` (prng.di.unimi.it) from state 0.
+        let mut rng = SplitMix64(0);
+        let outputs = [rng.next_u64(), rng.next_u64(), rng.next_u64()];
+        assert_eq!(
+            outputs,
+            [
+                0xe220_a839_7b1d_cdaf,
+                0x6e78_9e6a_a1b9_65f4,
+                0x06c4_5d18_8009_454f
+            ]
+        );
+        assert_eq!(SplitMix64(0).nth_output(3), outputs[2]);
+        assert_eq!(rng, SplitMix64(3u64.wrapping_mul(GOLDEN_GAMMA)));
     }
 }
