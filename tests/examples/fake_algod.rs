@@ -1,4 +1,4 @@
-//! Serves a block archive the way algod serves its blocks (see `txgate_tests::algod`), on
+//! Serves a block archive the way algod serves its blocks (see `txgate_testkit::algod`), on
 //! 127.0.0.1, releasing one round at a time: something to point `txgate replay --algod` at
 //! without a node.
 //!
@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use txgate_algorand::source::BlockSource;
-use txgate_tests::algod::FakeAlgod;
+use txgate_testkit::algod::FakeAlgod;
 
 fn main() {
     let mut args = std::env::args().skip(1);

@@ -192,8 +192,8 @@ impl AnyBloom {
 /// inside (one branch on the layout for the whole batch). Such keys are found by
 /// [`contains`](AnyBloom::contains), not by `contains_id` or `contains_bytes` (another hash).
 /// There is no `FromIterator` (see [`BloomBuilder::build_from`](crate::BloomBuilder::build_from)).
-impl<'a, T: Hash + ?Sized + 'a> Extend<&'a T> for AnyBloom {
-    fn extend<I: IntoIterator<Item = &'a T>>(&mut self, keys: I) {
+impl<T: Hash> Extend<T> for AnyBloom {
+    fn extend<I: IntoIterator<Item = T>>(&mut self, keys: I) {
         forward!(self, f => f.extend(keys))
     }
 }

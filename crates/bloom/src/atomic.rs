@@ -317,10 +317,10 @@ impl<B: BlockLayout> AtomicBlockedBloom<B> {
 /// `contains_bytes` (another hash). `Extend` takes `&mut self`; threads that share the filter
 /// insert through `&self` with [`insert`](AtomicBlockedBloom::insert). There is no
 /// `FromIterator` (see [`BloomBuilder::build_from`](crate::BloomBuilder::build_from)).
-impl<'a, B: BlockLayout, T: Hash + ?Sized + 'a> Extend<&'a T> for AtomicBlockedBloom<B> {
-    fn extend<I: IntoIterator<Item = &'a T>>(&mut self, keys: I) {
+impl<B: BlockLayout, T: Hash> Extend<T> for AtomicBlockedBloom<B> {
+    fn extend<I: IntoIterator<Item = T>>(&mut self, keys: I) {
         for key in keys {
-            self.insert(key);
+            self.insert(&key);
         }
     }
 }

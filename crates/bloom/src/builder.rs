@@ -182,11 +182,13 @@ impl<B: BlockLayout> BloomBuilder<B> {
     ///     one_by_one.insert(app);
     /// }
     /// assert_eq!(filter, one_by_one);
+    /// // Keys by value hash as their references do.
+    /// assert_eq!(builder.build_from(apps)?, filter);
     /// # Ok::<(), txgate_bloom::BuildError>(())
     /// ```
-    pub fn build_from<'a, T: Hash + ?Sized + 'a>(
+    pub fn build_from<T: Hash>(
         &self,
-        keys: impl IntoIterator<Item = &'a T>,
+        keys: impl IntoIterator<Item = T>,
     ) -> Result<BlockedBloom<B>, BuildError> {
         let mut filter = self.build()?;
         filter.extend(keys);

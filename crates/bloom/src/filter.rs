@@ -66,10 +66,10 @@ impl<B: BlockLayout> Eq for BlockedBloom<B> {}
 /// (another hash): extend a filter of txids with `ids.iter().for_each(|id| { f.insert_id(id); })`.
 /// A new filter of given keys is [`BloomBuilder::build_from`]; there is no `FromIterator` (the
 /// builder's docs say why).
-impl<'a, B: BlockLayout, T: Hash + ?Sized + 'a> Extend<&'a T> for BlockedBloom<B> {
-    fn extend<I: IntoIterator<Item = &'a T>>(&mut self, keys: I) {
+impl<B: BlockLayout, T: Hash> Extend<T> for BlockedBloom<B> {
+    fn extend<I: IntoIterator<Item = T>>(&mut self, keys: I) {
         for key in keys {
-            self.insert(key);
+            self.insert(&key);
         }
     }
 }

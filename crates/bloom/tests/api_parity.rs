@@ -124,6 +124,15 @@ fn every_filter_type_extends_as_insert_does() {
     assert_eq!(built, one_by_one);
     assert!(keys.iter().all(|k| built.contains(k)));
 
+    // Keys by value (a range, an owned Vec) hash as their references do.
+    let mut by_value = builder.build().unwrap();
+    by_value.extend(keys.clone());
+    assert_eq!(by_value, one_by_one);
+    assert_eq!(
+        builder.build_from((0..300u64).map(|i| i * 7919)).unwrap(),
+        one_by_one
+    );
+
     let mut atomic = builder.build_atomic().unwrap();
     atomic.extend(&keys);
     assert!(keys.iter().all(|k| atomic.contains(k)));

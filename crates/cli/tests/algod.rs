@@ -1,5 +1,5 @@
 //! `--algod`: the CLI against an in-process stand-in of algod's REST API on 127.0.0.1 serving
-//! the real dataset2 blocks (`txgate_tests::algod`): the same transactions as from the archive,
+//! the real dataset2 blocks (`txgate_testkit::algod`): the same transactions as from the archive,
 //! a follow run that ingests every round exactly once while the server makes them, a retried
 //! 503, and one clear error line (and exit status) for each failure. The API token never shows.
 
@@ -16,7 +16,7 @@ use common::{DATASET2, SMALL, assert_fails, assert_ok, command, stderr, stdout, 
 use serde_json::Value;
 use txgate_algorand::source::BlockSource;
 use txgate_ledger::store::Ledger;
-use txgate_tests::algod::FakeAlgod;
+use txgate_testkit::algod::FakeAlgod;
 
 const TOKEN: &str = "4d9fb1c0e2a7-test-token-5f3e";
 /// dataset2's rounds are 0..=377.

@@ -111,6 +111,7 @@ impl Decision {
 /// `InsufficientCapacity` for `check_n` beyond the burst size, the same rule).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("a cost of {cost} exceeds the limit of {limit} per window: no window can admit it")]
+#[non_exhaustive]
 pub struct InsufficientCapacity {
     /// The cost asked for.
     pub cost: u32,

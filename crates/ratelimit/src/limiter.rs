@@ -145,6 +145,20 @@ impl AppRateLimiter {
         self.admit_keys(keys, self.now_ns())
     }
 
+    /// [`admit_n`](Self::admit_n) at the limiter's clock's time.
+    ///
+    /// # Errors
+    ///
+    /// As [`admit_n`](Self::admit_n).
+    pub fn admit_n_now(
+        &self,
+        app_ids: &[u64],
+        origin: &Origin,
+        cost: NonZeroU32,
+    ) -> Result<Decision, InsufficientCapacity> {
+        self.admit_n(app_ids, origin, cost, self.now_ns())
+    }
+
     /// [`penalize`](Self::penalize) at the limiter's clock's time.
     pub fn penalize_now(&self, app_ids: &[u64], origin: &Origin) {
         self.penalize(app_ids, origin, self.now_ns())
@@ -273,7 +287,10 @@ impl AppRateLimiter {
     /// # Errors
     ///
     /// [`InsufficientCapacity`] when `cost > L` ([`limit`](Self::limit)): no window could admit
-    /// it. Nothing is touched then (no key created, no counter changed).
+    /// it. Nothing is touched then (no key created, no counter changed). The cost is checked
+    /// before the apps, so a group without app ids, which [`admit`](Self::admit) always admits,
+    /// is refused too (governor's `check_n` refuses a cost above its burst the same way,
+    /// whatever the key).
     ///
     /// # Examples
     ///
@@ -299,10 +316,8 @@ impl AppRateLimiter {
     /// assert!(limiter.admit_n(&[7], &peer, cost(5), now)?.is_drop());
     /// assert!(limiter.admit_n(&[7], &peer, cost(4), now)?.is_admit());
     /// // More than L never fits: an error, not a drop.
-    /// assert_eq!(
-    ///     limiter.admit_n(&[7], &peer, cost(11), now),
-    ///     Err(InsufficientCapacity { cost: 11, limit: 10 })
-    /// );
+    /// let err: InsufficientCapacity = limiter.admit_n(&[7], &peer, cost(11), now).unwrap_err();
+    /// assert_eq!((err.cost, err.limit), (11, 10));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn admit_n(

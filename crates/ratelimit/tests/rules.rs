@@ -535,6 +535,12 @@ fn now_calls_read_the_limiters_clock() {
         let now = clock.now_ns();
         let (got, want) = if step % 3 == 0 {
             (l.admit_now(&[9], &peer(1)), twin.admit(&[9], &peer(1), now))
+        } else if step % 5 == 0 {
+            let two = std::num::NonZeroU32::new(2).unwrap();
+            (
+                l.admit_n_now(&[9], &peer(1), two).unwrap(),
+                twin.admit_n(&[9], &peer(1), two, now).unwrap(),
+            )
         } else {
             let twin_key = twin.app_key(9, &peer(1));
             (l.admit_keys_now(&[key]), twin.admit_keys(&[twin_key], now))
@@ -632,13 +638,12 @@ fn a_weighted_drop_says_when_that_cost_fits() {
 fn a_cost_above_the_limit_is_an_error_and_touches_nothing() {
     let l = limiter(1, 10); // L = 10
     let p = peer(4);
-    let want = InsufficientCapacity {
-        cost: 11,
-        limit: 10,
-    };
-    assert_eq!(l.admit_n(&[5, 6], &p, cost(11), T0), Err(want));
+    let refused = |r: Result<Decision, InsufficientCapacity>| r.map_err(|e| (e.cost, e.limit));
+    assert_eq!(refused(l.admit_n(&[5, 6], &p, cost(11), T0)), Err((11, 10)));
     let k = l.app_key(5, &p);
-    assert_eq!(l.admit_keys_n(&[k], cost(11), T0), Err(want));
+    assert_eq!(refused(l.admit_keys_n(&[k], cost(11), T0)), Err((11, 10)));
+    // Even a group without app ids (which `admit` always admits): the cost is checked first.
+    assert_eq!(refused(l.admit_n(&[0], &p, cost(11), T0)), Err((11, 10)));
     // Beyond the 16-bit counters too.
     let big = l.admit_n(&[5], &p, cost(70_000), T0).unwrap_err();
     assert_eq!((big.cost, big.limit), (70_000, 10));

@@ -1,7 +1,8 @@
 //! Test support shared by txgate's crates: their tests, examples, benches and fuzz targets take
 //! it as a dev-dependency (a library never depends on it). It depends on none of txgate's
 //! libraries, so each of them can dev-depend on it and still be published; it is published only
-//! for that, and is not a stable API.
+//! for that. Its API follows the crates' needs, not semver promises to others: the crates pin
+//! its exact version, so a later release never breaks an already-published crate's tests.
 //!
 //! # Modules
 //! - [`rng`]: [`SplitMix64`](rng::SplitMix64), the reproducible generator of well-mixed test
@@ -10,6 +11,8 @@
 //!   [`allocations_during`](alloc::allocations_during), for "this path allocates nothing" tests.
 //! - [`bloom_format`]: the version-1 form of a serialized bloom filter and what a loader must
 //!   write back for accepted bytes.
+//! - [`algod`]: [`FakeAlgod`](algod::FakeAlgod), a fake algod HTTP server over recorded blocks,
+//!   for the CLI's algod source (std only).
 //! - This file: the real-data directory ([`data_dir`], [`data_file`]) and the real rounds' txids
 //!   ([`real_round_txids`]).
 //!
@@ -21,6 +24,7 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod algod;
 pub mod alloc;
 pub mod bloom_format;
 pub mod rng;
