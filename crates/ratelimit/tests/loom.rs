@@ -157,9 +157,7 @@ fn crossed_groups_admit_exactly_one() {
 fn a_failing_group_never_drops_a_concurrent_caller() {
     loom::model(|| {
         let l = sharded(1, 8, 4);
-        let (x, y) = (l.app_key(11, &peer(0)), l.app_key(12, &peer(0)));
-        let order = |k: AppKey| (k.shard(), k.hash());
-        let (a, b) = if order(x) < order(y) { (x, y) } else { (y, x) };
+        let (a, b) = ordered_pair(&l);
         assert!(l.admit_key(b, T0).is_admit());
         assert!(l.counts(a).is_none());
         let t = {
@@ -184,9 +182,7 @@ fn a_failing_group_never_drops_a_concurrent_caller() {
 fn a_dropped_group_names_a_key_over_its_limit_at_one_instant() {
     loom::model(|| {
         let l = sharded(2, 8, 4);
-        let (x, y) = (l.app_key(11, &peer(0)), l.app_key(12, &peer(0)));
-        let order = |k: AppKey| (k.shard(), k.hash());
-        let (a, b) = if order(x) < order(y) { (x, y) } else { (y, x) };
+        let (a, b) = ordered_pair(&l);
         assert!(l.admit_key(a, T0).is_admit());
         assert!(l.admit_key(b, T0).is_admit());
         let t = {
@@ -464,9 +460,7 @@ fn weighted_admits_on_a_new_key_never_exceed_l() {
 fn a_resolved_weighted_group_applies_its_cost() {
     loom::model(|| {
         let l = sharded(4, 8, 4);
-        let (x, y) = (l.app_key(11, &peer(0)), l.app_key(12, &peer(0)));
-        let order = |k: AppKey| (k.shard(), k.hash());
-        let (a, b) = if order(x) < order(y) { (x, y) } else { (y, x) };
+        let (a, b) = ordered_pair(&l);
         assert!(l.admit_key(a, T0).is_admit());
         assert!(l.admit_key(b, T0).is_admit());
         let t = {
