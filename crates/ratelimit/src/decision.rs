@@ -154,7 +154,7 @@ impl Clock for SystemClock {
     fn now_ns(&self) -> u64 {
         SystemTime::now()
             .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+            .map_or(0, saturating_ns)
     }
 }
 
@@ -204,7 +204,7 @@ impl ManualClock {
 
     /// Moves the time on by `by`, saturating at `u64::MAX` nanoseconds.
     pub fn advance(&self, by: Duration) {
-        let by = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
+        let by = saturating_ns(by);
         // Relaxed: as in `set`; `fetch_update` keeps concurrent advances from being lost.
         let _ = self
             .now_ns
@@ -225,4 +225,9 @@ impl<C: Clock + ?Sized> Clock for Arc<C> {
     fn now_ns(&self) -> u64 {
         (**self).now_ns()
     }
+}
+
+/// `d` in nanoseconds, saturated at `u64::MAX` (584 years).
+fn saturating_ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }

@@ -327,7 +327,7 @@ impl AppRateLimiter {
         cost: NonZeroU32,
         now_ns: u64,
     ) -> Result<Decision, InsufficientCapacity> {
-        let cost = self.cost(cost)?;
+        let cost = self.limits.cost(cost)?;
         Ok(self.decide(self.app_members(app_ids, origin), cost, now_ns))
     }
 
@@ -342,19 +342,8 @@ impl AppRateLimiter {
         cost: NonZeroU32,
         now_ns: u64,
     ) -> Result<Decision, InsufficientCapacity> {
-        let cost = self.cost(cost)?;
+        let cost = self.limits.cost(cost)?;
         Ok(self.decide(Self::key_members(keys), cost, now_ns))
-    }
-
-    /// A weighted admission's cost as the counters take it: `1..=L`.
-    fn cost(&self, cost: NonZeroU32) -> Result<u16, InsufficientCapacity> {
-        u16::try_from(cost.get())
-            .ok()
-            .filter(|&c| c <= self.limits.limit)
-            .ok_or(InsufficientCapacity {
-                cost: cost.get(),
-                limit: self.limit(),
-            })
     }
 
     /// Pre-derived keys as group members, each with its index in `keys`.

@@ -85,14 +85,7 @@ impl Model {
         cost: NonZeroU32,
         now_ns: u64,
     ) -> Result<Decision, InsufficientCapacity> {
-        let limit = self.limits.limit;
-        let cost = u16::try_from(cost.get())
-            .ok()
-            .filter(|&c| c <= limit)
-            .ok_or(InsufficientCapacity {
-                cost: cost.get(),
-                limit: u64::from(limit),
-            })?;
+        let cost = self.limits.cost(cost)?;
         let at = self.limits.instant(now_ns);
         // Touch every distinct key first (create, evict, refresh), in canonical order, keeping
         // each key's counts as seen then: a later key of the group may evict an earlier one,

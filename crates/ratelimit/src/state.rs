@@ -15,7 +15,11 @@
 //! Everything here is plain integer arithmetic shared by the lock-free table and the reference
 //! model, so both compute exactly the same decisions.
 
+use std::num::NonZeroU32;
+
 use strength_reduce::StrengthReducedU64;
+
+use crate::decision::InsufficientCapacity;
 
 /// The largest count a 16-bit counter holds; also the largest limit per window we accept.
 pub(crate) const COUNTER_MAX: u16 = u16::MAX;
@@ -100,6 +104,18 @@ impl Limits {
             limit,
             penalty,
         }
+    }
+
+    /// A weighted admission's cost as the counters take it (`1..=L`), or the error for a cost
+    /// above `L`, which no window admits.
+    pub(crate) fn cost(&self, cost: NonZeroU32) -> Result<u16, InsufficientCapacity> {
+        u16::try_from(cost.get())
+            .ok()
+            .filter(|&c| c <= self.limit)
+            .ok_or(InsufficientCapacity {
+                cost: cost.get(),
+                limit: u64::from(self.limit),
+            })
     }
 
     /// `interval = now / window`, `offset = now % window`.

@@ -125,9 +125,9 @@ pub fn real_round_txids() -> Option<Vec<RoundTxids>> {
             .map(|t| {
                 let id = decode_txid(t["txid"].as_str().expect("txid"));
                 let hex = t["txid_hex"].as_str().expect("txid_hex");
-                let from_hex: Vec<u8> = (0..32)
-                    .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).expect("hex"))
-                    .collect();
+                let from_hex = data_encoding::HEXLOWER_PERMISSIVE
+                    .decode(hex.as_bytes())
+                    .expect("hex");
                 assert_eq!(&id[..], &from_hex[..], "base32 and hex txids disagree");
                 id
             })
