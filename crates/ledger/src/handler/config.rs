@@ -31,6 +31,19 @@ pub const DEFAULT_MAX_GROUP_SIZE: usize = 16;
 /// each: 4 MiB, allocated when the handler is built).
 pub const DEFAULT_APP_KEY_CACHE: usize = 131_072;
 
+/// The largest [`HandlerConfig::backlog_capacity`] accepted: 4,194,304 groups, 161 times
+/// go-algorand's default. The backlog is a ring allocated in full when the handler is built, one
+/// slot of `size_of::<Group>()` plus a word per group (under 100 bytes: about 400 MB at this
+/// size); go-algorand's backlog is a Go channel of that many pointers, also allocated up front
+/// (`make(chan *txBacklogMsg, TxBacklogSize)`). A larger value fails
+/// [`HandlerConfig::validate`] instead of failing to allocate (or aborting) in
+/// [`TxHandler::new`](super::TxHandler::new).
+pub const MAX_BACKLOG_CAPACITY: usize = 1 << 22;
+
+/// The largest [`HandlerConfig::app_key_cache`] accepted: 16,777,216 keys (32 bytes each, 512
+/// MiB, allocated when the handler is built), 128 times the default.
+pub const MAX_APP_KEY_CACHE: usize = 1 << 24;
+
 /// go-algorand `protocol.TxnTagMaxSize` (protocol/tags.go, returned by
 /// `protocol.Tag.MaxMessageSize` for `TxnTag` = "TX"): bytes of a transaction message. Its
 /// network layer drops a longer message of that tag before any handler reads it; upstream
@@ -69,7 +82,8 @@ pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 5_000_000;
 #[cfg_attr(feature = "serde", serde(default))]
 #[non_exhaustive]
 pub struct HandlerConfig {
-    /// Groups the backlog holds (default [`DEFAULT_BACKLOG_CAPACITY`] = 26,000).
+    /// Groups the backlog holds (default [`DEFAULT_BACKLOG_CAPACITY`] = 26,000; 1 to
+    /// [`MAX_BACKLOG_CAPACITY`]).
     pub backlog_capacity: usize,
     /// Consult the app rate limiter under congestion (default `true`, go-algorand
     /// `EnableTxBacklogAppRateLimiting`). Needs a limiter passed to
@@ -77,8 +91,8 @@ pub struct HandlerConfig {
     pub app_rate_limiting: bool,
     /// Derived rate-limiter keys remembered, one per (origin, app id) pair, in a fixed
     /// set-associative cache (default [`DEFAULT_APP_KEY_CACHE`] = 131,072, rounded up to a power
-    /// of two; 0 derives every key for every message, as go-algorand does). Only used with a
-    /// limiter.
+    /// of two; 0 derives every key for every message, as go-algorand does; at most
+    /// [`MAX_APP_KEY_CACHE`]). Only used with a limiter.
     pub app_key_cache: usize,
     /// Congestion threshold in percent of `backlog_capacity`, 0 to 100 (default
     /// [`DEFAULT_CONGESTION_PCT`] = 10): the limiter runs when `backlog.len() >
@@ -223,13 +237,17 @@ impl HandlerConfig {
     /// let bad = HandlerConfig::default().with_congestion_pct(150);
     /// assert!(matches!(bad.validate(), Err(HandlerConfigError::CongestionPct(150))));
     /// assert!(HandlerConfig::default().validate().is_ok());
+    /// // go-algorand's TxBacklogSize = 10^18 cannot be allocated: refused here, not in `new`.
+    /// let huge = HandlerConfig::default().with_backlog_capacity(1_000_000_000_000_000_000);
+    /// assert!(matches!(huge.validate(), Err(HandlerConfigError::BacklogCapacityTooLarge { .. })));
     /// ```
     ///
     /// # Errors
     ///
-    /// [`HandlerConfigError`] for a zero backlog capacity, group size or message size, a
-    /// congestion percentage above 100, or (with dedup on) a zero dedup size or interval; the
-    /// first of these in that order. (Whether a limiter is at hand is `TxHandler::new`'s check:
+    /// [`HandlerConfigError`] for a zero backlog capacity, group size or message size, a backlog
+    /// capacity above [`MAX_BACKLOG_CAPACITY`] or a key cache above [`MAX_APP_KEY_CACHE`] (sizes
+    /// allocated in full when the handler is built), a congestion percentage above 100, or (with
+    /// dedup on) a zero dedup size or interval; the first of these in that order. (Whether a limiter is at hand is `TxHandler::new`'s check:
     /// it comes after the message size and before the dedup checks.)
     pub fn validate(&self) -> Result<(), HandlerConfigError> {
         self.check(true)
@@ -240,6 +258,18 @@ impl HandlerConfig {
     pub(super) fn check(&self, has_limiter: bool) -> Result<(), HandlerConfigError> {
         if self.backlog_capacity == 0 {
             return Err(HandlerConfigError::ZeroBacklogCapacity);
+        }
+        if self.backlog_capacity > MAX_BACKLOG_CAPACITY {
+            return Err(HandlerConfigError::BacklogCapacityTooLarge {
+                capacity: self.backlog_capacity,
+                max: MAX_BACKLOG_CAPACITY,
+            });
+        }
+        if self.app_key_cache > MAX_APP_KEY_CACHE {
+            return Err(HandlerConfigError::AppKeyCacheTooLarge {
+                keys: self.app_key_cache,
+                max: MAX_APP_KEY_CACHE,
+            });
         }
         if self.congestion_pct > 100 {
             return Err(HandlerConfigError::CongestionPct(self.congestion_pct));
@@ -280,6 +310,22 @@ pub enum HandlerConfigError {
     /// `backlog_capacity` is zero.
     #[error("backlog_capacity must be at least 1")]
     ZeroBacklogCapacity,
+    /// `backlog_capacity` is above [`MAX_BACKLOG_CAPACITY`]: the backlog is allocated in full.
+    #[error("backlog_capacity {capacity} is above the limit {max}")]
+    BacklogCapacityTooLarge {
+        /// The configured capacity.
+        capacity: usize,
+        /// [`MAX_BACKLOG_CAPACITY`].
+        max: usize,
+    },
+    /// `app_key_cache` is above [`MAX_APP_KEY_CACHE`]: the cache is allocated in full.
+    #[error("app_key_cache {keys} is above the limit {max}")]
+    AppKeyCacheTooLarge {
+        /// The configured number of keys.
+        keys: usize,
+        /// [`MAX_APP_KEY_CACHE`].
+        max: usize,
+    },
     /// `congestion_pct` is above 100 (go-algorand rejects the same).
     #[error("congestion_pct must be 0..=100, got {0}")]
     CongestionPct(u32),
@@ -425,6 +471,34 @@ mod tests {
             .with_max_message_size(DEFAULT_MAX_MESSAGE_SIZE)
             .with_decoder(codec::decode_txn_message);
         assert_eq!(fields(&back), default);
+    }
+
+    #[test]
+    fn sizes_allocated_in_full_are_capped() {
+        let backlog = |n| HandlerConfig::default().with_backlog_capacity(n).validate();
+        assert!(backlog(MAX_BACKLOG_CAPACITY).is_ok());
+        for n in [
+            MAX_BACKLOG_CAPACITY + 1,
+            1_000_000_000_000_000_000,
+            usize::MAX,
+        ] {
+            assert!(
+                matches!(
+                    backlog(n),
+                    Err(HandlerConfigError::BacklogCapacityTooLarge { capacity, max })
+                        if capacity == n && max == MAX_BACKLOG_CAPACITY
+                ),
+                "{n}"
+            );
+        }
+        let keys = |n| HandlerConfig::default().with_app_key_cache(n).validate();
+        assert!(keys(MAX_APP_KEY_CACHE).is_ok());
+        assert!(matches!(
+            keys(usize::MAX),
+            Err(HandlerConfigError::AppKeyCacheTooLarge { keys, .. }) if keys == usize::MAX
+        ));
+        // The documented bound: a slot (a group and a stamp word) under 100 bytes.
+        assert!(std::mem::size_of::<super::super::Group>() + 8 < 100);
     }
 
     #[test]

@@ -148,7 +148,8 @@ mod workers;
 pub use config::{
     DEFAULT_APP_KEY_CACHE, DEFAULT_BACKLOG_CAPACITY, DEFAULT_CONGESTION_PCT,
     DEFAULT_DEDUP_INTERVAL, DEFAULT_DEDUP_MAX_SIZE, DEFAULT_MAX_GROUP_SIZE,
-    DEFAULT_MAX_MESSAGE_SIZE, HandlerConfig, HandlerConfigError, WorkerError,
+    DEFAULT_MAX_MESSAGE_SIZE, HandlerConfig, HandlerConfigError, MAX_APP_KEY_CACHE,
+    MAX_BACKLOG_CAPACITY, WorkerError,
 };
 pub use stats::HandlerStats;
 pub use tx_handler::TxHandler;

@@ -159,6 +159,24 @@ impl LedgerConfig {
 }
 
 impl LedgerConfig {
+    /// Checks the configuration as [`Ledger::open`](super::Ledger::open) does, without opening
+    /// anything: the check a CLI or a node's config loader runs before it starts.
+    ///
+    /// ```
+    /// use txgate_ledger::store::{LedgerConfig, LedgerError};
+    /// assert!(LedgerConfig::default().validate().is_ok());
+    /// let bad = LedgerConfig::default().with_false_positive_rate(1.5);
+    /// assert!(matches!(bad.validate(), Err(LedgerError::FalsePositiveRate(_))));
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`LedgerError::FalsePositiveRate`] unless the false-positive rate is in (0, 1);
+    /// [`LedgerError::MaxTxnLife`] unless MaxTxnLife is at most [`MAX_WINDOW_ROUNDS`].
+    pub fn validate(&self) -> Result<(), LedgerError> {
+        self.check()
+    }
+
     /// [`LedgerError::FalsePositiveRate`] unless the false-positive rate is in (0, 1);
     /// [`LedgerError::MaxTxnLife`] unless MaxTxnLife is at most [`MAX_WINDOW_ROUNDS`].
     pub(super) fn check(&self) -> Result<(), LedgerError> {
