@@ -15,9 +15,15 @@
 //! security definition); algod answers 401 `{"message": "Invalid API Token"}` to a missing or
 //! wrong one. Error bodies are JSON `{"message": ...}` (go-algorand `model.ErrorResponse`).
 //!
-//! **Retries**: connection errors, timeouts and 5xx answers are retried [`Algod::retries`]
-//! times, waiting [`FIRST_BACKOFF`] before the first retry and twice as long before each next
-//! one, at most [`MAX_BACKOFF`]. 401/403, 404 and other 4xx answers are final.
+//! **Timeouts and retries**: each try of a request has a deadline, from connecting to the last
+//! byte of the answer (`--algod-timeout`, default [`DEFAULT_TIMEOUT`]; a wait-for-block-after
+//! request gets algod's one-minute wait on top). Connection errors, timeouts and 5xx answers are
+//! retried [`Algod::retries`] times, waiting [`FIRST_BACKOFF`] before the first retry and twice
+//! as long before each next one, at most [`MAX_BACKOFF`], with a warning line on stderr for each
+//! retry; a request gives up early when the next try would start after its total budget
+//! (`--algod-max-wait`, default [`DEFAULT_MAX_WAIT`]) has run out. So a node that accepts
+//! connections and never answers (or answers a byte a second) fails a command within about
+//! that budget, never silently. 401/403, 404 and other 4xx answers are final.
 //!
 //! **The token** is kept in a [`Token`], whose `Debug` and `Display` print `<redacted>`; it is
 //! sent only in the request header, and no error or message holds it. The URL is shown without
@@ -37,13 +43,15 @@ pub(crate) const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(8);
 /// Default retries after the first try (with the backoff above, 7.75 s of waiting in all).
 pub(crate) const DEFAULT_RETRIES: u32 = 5;
-/// Timeout to connect (resolve included).
-pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// Timeout of a whole status or block request. algod's largest blocks are a few MB.
-pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
-/// Timeout of a wait-for-block-after request: algod holds it up to one minute
-/// (`WaitForBlockTimeout`), so a little longer.
-pub(crate) const WAIT_TIMEOUT: Duration = Duration::from_secs(75);
+/// Default deadline of one try of a request, from connecting to the answer's last byte: algod's
+/// largest blocks are a few MB, which a working link carries in well under this.
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(15);
+/// Default total budget of one request with its retries: a node that does not answer ends the
+/// command after about a minute.
+pub(crate) const DEFAULT_MAX_WAIT: Duration = Duration::from_secs(60);
+/// How long algod holds a wait-for-block-after request at most (go-algorand
+/// `WaitForBlockTimeout`, one minute): such a request's deadline is this plus the try's.
+pub(crate) const WAIT_FOR_BLOCK: Duration = Duration::from_secs(60);
 /// Largest response body read (a block far above any algod block; the cap only bounds memory).
 pub(crate) const MAX_BODY_BYTES: u64 = 256 << 20;
 
@@ -141,8 +149,11 @@ pub(crate) enum AlgodError {
         /// algod's message.
         message: String,
     },
-    /// Connection errors, timeouts or 5xx answers on every try.
-    #[error("algod {url}: GET {path} failed {tries} times, the last time with: {cause}")]
+    /// Connection errors, timeouts or 5xx answers on every try (the retries or the total
+    /// budget ran out).
+    #[error(
+        "algod {url}: GET {path} failed {tries} times in {secs:.1} s, the last time with: {cause}"
+    )]
     Unreachable {
         /// The node.
         url: String,
@@ -150,6 +161,8 @@ pub(crate) enum AlgodError {
         path: String,
         /// Tries made.
         tries: u32,
+        /// Seconds from the first try to the giving up.
+        secs: f64,
         /// The last failure.
         cause: String,
     },
@@ -204,6 +217,31 @@ pub(crate) struct Algod {
     token: Option<Token>,
     /// Retries after the first try of each request.
     pub(crate) retries: u32,
+    /// Deadline of one try.
+    timeout: Duration,
+    /// Total budget of a request with its retries.
+    max_wait: Duration,
+}
+
+/// How long an algod request may take: each try, and all tries together (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Patience {
+    /// Retries after the first try.
+    pub(crate) retries: u32,
+    /// Deadline of one try.
+    pub(crate) timeout: Duration,
+    /// Total budget of a request with its retries.
+    pub(crate) max_wait: Duration,
+}
+
+impl Default for Patience {
+    fn default() -> Self {
+        Self {
+            retries: DEFAULT_RETRIES,
+            timeout: DEFAULT_TIMEOUT,
+            max_wait: DEFAULT_MAX_WAIT,
+        }
+    }
 }
 
 /// One successful answer and how long it took, retries and backoff included.
@@ -227,7 +265,11 @@ impl Algod {
     /// # Errors
     ///
     /// [`AlgodError::Url`] for anything but an http(s) URL with a host.
-    pub(crate) fn new(url: &str, token: Option<Token>, retries: u32) -> Result<Algod, AlgodError> {
+    pub(crate) fn new(
+        url: &str,
+        token: Option<Token>,
+        patience: Patience,
+    ) -> Result<Algod, AlgodError> {
         let url = url.trim();
         let base = match url.split_once("://") {
             Some((scheme, rest)) => format!("{scheme}://{}", rest.trim_end_matches('/')),
@@ -235,7 +277,7 @@ impl Algod {
         };
         let shown = without_credentials(&base);
         let bad = |message: &str| AlgodError::Url {
-            url: shown.clone(),
+            url: crate::error::excerpt(&shown),
             message: message.into(),
         };
         let (scheme, rest) = base.split_once("://").unwrap_or(("", ""));
@@ -257,19 +299,20 @@ impl Algod {
             ureq::Agent::config_builder()
                 .http_status_as_error(false)
                 .max_redirects(0)
-                .timeout_connect(Some(CONNECT_TIMEOUT))
                 .timeout_global(Some(timeout))
                 .user_agent(concat!("txgate/", env!("CARGO_PKG_VERSION")))
                 .build()
                 .into()
         };
         Ok(Algod {
-            agent: agent(REQUEST_TIMEOUT),
-            wait_agent: agent(WAIT_TIMEOUT),
+            agent: agent(patience.timeout),
+            wait_agent: agent(patience.timeout.saturating_add(WAIT_FOR_BLOCK)),
             base,
             shown,
             token,
-            retries,
+            retries: patience.retries,
+            timeout: patience.timeout,
+            max_wait: patience.max_wait,
         })
     }
 
@@ -357,15 +400,24 @@ impl Algod {
                     });
                 }
                 Err(Try::Final(e)) => return Err(e),
-                Err(Try::Again(cause)) if tries > self.retries => {
+                Err(Try::Again(cause))
+                    if tries > self.retries || started.elapsed() + backoff >= self.max_wait =>
+                {
                     return Err(AlgodError::Unreachable {
                         url: self.shown.clone(),
                         path: path.to_owned(),
                         tries,
+                        secs: started.elapsed().as_secs_f64(),
                         cause,
                     });
                 }
-                Err(Try::Again(_)) => {
+                Err(Try::Again(cause)) => {
+                    eprintln!(
+                        "txgate: warning: algod {}: GET {path}: {cause}; retry {tries} of {} in {:.2} s",
+                        self.shown,
+                        self.retries,
+                        backoff.as_secs_f64()
+                    );
                     std::thread::sleep(backoff);
                     backoff = (backoff * 2).min(MAX_BACKOFF);
                 }
@@ -380,7 +432,7 @@ impl Algod {
         }
         let mut response = match request.call() {
             Ok(r) => r,
-            Err(e) => return Err(classify(e, &self.shown, path)),
+            Err(e) => return Err(self.classify(e, path)),
         };
         let status = response.status().as_u16();
         let body = response
@@ -389,7 +441,7 @@ impl Algod {
             .limit(MAX_BODY_BYTES)
             .read_to_vec();
         if status == 200 {
-            return body.map_err(|e| classify(e, &self.shown, path));
+            return body.map_err(|e| self.classify(e, path));
         }
         let message = body.map(|b| error_message(&b)).unwrap_or_default();
         let (url, path) = (self.shown.clone(), path.to_owned());
@@ -410,19 +462,24 @@ impl Algod {
     }
 }
 
-/// Connection errors and timeouts are worth another try; the rest (a TLS failure, a server that
-/// does not speak HTTP, a body over the cap) is not.
-fn classify(e: ureq::Error, url: &str, path: &str) -> Try {
-    match e {
-        ureq::Error::Io(_)
-        | ureq::Error::Timeout(_)
-        | ureq::Error::ConnectionFailed
-        | ureq::Error::HostNotFound => Try::Again(e.to_string()),
-        e => Try::Final(AlgodError::BadResponse {
-            url: url.to_owned(),
-            path: path.to_owned(),
-            message: e.to_string(),
-        }),
+impl Algod {
+    /// Connection errors and timeouts are worth another try; the rest (a TLS failure, a server
+    /// that does not speak HTTP, a body over the cap) is not.
+    fn classify(&self, e: ureq::Error, path: &str) -> Try {
+        match e {
+            ureq::Error::Timeout(_) => Try::Again(format!(
+                "no whole answer within {:.1} s (--algod-timeout)",
+                self.timeout.as_secs_f64()
+            )),
+            ureq::Error::Io(_) | ureq::Error::ConnectionFailed | ureq::Error::HostNotFound => {
+                Try::Again(e.to_string())
+            }
+            e => Try::Final(AlgodError::BadResponse {
+                url: self.shown.clone(),
+                path: path.to_owned(),
+                message: e.to_string(),
+            }),
+        }
     }
 }
 
@@ -458,15 +515,20 @@ mod tests {
 
     #[test]
     fn urls_are_checked_and_shown_without_credentials() {
-        let a = Algod::new("http://user:secret@127.0.0.1:8080/", None, 0).unwrap();
+        let a = Algod::new(
+            "http://user:secret@127.0.0.1:8080/",
+            None,
+            Patience::default(),
+        )
+        .unwrap();
         assert_eq!(a.url(), "http://127.0.0.1:8080");
         assert_eq!(a.base, "http://user:secret@127.0.0.1:8080");
-        let a = Algod::new("127.0.0.1:4001", None, 0).unwrap();
+        let a = Algod::new("127.0.0.1:4001", None, Patience::default()).unwrap();
         assert_eq!(a.url(), "http://127.0.0.1:4001");
-        let a = Algod::new("https://node.example/algod", None, 0).unwrap();
+        let a = Algod::new("https://node.example/algod", None, Patience::default()).unwrap();
         assert_eq!(a.url(), "https://node.example/algod");
         for bad in ["ftp://x", "http://", "http://u:p@/v2", "http://h/?a=1"] {
-            let e = Algod::new(bad, None, 0).unwrap_err();
+            let e = Algod::new(bad, None, Patience::default()).unwrap_err();
             assert!(matches!(e, AlgodError::Url { .. }), "{bad}: {e}");
             assert!(!e.to_string().contains(":p@"), "{e}");
         }
@@ -478,7 +540,7 @@ mod tests {
         assert_eq!(t.0, "aaaabbbbcccc");
         assert_eq!(format!("{t} {t:?}"), "<redacted> <redacted>");
         let bad: Token = "two words".parse().unwrap();
-        let e = Algod::new("http://127.0.0.1:1", Some(bad), 0).unwrap_err();
+        let e = Algod::new("http://127.0.0.1:1", Some(bad), Patience::default()).unwrap_err();
         assert!(!e.to_string().contains("two words"), "{e}");
     }
 

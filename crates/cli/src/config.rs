@@ -26,11 +26,41 @@
 //! Without `--config`, `$ALGORAND_DATA/config.json` is used when `ALGORAND_DATA` is set and the
 //! file exists (goal's and algod's habit); the report says which file was used.
 
+use std::fmt::Display;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use txgate_ledger::handler::HandlerConfig;
+use txgate_ledger::store::{LedgerConfig, LedgerError};
+use txgate_ratelimit::AppRateLimiter;
 
-use crate::error::CliError;
+use crate::error::{CliError, excerpt, one_line};
+
+/// A parse error: (1-based line when known, one-line message).
+pub(crate) type ParseError = (Option<u64>, String);
+
+/// A check's error: the key and `KEY = VALUE: message`.
+fn said((key, value): (&'static str, impl Display), message: String) -> (&'static str, String) {
+    (key, format!("{key} = {value}: {message}"))
+}
+
+/// The 1-based line where `key` is set: in TOML the first line that starts with it (then spaces
+/// or `=`), in JSON the first line holding it quoted, compared as go-algorand's loader compares
+/// names (exactly, else case-insensitively).
+fn line_of_key(text: &str, key: &str, json: bool) -> Option<u64> {
+    let quoted = format!("\"{}\"", key.to_ascii_lowercase());
+    let position = text.lines().position(|line| {
+        if json {
+            line.to_ascii_lowercase().contains(&quoted)
+        } else {
+            line.trim_start()
+                .strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        }
+    });
+    position.map(|p| p as u64 + 1)
+}
 
 /// The node configuration; field docs give the go-algorand source of each default.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -168,30 +198,172 @@ pub(crate) fn resolve(arg: Option<&Path>) -> Result<(NodeConfig, ConfigSource), 
 }
 
 impl NodeConfig {
-    /// Reads and parses `path`: go-algorand JSON when its name ends in `.json` or its text starts
-    /// with `{`, else TOML. Returns the configuration, its format (`toml` or `json`) and the
-    /// number of JSON keys ignored.
+    /// Reads, parses and checks `path`: go-algorand JSON when its name ends in `.json` or its
+    /// text starts with `{`, else TOML. Returns the configuration, its format (`toml` or `json`)
+    /// and the number of JSON keys ignored.
     ///
     /// # Errors
     ///
-    /// [`CliError::Io`] when the file cannot be read; [`CliError::Config`] (with the line of
-    /// the offending key) for TOML syntax errors, unknown keys and wrongly typed values.
+    /// [`CliError::Io`] when the file cannot be read; [`CliError::Config`] (with the line of the
+    /// offending key when known) for a directory, text that is not UTF-8, TOML or JSON syntax
+    /// errors, unknown TOML keys, wrongly typed values, and values out of range ([`Self::check`]).
     pub(crate) fn load(path: &Path) -> Result<(Self, &'static str, u64), CliError> {
-        let text = std::fs::read_to_string(path).map_err(CliError::io(path))?;
+        let bad = |line: Option<u64>, message: String| CliError::Config {
+            path: path.to_owned(),
+            line,
+            message,
+        };
+        if path.is_dir() {
+            return Err(bad(None, "is a directory, not a configuration file".into()));
+        }
+        let bytes = std::fs::read(path).map_err(CliError::io(path))?;
+        let (config, format, ignored, text) =
+            Self::parse_bytes(path, &bytes).map_err(|(line, message)| bad(line, message))?;
+        config
+            .check()
+            .map_err(|(key, message)| bad(line_of_key(&text, key, format == "json"), message))?;
+        Ok((config, format, ignored))
+    }
+
+    /// Parses a file's bytes (`path` only chooses the format, by its extension): the
+    /// configuration, its format, the JSON keys ignored and the text. Values are not checked
+    /// ([`Self::check`]). The error is (1-based line, one-line message).
+    pub(crate) fn parse_bytes(
+        path: &Path,
+        bytes: &[u8],
+    ) -> Result<(Self, &'static str, u64, String), ParseError> {
+        let text = match std::str::from_utf8(bytes) {
+            Ok(text) => text.to_owned(),
+            Err(e) => {
+                let at = e.valid_up_to();
+                let line = bytes[..at].iter().filter(|b| **b == b'\n').count() as u64 + 1;
+                return Err((
+                    Some(line),
+                    "not valid UTF-8 (a configuration file is UTF-8 text)".into(),
+                ));
+            }
+        };
         let json = path
             .extension()
             .is_some_and(|e| e.eq_ignore_ascii_case("json"))
             || text.trim_start().starts_with('{');
-        let parsed = if json {
-            Self::parse_json(&text).map(|(c, ignored)| (c, "json", ignored))
+        if json {
+            let (config, ignored) = Self::parse_json(&text)?;
+            Ok((config, "json", ignored, text))
         } else {
-            Self::parse(&text).map(|c| (c, "toml", 0))
+            Ok((Self::parse(&text)?, "toml", 0, text))
+        }
+    }
+
+    /// Checks every value before any work, with the checks of the libraries that use them
+    /// ([`HandlerConfig::validate`], [`LedgerConfig::validate`], and the limiter's own, which
+    /// allocates its tables to see that they fit). The error is (the key as go-algorand spells
+    /// it, a one-line message starting with `KEY = VALUE: `).
+    pub(crate) fn check(&self) -> Result<(), (&'static str, String)> {
+        use txgate_ledger::handler::HandlerConfigError as H;
+        let handler = HandlerConfig::default()
+            .with_backlog_capacity(self.tx_backlog_size)
+            .with_congestion_pct(self.app_rate_limiting_congestion_pct)
+            .with_dedup_salt(Some([0; 16]));
+        let size = ("TxBacklogSize", self.tx_backlog_size);
+        if let Err(e) = handler.validate() {
+            return Err(match e {
+                H::ZeroBacklogCapacity => said(size, "must be at least 1 (groups)".into()),
+                H::BacklogCapacityTooLarge { max, .. } => said(
+                    size,
+                    format!(
+                        "is above {max}, the largest backlog txgate allocates (it is allocated in full)"
+                    ),
+                ),
+                H::CongestionPct(_) => said(
+                    (
+                        "TxBacklogAppRateLimitingCongestionPct",
+                        self.app_rate_limiting_congestion_pct,
+                    ),
+                    "must be 0 to 100 (percent of TxBacklogSize)".into(),
+                ),
+                other => said(size, one_line(&other)),
+            });
+        }
+        let ledger = LedgerConfig::default()
+            .with_false_positive_rate(self.bloom_false_positive_rate)
+            .with_max_txn_life(self.max_txn_life);
+        match ledger.validate() {
+            Ok(()) => {}
+            Err(LedgerError::FalsePositiveRate(_)) => {
+                return Err(said(
+                    ("BloomFalsePositiveRate", self.bloom_false_positive_rate),
+                    "must be between 0 and 1, both excluded".into(),
+                ));
+            }
+            Err(LedgerError::MaxTxnLife { limit, .. }) => {
+                return Err(said(
+                    ("MaxTxnLife", self.max_txn_life),
+                    format!("is above the limit, {limit} rounds"),
+                ));
+            }
+            Err(other) => return Err(said(("MaxTxnLife", self.max_txn_life), one_line(&other))),
+        }
+        self.check_limiter()
+    }
+
+    /// The limiter's part of [`Self::check`].
+    fn check_limiter(&self) -> Result<(), (&'static str, String)> {
+        use txgate_ratelimit::ConfigError as R;
+        let rate = ("TxBacklogAppTxPerSecondRate", self.app_tx_per_second_rate);
+        let window = (
+            "TxBacklogServiceRateWindowSeconds",
+            self.service_rate_window_seconds,
+        );
+        let size = (
+            "TxBacklogAppTxRateLimiterMaxSize",
+            self.app_tx_rate_limiter_max_size,
+        );
+        let Err(e) = AppRateLimiter::new(self.limiter_config([0; 16])) else {
+            return Ok(());
         };
-        parsed.map_err(|(line, message)| CliError::Config {
-            path: path.to_owned(),
-            line,
-            message,
+        Err(match e {
+            R::ZeroRate => said(rate, "must be at least 1 (per second)".into()),
+            R::ZeroWindow => said(window, "must be at least 1 (seconds)".into()),
+            R::WindowTooLong { .. } => said(
+                window,
+                "is longer than the limiter's clock spans (2^64 ns, about 584 years)".into(),
+            ),
+            R::ZeroMaxSize | R::MaxSizeBelowShards { .. } => {
+                said(size, "must be at least 2 (keys)".into())
+            }
+            R::TableTooLarge { bytes } => said(
+                size,
+                format!(
+                    "the limiter's tables for that many keys ({bytes} bytes) cannot be allocated"
+                ),
+            ),
+            R::LimitTooLarge { limit, max } => said(
+                rate,
+                format!(
+                    "x TxBacklogServiceRateWindowSeconds {} = {limit} admissions per window, above the limiter's maximum {max}",
+                    self.service_rate_window_seconds
+                ),
+            ),
+            other => said(rate, one_line(&other)),
         })
+    }
+
+    /// The app rate limiter's configuration: go-algorand's parameters, 128 shards (its bucket
+    /// count; fewer for a max size below 256, each shard holding at least 2 keys), key
+    /// derivation salted with `salt`.
+    pub(crate) fn limiter_config(&self, salt: [u8; 16]) -> txgate_ratelimit::Config {
+        let max_size = self.app_tx_rate_limiter_max_size;
+        let mut shards = 128;
+        while shards > 1 && max_size < 2 * shards {
+            shards /= 2;
+        }
+        txgate_ratelimit::Config::default()
+            .with_max_size(max_size)
+            .with_rate_per_second(self.app_tx_per_second_rate)
+            .with_window(Duration::from_secs(self.service_rate_window_seconds))
+            .with_shards(shards)
+            .with_salt(Some(salt))
     }
 
     /// Parses a go-algorand `config.json` (see the module docs); returns the configuration and
@@ -199,7 +371,7 @@ impl NodeConfig {
     pub(crate) fn parse_json(text: &str) -> Result<(Self, u64), (Option<u64>, String)> {
         use serde_json::Value;
         let value: Value = serde_json::from_str(text)
-            .map_err(|e| (Some(e.line() as u64), e.to_string().replace('\n', " ")))?;
+            .map_err(|e| (Some(e.line() as u64), excerpt(&e.to_string())))?;
         let Value::Object(map) = value else {
             return Err((
                 Some(1),
@@ -225,12 +397,12 @@ impl NodeConfig {
             };
             let one = serde_json::Map::from_iter([((*canonical).to_owned(), value.clone())]);
             if let Err(e) = serde_json::from_value::<NodeConfig>(Value::Object(one)) {
-                return Err((line_of(&key), format!("{key}: {e}")));
+                return Err((line_of(&key), format!("{key}: {}", excerpt(&e.to_string()))));
             }
             known.insert((*canonical).to_owned(), value);
         }
-        let config =
-            serde_json::from_value(Value::Object(known)).map_err(|e| (None, e.to_string()))?;
+        let config = serde_json::from_value(Value::Object(known))
+            .map_err(|e| (None, excerpt(&e.to_string())))?;
         Ok((config, ignored))
     }
 
@@ -240,7 +412,7 @@ impl NodeConfig {
             let line = e
                 .span()
                 .map(|span| text[..span.start.min(text.len())].matches('\n').count() as u64 + 1);
-            (line, e.message().replace('\n', " "))
+            (line, excerpt(e.message()))
         })
     }
 }

@@ -138,6 +138,23 @@ impl CliError {
     }
 }
 
+/// Most characters of the user's input an error message echoes.
+pub(crate) const MAX_ECHO: usize = 80;
+
+/// `input` as an error message echoes it: control characters (line breaks included) as spaces,
+/// and at most [`MAX_ECHO`] characters, a longer input cut with `...` and its full length, so a
+/// 1 MB field prints as 80 characters.
+pub(crate) fn excerpt(input: &str) -> String {
+    let clean = |c: char| if c.is_control() { ' ' } else { c };
+    let count = input.chars().count();
+    if count <= MAX_ECHO {
+        return input.chars().map(clean).collect();
+    }
+    let mut out: String = input.chars().take(MAX_ECHO).map(clean).collect();
+    out.push_str(&format!("... ({count} characters)"));
+    out
+}
+
 /// `error` and its causes (`source()`, recursively) on one line, joined by `": "`: what the CLI
 /// prints. Line breaks inside a message become spaces.
 pub(crate) fn one_line(error: &dyn std::error::Error) -> String {
@@ -154,6 +171,18 @@ pub(crate) fn one_line(error: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn excerpts_are_bounded() {
+        assert_eq!(excerpt("a\nb\tc"), "a b c");
+        let long = "é".repeat(1 << 20);
+        let e = excerpt(&long);
+        assert_eq!(
+            e,
+            format!("{}... ({} characters)", "é".repeat(MAX_ECHO), 1 << 20)
+        );
+        assert_eq!(excerpt(&"x".repeat(MAX_ECHO)), "x".repeat(MAX_ECHO));
+    }
 
     #[test]
     fn one_line_prints_each_cause_once() {

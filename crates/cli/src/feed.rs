@@ -20,7 +20,9 @@ use std::time::{Duration, Instant};
 use txgate_algorand::Round;
 use txgate_algorand::source::BlockSource;
 
-use crate::algod::{Algod, AlgodError, DEFAULT_RETRIES, FIRST_BACKOFF, MAX_BACKOFF, Token};
+use crate::algod::{
+    Algod, AlgodError, DEFAULT_RETRIES, FIRST_BACKOFF, MAX_BACKOFF, Patience, Token,
+};
 use crate::error::CliError;
 use crate::rounds::RoundRange;
 use crate::workload::Workload;
@@ -48,14 +50,38 @@ pub(crate) struct SourceArgs {
     )]
     pub(crate) algod_token: Option<Token>,
     /// Retries of an algod request after a connection error, a timeout or a 5xx answer
-    /// (waiting 0.25 s, then twice as long each time, at most 8 s).
+    /// (waiting 0.25 s, then twice as long each time, at most 8 s; a warning line on stderr
+    /// for each).
     #[arg(long, value_name = "N", default_value_t = DEFAULT_RETRIES)]
     pub(crate) algod_retries: u32,
+    /// Seconds one try of an algod request may take, from connecting to the answer's last byte
+    /// (a wait-for-block-after request: algod's one-minute wait on top); then it is retried.
+    #[arg(long, value_name = "SECS", value_parser = parse_secs, default_value = "15")]
+    pub(crate) algod_timeout: Duration,
+    /// Seconds one algod request may take with all its retries: a node that does not answer
+    /// ends the command after about this long (exit 1). While following, such a node is waited
+    /// for instead, with a warning each time.
+    #[arg(long, value_name = "SECS", value_parser = parse_secs, default_value = "60")]
+    pub(crate) algod_max_wait: Duration,
     /// Rounds to read: A..=B, A..B, A.., ..=B, or N (= 1..=N). Defaults: the built-in
     /// workload 1..=2000; files and archives every round; algod the last MaxTxnLife + 1 rounds
     /// up to its latest (with a --db that holds rounds: from the ledger's next round).
     #[arg(short, long, value_name = "RANGE")]
     pub(crate) rounds: Option<RoundRange>,
+}
+
+/// Parses a number of seconds: positive, finite, at most a day (fractions allowed: `0.5`).
+fn parse_secs(s: &str) -> Result<Duration, String> {
+    let secs: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{}` is not a number of seconds", crate::error::excerpt(s)))?;
+    if !(secs > 0.0 && secs <= 86_400.0) {
+        return Err(format!(
+            "{secs} s: give more than 0 and at most 86400 seconds"
+        ));
+    }
+    Ok(Duration::from_secs_f64(secs))
 }
 
 /// What [`SourceArgs::open`] opened.
@@ -87,7 +113,12 @@ impl SourceArgs {
     ) -> Result<Option<Opened>, CliError> {
         let rounds = self.rounds.unwrap_or(RoundRange::ALL);
         if let Some(url) = &self.algod {
-            let algod = Arc::new(Algod::new(url, self.token(), self.algod_retries)?);
+            let patience = Patience {
+                retries: self.algod_retries,
+                timeout: self.algod_timeout,
+                max_wait: self.algod_max_wait,
+            };
+            let algod = Arc::new(Algod::new(url, self.token(), patience)?);
             let latest = algod.status()?.value.last_round;
             let default_start = next.unwrap_or(latest.saturating_sub(max_txn_life));
             let (mut first, mut last) = rounds.or(default_start, latest);
@@ -120,12 +151,7 @@ impl SourceArgs {
         if self.blocks.is_empty() {
             return Ok(None);
         }
-        let mut describe = self
-            .blocks
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ");
+        let mut describe = self.paths();
         if let Some(r) = self.rounds {
             describe.push_str(&format!(" rounds {r}"));
         }
@@ -135,6 +161,15 @@ impl SourceArgs {
             skipped: 0,
             range_end: None,
         }))
+    }
+
+    /// The `--blocks` paths, comma-separated.
+    pub(crate) fn paths(&self) -> String {
+        self.blocks
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     /// `--algod-token`, `$ALGOD_TOKEN`, or `$ALGORAND_DATA/algod.token` (go-algorand's data
@@ -505,5 +540,31 @@ impl Pipeline<'_> {
             Ok(Err(e)) => Err(Stop::Failed(round, e)),
             Err(_) => Err(Stop::Gone),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algod::{DEFAULT_MAX_WAIT, DEFAULT_TIMEOUT};
+
+    #[test]
+    fn flag_defaults_are_the_constants_and_seconds_parse() {
+        // The flags' defaults are written as text for clap: they must say the constants.
+        assert_eq!(parse_secs("15"), Ok(DEFAULT_TIMEOUT));
+        assert_eq!(parse_secs("60"), Ok(DEFAULT_MAX_WAIT));
+        assert_eq!(parse_secs(" 0.5 "), Ok(Duration::from_millis(500)));
+        for bad in ["0", "-1", "nan", "inf", "86401", "x", ""] {
+            assert!(parse_secs(bad).is_err(), "{bad}");
+        }
+        let help = <crate::Cli as clap::CommandFactory>::command()
+            .find_subcommand_mut("replay")
+            .map(|c| c.render_long_help().to_string())
+            .unwrap_or_default();
+        assert!(help.contains("--algod-timeout <SECS>"), "{help}");
+        assert!(
+            help.contains("[default: 15]") && help.contains("[default: 60]"),
+            "{help}"
+        );
     }
 }

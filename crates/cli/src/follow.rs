@@ -3,7 +3,8 @@
 //!
 //! The first signal asks the ingest loop to stop after the round it is adding (each `add_block`
 //! is one ACID write transaction, so the `--db` ledger stays valid whenever the process ends);
-//! a second one exits at once with status 130.
+//! a second one ends the process at once (status 128 + the signal's number; see
+//! [`crate::signals`]).
 //!
 //! Each line: the round, its transactions, the fetch time (HTTP request with retries), the
 //! `add_block` time, the bytes of the round's bloom, and running lookup figures over the rounds
@@ -11,7 +12,6 @@
 //! its round and [`MISSES_PER_ROUND`] random txids in it, with their mean latency and how many
 //! were found.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use rand::RngCore;
@@ -29,32 +29,20 @@ pub(crate) const HITS_PER_ROUND: usize = 1_000;
 /// Miss lookups (random txids) per followed round.
 pub(crate) const MISSES_PER_ROUND: usize = 100;
 
-static STOP: AtomicBool = AtomicBool::new(false);
-
 /// Whether a stop was asked for (see the module docs).
 pub(crate) fn stop_requested() -> bool {
-    // Relaxed: a flag polled between rounds; it orders nothing else.
-    STOP.load(Ordering::Relaxed)
+    crate::signals::stop_requested()
 }
 
-/// Installs the handler of SIGINT, SIGTERM and SIGHUP (Ctrl-C on Windows): the first asks for a
-/// stop, the second exits with status 130.
+/// From here on the first SIGINT, SIGTERM or SIGHUP asks for a stop and a second one ends the
+/// process ([`crate::signals`], installed by `main`).
 ///
 /// # Errors
 ///
-/// [`CliError::Io`] when the handler cannot be installed.
+/// None today; the signature leaves room for a platform that needs a handler installed here.
 pub(crate) fn install_stop_handler() -> Result<(), CliError> {
-    ctrlc::set_handler(|| {
-        // Relaxed: see `stop_requested`.
-        if STOP.swap(true, Ordering::Relaxed) {
-            std::process::exit(130);
-        }
-        eprintln!("txgate: stopping after the current round (again to quit at once)");
-    })
-    .map_err(|e| CliError::Io {
-        path: "<signal handler>".into(),
-        source: std::io::Error::other(e),
-    })
+    crate::signals::set_following();
+    Ok(())
 }
 
 /// The bytes of the bloom the ledger builds for a round of `txns` transactions at target rate

@@ -13,10 +13,11 @@ use serde::Serialize;
 use crate::error::CliError;
 
 /// Version of the JSON reports' schema: raised when a field changes meaning or goes away (new
-/// fields may appear without a raise).
-pub(crate) const SCHEMA_VERSION: u32 = 1;
+/// fields may appear without a raise). Version 2: a traffic class's dense `per_second` array
+/// became the sparse `seconds` list.
+pub(crate) const SCHEMA_VERSION: u32 = 2;
 
-/// Where `--json` writes.
+/// Where `--json` (and `--plot`) writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum JsonTarget {
     /// `-`: stdout (the table is then not printed, so stdout is the JSON alone).
@@ -47,6 +48,25 @@ impl JsonTarget {
                     .map_err(CliError::io(path))
             }
             JsonTarget::File(p) => std::fs::write(p, json).map_err(CliError::io(path)),
+        }
+    }
+}
+
+impl JsonTarget {
+    /// Writes `text` as it is (the `--plot` SVG).
+    ///
+    /// # Errors
+    ///
+    /// [`CliError::Io`] naming the file (or `<stdout>`).
+    pub(crate) fn write_text(&self, text: &str) -> Result<(), CliError> {
+        match self {
+            JsonTarget::Stdout => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(text.as_bytes())
+                    .and_then(|()| out.flush())
+                    .map_err(CliError::io("<stdout>"))
+            }
+            JsonTarget::File(p) => std::fs::write(p, text).map_err(CliError::io(p)),
         }
     }
 }

@@ -221,8 +221,10 @@ pub(crate) struct ClassReport {
     pub(crate) offered: u64,
     /// Messages admitted.
     pub(crate) admitted: u64,
-    /// Per second from the first message: (offered, admitted).
-    pub(crate) per_second: Vec<(u64, u64)>,
+    /// The seconds of message time that had messages of the class, in order: (second since
+    /// the earliest message, offered, admitted). Sparse, so its length is bounded by the
+    /// messages, whatever the span of their timestamps.
+    pub(crate) seconds: Vec<(u64, u64, u64)>,
 }
 
 fn pct(part: u64, whole: u64) -> String {

@@ -7,7 +7,7 @@
 //! | `A..`    | from A to the source's end (the node's latest round for algod) |
 //! | `..=B`   | from the source's default start to B                         |
 //! | `..`     | the source's default                                         |
-//! | `N`      | `1..=N`: N rounds of the built-in workload, which starts at 1 (0: none) |
+//! | `N`      | `1..=N`: N rounds of the built-in workload, which starts at 1 (N >= 1) |
 //!
 //! Defaults per source: the built-in workload `1..=2000`; files and archives every round they
 //! hold; algod the last MaxTxnLife + 1 rounds up to its latest round (go-algorand keeps the
@@ -24,7 +24,8 @@ use txgate_algorand::Round;
 
 /// A `--rounds` value: optional inclusive bounds (`None`: the source's default).
 ///
-/// Invariant: `start <= end` when both are set, except for `N` = 0 (`1..=0`, no rounds).
+/// Invariant: `start <= end` when both are set: every value selects at least one round of some
+/// source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RoundRange {
     /// First round, included.
@@ -69,7 +70,8 @@ impl FromStr for RoundRange {
     ///
     /// # Errors
     ///
-    /// A message for anything else: not a round number, an empty range (`5..5`, `9..=3`, `..0`).
+    /// A message for anything else: not a round number, an empty range (`5..5`, `9..=3`, `..0`,
+    /// `0`).
     fn from_str(s: &str) -> Result<Self, String> {
         let s = s.trim();
         let num = |t: &str| -> Result<Option<Round>, String> {
@@ -82,6 +84,7 @@ impl FromStr for RoundRange {
         };
         let Some((a, b)) = s.split_once("..") else {
             return match num(s)? {
+                Some(0) => Err("`0` selects no rounds (N means 1..=N)".into()),
                 Some(n) => Ok(RoundRange {
                     start: Some(1),
                     end: Some(n),
@@ -126,7 +129,7 @@ mod tests {
         assert_eq!(r("..100"), Ok((None, Some(99))));
         assert_eq!(r(".."), Ok((None, None)));
         assert_eq!(r("500"), Ok((Some(1), Some(500))));
-        assert_eq!(r(" 0 "), Ok((Some(1), Some(0))));
+        assert_eq!(r(" 1 "), Ok((Some(1), Some(1))));
         assert_eq!(r("0..=18446744073709551615"), Ok((Some(0), Some(u64::MAX))));
     }
 
@@ -143,6 +146,7 @@ mod tests {
             "1...4",
             "1..=2..=3",
             "1e3",
+            "0",
         ] {
             assert!(r(bad).is_err(), "{bad:?} parsed");
         }
@@ -163,8 +167,6 @@ mod tests {
         assert!(open.contains(u64::MAX) && !open.contains(14));
         assert_eq!(open.or(0, 99), (15, 99));
         assert!(RoundRange::ALL.contains(0));
-        let none: RoundRange = "0".parse().unwrap();
-        assert!(!none.contains(0) && !none.contains(1));
         assert_eq!(range.to_string(), "10..=20");
         assert_eq!(open.to_string(), "15..");
     }

@@ -16,7 +16,7 @@ use std::path::Path;
 
 use txgate_ratelimit::Origin;
 
-use crate::error::CliError;
+use crate::error::{CliError, excerpt};
 
 /// The header every trace starts with.
 pub(crate) const HEADER: [&str; 3] = ["ts_ns", "origin", "app_ids"];
@@ -38,10 +38,27 @@ pub(crate) struct TraceEntry {
 ///
 /// # Errors
 ///
-/// [`CliError::Io`] when the file cannot be opened; [`CliError::Trace`] naming the line for a
-/// wrong header, a wrong number of fields, bad UTF-8, a bad timestamp, origin or app id.
+/// [`CliError::Io`] when the file cannot be opened; as [`parse_trace`] otherwise.
 pub(crate) fn read_trace(path: &Path) -> Result<Vec<TraceEntry>, CliError> {
+    if path.is_dir() {
+        return Err(CliError::Usage(format!(
+            "{}: is a directory, not a trace file",
+            path.display()
+        )));
+    }
     let bytes = std::fs::read(path).map_err(CliError::io(path))?;
+    parse_trace(path, &bytes)
+}
+
+/// Parses the bytes of trace file `path` (named in errors). Memory is bounded by the input's
+/// size: a few words per line and per app id.
+///
+/// # Errors
+///
+/// [`CliError::Trace`] naming the line for a wrong header, a wrong number of fields, bad UTF-8,
+/// a bad timestamp, origin or app id; the message echoes at most [`crate::error::MAX_ECHO`]
+/// characters of a field.
+pub(crate) fn parse_trace(path: &Path, bytes: &[u8]) -> Result<Vec<TraceEntry>, CliError> {
     // csv's own line numbers do not count blank lines; the physical line is found from the
     // record's byte offset and the offsets of the newlines.
     let newlines: Vec<u64> = bytes
@@ -63,7 +80,7 @@ pub(crate) fn read_trace(path: &Path) -> Result<Vec<TraceEntry>, CliError> {
         .has_headers(true)
         .trim(csv::Trim::All)
         .flexible(false)
-        .from_reader(&bytes[..]);
+        .from_reader(bytes);
     let bad = |line: u64, message: String| CliError::Trace {
         path: path.to_owned(),
         line,
@@ -81,7 +98,7 @@ pub(crate) fn read_trace(path: &Path) -> Result<Vec<TraceEntry>, CliError> {
             format!(
                 "header must be `{}`, found `{}`",
                 HEADER.join(","),
-                headers.join(",")
+                excerpt(&headers.join(","))
             ),
         ));
     }
@@ -119,7 +136,7 @@ fn csv_error(path: &Path, e: csv::Error, line_of: &dyn Fn(&csv::Position) -> u64
                 source: std::io::Error::new(io.kind(), io.to_string()),
             };
         }
-        _ => e.to_string(),
+        _ => excerpt(&e.to_string()),
     };
     CliError::Trace {
         path: path.to_owned(),
@@ -132,16 +149,20 @@ fn csv_error(path: &Path, e: csv::Error, line_of: &dyn Fn(&csv::Position) -> u64
 fn parse_fields(ts: &str, origin: &str, apps: &str) -> Result<(u64, Origin, Vec<u64>), String> {
     let ts_ns = ts
         .parse::<u64>()
-        .map_err(|_| format!("ts_ns `{ts}` is not a u64 count of nanoseconds"))?;
+        .map_err(|_| format!("ts_ns `{}` is not a u64 count of nanoseconds", excerpt(ts)))?;
     let origin = parse_origin(origin)?;
     let app_ids = if apps.is_empty() {
         Vec::new()
     } else {
         apps.split(';')
             .map(|a| {
-                a.trim()
-                    .parse::<u64>()
-                    .map_err(|_| format!("app id `{a}` in `{apps}` is not a u64"))
+                a.trim().parse::<u64>().map_err(|_| {
+                    format!(
+                        "app id `{}` in `{}` is not a u64",
+                        excerpt(a),
+                        excerpt(apps)
+                    )
+                })
             })
             .collect::<Result<Vec<_>, _>>()?
     };
@@ -166,7 +187,8 @@ pub(crate) fn parse_origin(s: &str) -> Result<Origin, String> {
         return Ok(Origin::from_peer_id(&bytes));
     }
     Err(format!(
-        "origin `{s}` is neither an IPv4/IPv6 literal nor a hex peer id"
+        "origin `{}` is neither an IPv4/IPv6 literal nor a hex peer id",
+        excerpt(s)
     ))
 }
 
@@ -199,5 +221,11 @@ mod tests {
         assert!(parse_fields("1", "abc", "").is_err());
         assert!(parse_fields("1", "1.2.3.4", "1;;2").is_err());
         assert!(parse_fields("1", "1.2.3.4", "-1").is_err());
+        // A field of a megabyte echoes 80 characters of it.
+        let huge = "z".repeat(1 << 20);
+        let e = parse_fields("1", &huge, "").unwrap_err();
+        assert!(e.len() < 200 && e.contains(&"z".repeat(80)), "{}", e.len());
+        let e = parse_fields(&huge, "1.2.3.4", "").unwrap_err();
+        assert!(e.len() < 200, "{}", e.len());
     }
 }

@@ -36,7 +36,7 @@ pub(crate) struct TxidsArgs {
 ///
 /// # Errors
 ///
-/// [`CliError::Usage`] without a source; source errors (missing file, corrupt archive, algod),
+/// [`CliError::Usage`] without a source, or when `--rounds` selects no block of the files; source errors (missing file, corrupt archive, algod),
 /// [`CliError::Block`] for a block that does not decode (naming its entry and round),
 /// [`CliError::Io`] when `out` fails.
 pub(crate) fn run(args: &TxidsArgs, out: &mut dyn Write) -> Result<u64, CliError> {
@@ -53,7 +53,7 @@ pub(crate) fn run(args: &TxidsArgs, out: &mut dyn Write) -> Result<u64, CliError
     let mut csv = csv::Writer::from_writer(out);
     csv.write_record(["round", "intra", "txid", "type", "app_id"])
         .map_err(|e| stdout(e.into()))?;
-    let mut count = 0;
+    let (mut count, mut blocks) = (0, 0u64);
     loop {
         let raw = match opened.feed.next(Duration::from_secs(3600))? {
             Next::Block(raw) => raw,
@@ -68,6 +68,7 @@ pub(crate) fn run(args: &TxidsArgs, out: &mut dyn Write) -> Result<u64, CliError
         if !rounds.contains(block.round) {
             continue;
         }
+        blocks += 1;
         // One id per payset entry, as `decode_block` gives one txn per entry.
         let apids = payset_app_ids(&raw.bytes).map_err(|source| CliError::Block {
             round: Some(block.round),
@@ -92,5 +93,14 @@ pub(crate) fn run(args: &TxidsArgs, out: &mut dyn Write) -> Result<u64, CliError
         }
     }
     csv.flush().map_err(stdout)?;
+    if let Some(range) = args.source.rounds
+        && blocks == 0
+        && !args.source.blocks.is_empty()
+    {
+        return Err(CliError::Usage(format!(
+            "--rounds {range}: no block of {} is in that range",
+            args.source.paths()
+        )));
+    }
     Ok(count)
 }

@@ -251,7 +251,7 @@ fn replay_follow_ingests_every_round_once_while_the_node_makes_them() {
         );
     }
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert_eq!(report["schema_version"], 1);
+    assert_eq!(report["schema_version"], 2);
     assert_eq!(report["ingest"]["rounds_ingested"], 378);
     assert_eq!(report["ingest"]["txns_ingested"], 164);
     assert_eq!(report["ingest"]["latest_round"], LAST);
@@ -291,9 +291,15 @@ fn replay_follow_ingests_every_round_once_while_the_node_makes_them() {
     };
     assert_eq!(failed("/v2/blocks/300?format=msgpack"), 1);
     assert_eq!(failed("/v2/blocks/330?format=msgpack"), 2);
+    // One warning per retry (of 300 and 330), one when following waits for the node.
+    let retries: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("txgate: warning: ") && l.contains("; retry 1 of 1 in 0.25 s"))
+        .collect();
+    assert_eq!(retries.len(), 2, "{err}");
     let warnings: Vec<&str> = err
         .lines()
-        .filter(|l| l.starts_with("txgate: warning: "))
+        .filter(|l| l.starts_with("txgate: warning: ") && !l.contains("; retry "))
         .collect();
     assert_eq!(warnings.len(), 1, "{err}");
     assert!(

@@ -48,11 +48,13 @@ pub(crate) struct ReplayArgs {
     #[arg(short, long, value_name = "FILE", value_parser = crate::output::json_target)]
     pub(crate) json: Option<JsonTarget>,
     /// Also write an SVG chart of the acceptance rate (admitted / offered, per second of message
-    /// time) with and without the app limiter, per traffic class.
-    #[arg(short, long, value_name = "FILE.svg")]
-    pub(crate) plot: Option<PathBuf>,
-    /// Built-in workload: transactions per round.
-    #[arg(long, value_name = "M", default_value_t = 1_000)]
+    /// time) with and without the app limiter, per traffic class; `-` writes it to stdout
+    /// instead of the table (not with `--json -`).
+    #[arg(short, long, value_name = "FILE.svg", value_parser = crate::output::json_target)]
+    pub(crate) plot: Option<JsonTarget>,
+    /// Built-in workload: transactions per round (not with --blocks or --algod, whose blocks
+    /// have their own).
+    #[arg(long, value_name = "M", default_value_t = 1_000, conflicts_with_all = ["blocks", "algod"])]
     pub(crate) txns_per_round: usize,
     /// Seed of the built-in workload, the synthesized traffic and the random lookups.
     #[arg(long, value_name = "N", default_value_t = 1)]

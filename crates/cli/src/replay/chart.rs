@@ -20,13 +20,10 @@ pub(super) fn acceptance_chart(traffic: &TrafficReport) -> String {
                 continue;
             }
             let points = class
-                .per_second
+                .seconds
                 .iter()
-                .enumerate()
-                .filter(|(_, (offered, _))| *offered > 0)
-                .map(|(s, &(offered, admitted))| {
-                    (s as f64, 100.0 * admitted as f64 / offered as f64)
-                })
+                .filter(|(_, offered, _)| *offered > 0)
+                .map(|&(s, offered, admitted)| (s as f64, 100.0 * admitted as f64 / offered as f64))
                 .collect();
             series.push(Series {
                 label: format!("{}, {label}", class.name),
@@ -41,7 +38,7 @@ pub(super) fn acceptance_chart(traffic: &TrafficReport) -> String {
             "Acceptance rate: {} (pool takes {} groups/s)",
             traffic.source, traffic.service_rate_per_second
         ),
-        "seconds since the first message",
+        "seconds since the earliest message",
         "admitted / offered, %",
         100.0,
         &series,

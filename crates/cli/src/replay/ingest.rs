@@ -86,8 +86,9 @@ pub(super) fn run(
     let (mut fetch, mut fetch_wait, mut add_time) =
         (Duration::ZERO, Duration::ZERO, Duration::ZERO);
     let mut follow: Option<Follow> = None;
-    // Follow lines go to stdout, unless stdout carries the JSON.
-    let lines_to_stderr = args.json == Some(JsonTarget::Stdout);
+    // Follow lines go to stdout, unless stdout carries the JSON or the chart.
+    let lines_to_stderr =
+        args.json == Some(JsonTarget::Stdout) || args.plot == Some(JsonTarget::Stdout);
     let say = |line: &str| match (crate::progress::quiet(), lines_to_stderr) {
         (true, _) => {}
         (false, true) => eprintln!("{line}"),
@@ -230,8 +231,10 @@ fn ingest_one(
     distinct.dedup();
     ing.round_txns.push((block.round, distinct.len() as u64));
     // Reservoir sampling (Algorithm R) of hits; the first index of a repeated txid is the
-    // one the ledger reports.
-    for (index, txn) in block.txns.iter().enumerate() {
+    // one the ledger reports. Only rounds the ledger keeps: a skipped block of a continued
+    // `--db` may be older than the ledger's first round.
+    let kept = added.is_some() || ledger.first().is_some_and(|first| block.round >= first);
+    for (index, txn) in block.txns.iter().enumerate().filter(|_| kept) {
         let first = block.txns.iter().position(|t| t.txid == txn.txid) == Some(index);
         if !first {
             continue;

@@ -33,14 +33,14 @@ use std::sync::Arc;
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use txgate_ledger::store::{Ledger, LedgerConfig, LedgerError};
-use txgate_ratelimit::AppRateLimiter;
 
 pub(crate) use self::args::ReplayArgs;
 use self::args::handler_config;
 use crate::config::NodeConfig;
 use crate::error::CliError;
-use crate::output::SCHEMA_VERSION;
+use crate::output::{JsonTarget, SCHEMA_VERSION};
 use crate::report::Report;
+use crate::signals::TempLedger;
 use crate::trace::read_trace;
 
 /// Runs the replay: see the module docs.
@@ -58,6 +58,15 @@ pub(crate) fn run(args: &ReplayArgs) -> Result<Report, CliError> {
     let mut rng = SmallRng::seed_from_u64(args.seed ^ 0x7478_6761_7465);
 
     let mut ing = ingest::run(args, &config, &ledger, &mut rng)?;
+    if let Some(rounds) = args.source.rounds
+        && !args.source.blocks.is_empty()
+        && ing.report.rounds_read == 0
+    {
+        return Err(CliError::Usage(format!(
+            "--rounds {rounds}: no block of {} is in that range",
+            args.source.paths()
+        )));
+    }
     let window = lookups::window(&ledger, config.max_txn_life);
     let misses = lookups::random_misses(window, args.lookups, &mut rng);
     let mut lookups = lookups::with_blooms(&ledger, &ing.hits, &misses, window)
@@ -100,19 +109,18 @@ pub(crate) fn run(args: &ReplayArgs) -> Result<Report, CliError> {
     if let Some(target) = &args.json {
         target.write(&report)?;
     }
-    if let Some(path) = &args.plot {
-        std::fs::write(path, chart::acceptance_chart(&report.traffic))
-            .map_err(CliError::io(path))?;
+    if let Some(target) = &args.plot {
+        target.write_text(&chart::acceptance_chart(&report.traffic))?;
     }
     Ok(report)
 }
 
-/// The ledger directory (`--db`, else a temporary directory deleted when this is dropped) and
-/// the ledger configuration of the node config.
+/// The ledger directory (`--db`, else a temporary directory deleted when this is dropped or a
+/// signal ends the process) and the ledger configuration of the node config.
 struct Db {
     dir: PathBuf,
     config: LedgerConfig,
-    _temp: Option<tempfile::TempDir>,
+    _temp: Option<TempLedger>,
 }
 
 impl Db {
@@ -120,10 +128,7 @@ impl Db {
         let (dir, temp) = match &args.db {
             Some(dir) => (dir.clone(), None),
             None => {
-                let temp = tempfile::Builder::new()
-                    .prefix("txgate-replay-")
-                    .tempdir()
-                    .map_err(CliError::io(std::env::temp_dir()))?;
+                let temp = TempLedger::new()?;
                 (temp.path().to_owned(), Some(temp))
             }
         };
@@ -169,6 +174,9 @@ const MAX_TXNS_PER_ROUND: usize = 1_000_000;
 /// fails at once instead of after the ingest.
 fn validate(args: &ReplayArgs, config: &NodeConfig) -> Result<(), CliError> {
     let usage = |m: String| Err(CliError::Usage(m));
+    if args.json == Some(JsonTarget::Stdout) && args.plot == Some(JsonTarget::Stdout) {
+        return usage("--json - and --plot - both want stdout: give one of them a file".into());
+    }
     if args.service_rate == 0 {
         return usage("--service-rate must be at least 1".into());
     }
@@ -191,11 +199,9 @@ fn validate(args: &ReplayArgs, config: &NodeConfig) -> Result<(), CliError> {
             "--txns-per-round must be at most {MAX_TXNS_PER_ROUND}"
         ));
     }
+    // The node configuration's values were checked when it was read (`config::resolve`).
     handler_config(args, config)
         .validate()
         .map_err(CliError::Handler)?;
-    if config.enable_app_rate_limiting {
-        AppRateLimiter::new(traffic::limiter_config(config, args.seed))?;
-    }
     Ok(())
 }

@@ -2,8 +2,8 @@
 //! once with the app rate limiter (when enabled) and once without, while a simulated
 //! transaction pool drains the backlog at `--service-rate` groups per second of message time.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use rand::rngs::SmallRng;
 use txgate_ledger::handler::{
@@ -114,9 +114,9 @@ fn simulate(
     progress: &mut Progress,
 ) -> Result<RunReport, CliError> {
     let limiter = if limited {
-        Some(Arc::new(AppRateLimiter::new(limiter_config(
-            config, args.seed,
-        ))?))
+        Some(Arc::new(AppRateLimiter::new(
+            config.limiter_config(salt_of_seed(args.seed)),
+        )?))
     } else {
         None
     };
@@ -138,10 +138,15 @@ fn simulate(
         ..RunReport::default()
     };
     let t0 = msgs.first().map_or(0, |m| m.t_ns);
+    // Seconds are counted from the earliest message (a trace may go backwards); one map entry
+    // per second that has messages, so memory follows the messages, not their time span.
+    let earliest = msgs.iter().map(|m| m.t_ns).min().unwrap_or(0);
+    let mut seconds: Vec<BTreeMap<u64, (u64, u64)>> = vec![BTreeMap::new(); classes.len()];
     let mut clock = t0;
     let mut credit = 0.0f64;
     for m in msgs {
         if m.t_ns > clock {
+            // At most the backlog is drained, whatever the gap: the loop ends when it is empty.
             credit += (m.t_ns - clock) as f64 * args.service_rate as f64 / 1e9;
             clock = m.t_ns;
             while credit >= 1.0 {
@@ -157,19 +162,23 @@ fn simulate(
             source: Source::Peer(m.origin),
             received_ns: m.t_ns,
         });
-        let second = (m.t_ns.saturating_sub(t0) / 1_000_000_000) as usize;
+        let second = (m.t_ns - earliest) / 1_000_000_000;
+        let counts = seconds[m.class].entry(second).or_default();
         let class = &mut run.classes[m.class];
-        if class.per_second.len() <= second {
-            class.per_second.resize(second + 1, (0, 0));
-        }
         class.offered += 1;
-        class.per_second[second].0 += 1;
+        counts.0 += 1;
         if outcome == Outcome::Enqueued {
             class.admitted += 1;
-            class.per_second[second].1 += 1;
+            counts.1 += 1;
         }
         run.max_backlog = run.max_backlog.max(handler.backlog_len() as u64);
         progress.inc(1);
+    }
+    for (class, seconds) in run.classes.iter_mut().zip(seconds) {
+        class.seconds = seconds
+            .into_iter()
+            .map(|(second, (offered, admitted))| (second, offered, admitted))
+            .collect();
     }
     handler.shutdown();
     let s = handler.stats();
@@ -184,22 +193,6 @@ fn simulate(
     run.limiter_checks = s.limiter_checks;
     run.pool_accepted = s.pool_accepted;
     Ok(run)
-}
-
-/// The app rate limiter's configuration: go-algorand's parameters, 128 shards (its bucket
-/// count; fewer for a max size below 256, each shard holding at least 2 keys).
-pub(super) fn limiter_config(config: &NodeConfig, seed: u64) -> txgate_ratelimit::Config {
-    let max_size = config.app_tx_rate_limiter_max_size;
-    let mut shards = 128;
-    while shards > 1 && max_size < 2 * shards {
-        shards /= 2;
-    }
-    txgate_ratelimit::Config::default()
-        .with_max_size(max_size)
-        .with_rate_per_second(config.app_tx_per_second_rate)
-        .with_window(Duration::from_secs(config.service_rate_window_seconds))
-        .with_shards(shards)
-        .with_salt(Some(salt_of_seed(seed)))
 }
 
 /// The simulated pool: takes every group.
