@@ -63,7 +63,8 @@ pub(crate) struct SourceArgs {
     /// for instead, with a warning each time.
     #[arg(long, value_name = "SECS", value_parser = parse_secs, default_value = "60")]
     pub(crate) algod_max_wait: Duration,
-    /// Rounds to read: A..=B, A..B, A.., ..=B, or N (= 1..=N). Defaults: the built-in
+    /// Rounds to read: A..=B, A..B, A.., ..=B, or N (= 1..=N, N >= 1); a range that selects
+    /// no block of --blocks is an error. Defaults: the built-in
     /// workload 1..=2000; files and archives every round; algod the last MaxTxnLife + 1 rounds
     /// up to its latest (with a --db that holds rounds: from the ledger's next round).
     #[arg(short, long, value_name = "RANGE")]

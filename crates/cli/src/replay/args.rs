@@ -31,7 +31,7 @@ pub(crate) struct ReplayArgs {
     pub(crate) trace: Option<PathBuf>,
     /// Ledger directory, kept afterwards. An existing ledger is continued: rounds it holds are
     /// skipped, ingest resumes at its latest round + 1. Without it: a temporary directory,
-    /// deleted at exit.
+    /// removed on every exit (errors and signals included).
     #[arg(short, long, value_name = "DIR")]
     pub(crate) db: Option<PathBuf>,
     /// Node configuration with go-algorand's names: TxBacklogSize,
