@@ -42,7 +42,8 @@ impl TxHandler {
     /// # Errors
     ///
     /// [`HandlerConfigError`] for a zero capacity, size, interval, group size or message size, a
-    /// percentage above 100, rate limiting on without a limiter, or a failing OS random source.
+    /// backlog or key cache above its limit ([`HandlerConfig::validate`]), a percentage above
+    /// 100, rate limiting on without a limiter, or a failing OS random source.
     pub fn new(
         config: HandlerConfig,
         committed: Arc<dyn CommittedTxids + Send + Sync>,
