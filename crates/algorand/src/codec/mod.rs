@@ -10,6 +10,8 @@
 //! - `payset.rs`: the payset as stored: commitment ([`PAYSET_FLAT_PREFIX`]), offsets, an entry's
 //!   txid, app ids.
 //! - `entry.rs`: one payset entry: its `txn` completed with `gen`/`gh`, its signature fields.
+//! - `verify.rs`: [`Block::verify`], [`Expected`], [`VerifyError`]: the payset commitments of
+//!   every protocol (flat, Merkle, `txn256`, `txn512`), the round and the network.
 //! - `gossip.rs`: [`gossip_messages`]: a block's groups as the messages peers send.
 //! - `msgpack.rs`: the bounds-checked msgpack reader, the canonical check and re-encoder.
 //! - `read.rs`: typed reads of one field's value, with the errors naming the field.
@@ -19,8 +21,8 @@
 //!
 //! - A block is msgpack `{"block": {header..., "txns": [SignedTxnInBlock...]}, "cert": {...}}`
 //!   (algod `GET /v2/blocks/{round}?format=msgpack`, and one file per round in algod's block
-//!   archives) or the bare block map. The header fields read are `rnd`, `gen`, `gh`, `ts` and
-//!   `txn`; `gh` is required (every txid needs it), the others default to zero/empty as
+//!   archives) or the bare block map. The header fields read are `rnd`, `gen`, `gh`, `ts`,
+//!   `proto`, `txn`, `txn256` and `txn512`; `gh` is required (every txid needs it), the others default to zero/empty as
 //!   go-algorand's `omitempty` encoding leaves zero values out (round 0 has no `rnd`).
 //! - A transaction message is one or more concatenated msgpack `SignedTxn` maps (one per
 //!   transaction of a group), what go-algorand's `TxnHandler` receives.
@@ -60,6 +62,7 @@ mod payset;
 mod read;
 mod txid;
 mod txn;
+mod verify;
 
 pub use self::block::{Block, decode_block};
 pub use self::error::{DecodeError, PaysetError};
@@ -69,6 +72,10 @@ pub use self::payset::{
 };
 pub use self::txid::{TXID_PREFIX, TxidHasher};
 pub use self::txn::{Txn, decode_txn_message, distinct_app_ids};
+pub use self::verify::{
+    Commitment, Expected, MERKLE_BOTTOM_LEAF_PREFIX, MERKLE_NODE_PREFIX,
+    SIGNED_TXN_IN_BLOCK_PREFIX, TXN_MERKLE_LEAF_PREFIX, VerifyError,
+};
 
 // The synthetic encoder writes msgpack with the codec's own writers and commits to its payset.
 #[cfg(any(test, feature = "synth"))]
@@ -77,6 +84,8 @@ pub(crate) use self::msgpack::{
 };
 #[cfg(any(test, feature = "synth"))]
 pub(crate) use self::payset::payset_digest;
+#[cfg(any(test, feature = "synth"))]
+pub(crate) use self::verify::{consensus_version, synth_commitments};
 
 #[cfg(test)]
 mod tests;
