@@ -525,6 +525,8 @@ struct Computed {
     sha256: Option<[u8; 32]>,
     sha512: Option<[u8; 64]>,
     txids: Option<Vec<Txid>>,
+    /// Payset entries walked (0 when no tree was needed).
+    entries: usize,
 }
 
 fn nonzero<const N: usize>(d: [u8; N]) -> Option<[u8; N]> {
@@ -532,12 +534,18 @@ fn nonzero<const N: usize>(d: [u8; N]) -> Option<[u8; N]> {
 }
 
 /// Computes the commitments `need` asks for over the payset `located` found in `bytes`.
+///
+/// `known`: the payset's txids as decoded from these bytes. The SHA-512/256 Merkle leaves take
+/// them as they are (the root commits to them, and to every byte of each entry beside them),
+/// so when no SHA-256 txid is needed the entries are only scanned, not decoded again; without
+/// `known` (or for `txn256`/`txn512`) every entry is decoded and its txids recomputed.
 fn compute(
     bytes: &[u8],
     located: &Located<'_>,
     genesis_id: &[u8],
     genesis_hash: &[u8; 32],
     need: Need,
+    known: Option<&[Txid]>,
 ) -> Result<Computed, DecodeError> {
     let mut out = Computed::default();
     if need.flat {
@@ -563,21 +571,33 @@ fn compute(
         let genesis = Genesis::new(genesis_id, genesis_hash);
         let mut scratch = TxnMap::default();
         let mut canonical = ByteBuf::new();
+        let walk = known.is_none() || need.sha256 || need.sha512;
+        let raw = |e| DecodeError::raw(e, round);
         for intra in 0..n {
             let start = r.pos();
-            let (txn, _) = decode_entry(
-                &mut r,
-                located.payset_depth,
-                &genesis,
-                intra,
-                &mut scratch,
-                round,
-            )?;
+            let (txid, entry_scan) = if walk {
+                let (txn, _) = decode_entry(
+                    &mut r,
+                    located.payset_depth,
+                    &genesis,
+                    intra,
+                    &mut scratch,
+                    round,
+                )?;
+                let scan = Reader::span(bytes, start, r.pos())
+                    .scan(located.payset_depth + 1)
+                    .map_err(raw)?;
+                (txn.txid, scan)
+            } else {
+                let scan = r.scan(located.payset_depth + 1).map_err(raw)?;
+                // A count that differs from the decoded block's fails in `Block::computed`.
+                let txid = known
+                    .and_then(|k| k.get(intra))
+                    .copied()
+                    .unwrap_or_default();
+                (txid, scan)
+            };
             let end = r.pos();
-            let raw = |e| DecodeError::raw(e, round);
-            let entry_scan = Reader::span(bytes, start, end)
-                .scan(located.payset_depth + 1)
-                .map_err(raw)?;
             // The entry hashed is its canonical encoding (go-algorand `SignedTxnInBlock.Hash`
             // re-encodes the decoded struct): the stored bytes when they are canonical.
             let stib: &[u8] = if entry_scan.canonical {
@@ -600,7 +620,7 @@ fn compute(
                 leaves_native.push(
                     Sha512_256::new()
                         .chain_update(TXN_MERKLE_LEAF_PREFIX)
-                        .chain_update(txn.txid.0)
+                        .chain_update(txid.0)
                         .chain_update(stib_hash)
                         .finalize(),
                 );
@@ -620,8 +640,9 @@ fn compute(
                     leaves_512.push(leaf::<Sha512>(&id, &stib_hash));
                 }
             }
-            txids.push(txn.txid);
+            txids.push(txid);
         }
+        out.entries = n;
     }
     if need.merkle {
         out.merkle = merkle_root::<Sha512_256>(&leaves_native).and_then(|d| nonzero(d.into()));
@@ -632,7 +653,7 @@ fn compute(
     if need.sha512 {
         out.sha512 = nonzero(vector_commitment_root::<Sha512>(&leaves_512).into());
     }
-    out.txids = Some(txids);
+    out.txids = (known.is_none() || need.sha256 || need.sha512).then_some(txids);
     Ok(out)
 }
 
@@ -720,6 +741,7 @@ pub(crate) fn synth_commitments(
             sha256,
             sha512,
         },
+        None,
     )?;
     Ok((if merkle { c.merkle } else { c.flat }, c.sha256, c.sha512))
 }
@@ -888,9 +910,18 @@ impl Block {
         located: &Located<'_>,
         need: Need,
     ) -> Result<Computed, VerifyError> {
-        let c = compute(bytes, located, &self.genesis_id, &self.genesis_hash, need)?;
-        if let Some(txids) = &c.txids
-            && !txids.iter().eq(self.txns.iter().map(|t| &t.txid))
+        let known: Vec<Txid> = self.txns.iter().map(|t| t.txid).collect();
+        let c = compute(
+            bytes,
+            located,
+            &self.genesis_id,
+            &self.genesis_hash,
+            need,
+            Some(&known),
+        )?;
+        let tree = need.merkle || need.sha256 || need.sha512;
+        if (tree && c.entries != self.txns.len())
+            || c.txids.as_ref().is_some_and(|txids| *txids != known)
         {
             return Err(VerifyError::OtherBlock {
                 round: self.round,
