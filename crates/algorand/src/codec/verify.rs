@@ -1,62 +1,6 @@
 //! Block verification: the payset against the header's commitments for the block's protocol,
-//! the round and the network against what the caller expects ([`Block::verify`]).
-//!
-//! # The commitments (go-algorand `data/bookkeeping/block.go`, `txn_merkle.go`,
-//! `crypto/merklearray`)
-//!
-//! A header carries up to three commitments to its payset (`TxnCommitments`); go-algorand's
-//! `Block.ContentsMatchHeader` recomputes all three and requires each to equal the header's,
-//! an absent field being the all-zero digest (msgpack `omitempty`):
-//!
-//! - `txn`, SHA-512/256, by the protocol's `PaysetCommit`:
-//!   - [`Commitment::Flat`] (`PaysetCommitFlat`, protocols v11 to v25): SHA-512/256 over `"PF"`
-//!     and the payset's msgpack bytes (`Payset.CommitFlat`; an empty payset is msgpack nil).
-//!   - [`Commitment::Merkle`] (`PaysetCommitMerkle`, v26 and later): the root of a Merkle tree
-//!     whose leaf `i` is SHA-512/256(`"TL"` ‖ txid ‖ SHA-512/256(`"STIB"` ‖ entry `i`)), entry
-//!     `i` being the canonical msgpack of the `SignedTxnInBlock` as stored in the payset. An
-//!     inner node is SHA-512/256(`"MA"` ‖ left ‖ right); a node without a right child pairs
-//!     with 32 zero bytes; a single leaf is the root; an empty payset's root is all zero (so
-//!     `txn` is absent from an empty block of these protocols).
-//! - `txn256` (`EnableSHA256TxnCommitmentHeader`, v34 and later): a SHA-256 vector commitment:
-//!   leaf `i` is SHA-256(`"TL"` ‖ SHA-256(`"TX"` ‖ txn) ‖ SHA-256(`"STIB"` ‖ entry `i`)); the
-//!   leaves are padded to a power of two (at least one) with SHA-256(`"MB"`), and leaf `i` sits
-//!   at the tree position whose bits are `i`'s bits reversed; nodes as above, with SHA-256.
-//! - `txn512` (`EnableSha512BlockHash`, v41 and later): the same vector commitment with SHA-512
-//!   (64-byte digests). Its leaves hash the same SHA-256 pair as `txn256`'s (go-algorand
-//!   `txnMerkleElem.RawLeaf` uses the SHA-512/256 pair only for `txn`).
-//!
-//! # What they cover, and what they do not
-//!
-//! Every commitment covers every byte of the payset: the flat one its bytes as stored, the
-//! Merkle ones each entry's canonical encoding (its `txn` with every field, its signatures `sig`,
-//! `msig`, `lsig`, `sgnr`, its apply data, `hgi`, ...) and, through the txids, each `txn`
-//! completed with the header's genesis id and hash. They do not cover the rest of the header
-//! (round, `gen`, `gh`, `ts`, `proto`, seeds, rewards, ...: in go-algorand the block hash and
-//! the certificate vouch for those, which txgate does not check) nor the certificate (`cert`).
-//! The round and the network come from the caller ([`Expected`]): the txids depend on the
-//! header's `gen` and `gh`, so a caller that knows its network should say so.
-//!
-//! # Which protocol commits to what
-//!
-//! The header's `proto` (the consensus version string) picks the rule, as go-algorand's
-//! `config.Consensus` table does: v7 to v10 used a tree go-algorand no longer supports (refused);
-//! v11 to v25 flat; v26 to v33, `alpha1` to `alpha3` Merkle; v34 to v40, `alpha4`, `alpha5`,
-//! `fnet1` to `fnet4` Merkle and `txn256`; v41, v42 and `fnet5` Merkle, `txn256` and `txn512`.
-//! A commitment the protocol does not define must be absent.
-//!
-//! `future` and any version string not in that table (a newer protocol, or a private network's)
-//! have no fixed meaning (`future` meant v25-like rules in 2020 and means v42 and later today),
-//! so their rule is read from the header: every commitment it carries must match; a `txn` beside
-//! `txn256` or `txn512` is the Merkle root (an absent one: an empty payset); a `txn` alone must be
-//! the flat hash or the Merkle root of the payset (both commit to it under distinct domain
-//! prefixes).
-//!
-//! A header without any commitment is refused ([`VerifyError::NoCommitment`]), even over an
-//! empty payset (a damaged header can lose both), unless the caller opts out
-//! ([`Expected::allowing_uncommitted`]). The one exception is go-algorand's own rule: under v26
-//! to v33 every commitment of an empty payset is all zero, so an empty block of those protocols
-//! carries none and passes (a damaged block of those protocols that lost both its payset and its
-//! `txn` cannot be told from it without the block hash).
+//! the round and the network against what the caller expects ([`Block::verify`]). The rules,
+//! what they cover and what they do not are in the [`codec`](super) docs ("Verification").
 
 use std::fmt;
 
@@ -749,7 +693,7 @@ pub(crate) fn synth_commitments(
 impl Block {
     /// Verifies the block against the bytes it was decoded from and what the caller expects:
     /// the round, the network (genesis id and hash) when [`Expected`] names them, then every
-    /// payset commitment the block's protocol defines (see the [module docs](self) for the rules,
+    /// payset commitment the block's protocol defines (see the [`codec`](super) docs for the rules,
     /// what they cover and what they do not). A block that passes has txids its header commits
     /// to.
     ///
