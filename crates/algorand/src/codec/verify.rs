@@ -11,9 +11,11 @@ use sha2::{Digest, Sha256, Sha512, Sha512_256};
 use super::block::Block;
 use super::entry::{Genesis, decode_entry, read_payset_len};
 use super::error::DecodeError;
-use super::msgpack::{Reader, write_canonical};
+use super::msgpack::{Reader, Token, write_canonical};
 use super::payset::{Located, locate_payset, payset_digest};
+use super::read::{read_key, read_map_len};
 use super::txid::TxnMap;
+use super::txn::read_txn_map;
 use crate::types::{Round, Txid};
 
 /// Domain prefix of a payset Merkle leaf (go-algorand `protocol.TxnMerkleLeaf`).
@@ -480,9 +482,10 @@ fn nonzero<const N: usize>(d: [u8; N]) -> Option<[u8; N]> {
 /// Computes the commitments `need` asks for over the payset `located` found in `bytes`.
 ///
 /// `known`: the payset's txids as decoded from these bytes. The SHA-512/256 Merkle leaves take
-/// them as they are (the root commits to them, and to every byte of each entry beside them),
-/// so when no SHA-256 txid is needed the entries are only scanned, not decoded again; without
-/// `known` (or for `txn256`/`txn512`) every entry is decoded and its txids recomputed.
+/// them as they are (the root commits to them, and to every byte of each entry beside them), so
+/// the entries are not decoded again: they are scanned, and for `txn256`/`txn512` each `txn` is
+/// completed and hashed with SHA-256 only. Without `known` every entry is decoded and its txids
+/// recomputed.
 fn compute(
     bytes: &[u8],
     located: &Located<'_>,
@@ -515,11 +518,10 @@ fn compute(
         let genesis = Genesis::new(genesis_id, genesis_hash);
         let mut scratch = TxnMap::default();
         let mut canonical = ByteBuf::new();
-        let walk = known.is_none() || need.sha256 || need.sha512;
         let raw = |e| DecodeError::raw(e, round);
         for intra in 0..n {
             let start = r.pos();
-            let (txid, entry_scan) = if walk {
+            let (txid, entry_scan) = if known.is_none() {
                 let (txn, _) = decode_entry(
                     &mut r,
                     located.payset_depth,
@@ -534,6 +536,17 @@ fn compute(
                 (txn.txid, scan)
             } else {
                 let scan = r.scan(located.payset_depth + 1).map_err(raw)?;
+                if need.sha256 || need.sha512 {
+                    complete_txn(
+                        bytes,
+                        (start, r.pos()),
+                        located.payset_depth,
+                        &genesis,
+                        intra,
+                        &mut scratch,
+                        round,
+                    )?;
+                }
                 // A count that differs from the decoded block's fails in `Block::computed`.
                 let txid = known
                     .and_then(|k| k.get(intra))
@@ -597,8 +610,54 @@ fn compute(
     if need.sha512 {
         out.sha512 = nonzero(vector_commitment_root::<Sha512>(&leaves_512).into());
     }
-    out.txids = (known.is_none() || need.sha256 || need.sha512).then_some(txids);
+    out.txids = known.is_none().then_some(txids);
     Ok(out)
+}
+
+/// Fills `scratch` with the completed canonical `txn` map of the payset entry at
+/// `bytes[span.0..span.1]` (`gen` when the entry has `hgi`, `gh` always: go-algorand
+/// `BlockHeader.DecodeSignedTxn`), without hashing it.
+fn complete_txn<'a: 'm, 'm>(
+    bytes: &'a [u8],
+    span: (usize, usize),
+    payset_depth: usize,
+    genesis: &'m Genesis<'_>,
+    intra: usize,
+    scratch: &mut TxnMap<'m>,
+    round: Option<Round>,
+) -> Result<(), DecodeError> {
+    let raw = |e| DecodeError::raw(e, round);
+    let mut r = Reader::span(bytes, span.0, span.1);
+    let m = read_map_len(&mut r, round, "txns[]", "a SignedTxnInBlock map")?;
+    let mut hgi = false;
+    let mut txn = None;
+    for _ in 0..m {
+        let key = read_key(&mut r, round)?;
+        let (s, e, _) = r.scan_span(payset_depth + 2).map_err(raw)?;
+        match key {
+            b"hgi" => {
+                hgi = matches!(
+                    Reader::span(bytes, s, e).token(),
+                    Ok((Token::Bool(true), _))
+                );
+            }
+            b"txn" => txn = Some((s, e)),
+            _ => {}
+        }
+    }
+    let (s, e) = txn.ok_or(DecodeError::MissingField {
+        round,
+        field: "txns[].txn",
+    })?;
+    let completion = genesis.completion(hgi, intra);
+    read_txn_map(
+        &mut Reader::span(bytes, s, e),
+        payset_depth + 2,
+        Some(&completion),
+        scratch,
+        round,
+    )?;
+    Ok(())
 }
 
 /// A payset leaf: H(`"TL"` ‖ txid ‖ entry hash).
