@@ -31,8 +31,8 @@ use rmp::encode::ByteBuf;
 use sha2::{Digest, Sha512};
 
 use crate::codec::{
-    TxidHasher, payset_digest, put_array_len, put_bin, put_bool, put_int, put_map_len, put_str,
-    put_uint,
+    TxidHasher, consensus_version, payset_digest, put_array_len, put_bin, put_bool, put_int,
+    put_map_len, put_str, put_uint, synth_commitments,
 };
 use crate::types::{Round, Txid};
 
@@ -199,6 +199,58 @@ pub fn encode_block(
     timestamp: i64,
     txns: &[SynthTxn],
 ) -> Vec<u8> {
+    encode(round, genesis_id, genesis_hash, timestamp, txns, None)
+}
+
+/// [`encode_block`] with header `proto` = go-algorand consensus version `v{version}` (its
+/// version string, e.g. the spec URL of v42) and the payset commitments that protocol defines:
+/// `txn` flat (v11 to v25) or the SHA-512/256 Merkle root (v26 and later), `txn256` from v34,
+/// `txn512` from v41 (see [`Block::verify`](crate::codec::Block::verify)).
+///
+/// ```
+/// use txgate_algorand::codec::{Expected, decode_block};
+/// use txgate_algorand::synth::{SynthTxn, encode_block_with_protocol};
+///
+/// let txns = [SynthTxn::payment([7; 32], 10, 1010), SynthTxn::payment([8; 32], 10, 1010)];
+/// let bytes = encode_block_with_protocol(11, "testnet-v1.0", &[1; 32], 0, &txns, 42);
+/// let block = decode_block(&bytes)?;
+/// assert!(block.txn256_commitment.is_some() && block.txn512_commitment.is_some());
+/// block.verify(&bytes, &Expected::round(11))?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Panics
+/// When `version` is not one of go-algorand's protocols v11 to v42 (a caller's constant).
+pub fn encode_block_with_protocol(
+    round: Round,
+    genesis_id: &str,
+    genesis_hash: &[u8; 32],
+    timestamp: i64,
+    txns: &[SynthTxn],
+    version: u32,
+) -> Vec<u8> {
+    assert!(
+        (11..=42).contains(&version),
+        "no go-algorand protocol v{version} with a supported payset commitment"
+    );
+    encode(
+        round,
+        genesis_id,
+        genesis_hash,
+        timestamp,
+        txns,
+        Some(version),
+    )
+}
+
+fn encode(
+    round: Round,
+    genesis_id: &str,
+    genesis_hash: &[u8; 32],
+    timestamp: i64,
+    txns: &[SynthTxn],
+    version: Option<u32>,
+) -> Vec<u8> {
     let gen_id = genesis_id.as_bytes();
     let mut payset = ByteBuf::with_capacity(txns.len() * 256 + 8);
     put_array_len(&mut payset, txns.len());
@@ -220,17 +272,36 @@ pub fn encode_block(
         payset.as_mut_vec().extend_from_slice(entry_txn.as_slice());
     }
     // An empty payset is absent from the block and commits as nil (see `payset_commit_flat`).
-    let commitment = payset_digest(if txns.is_empty() {
-        &[]
+    let payset_bytes = if txns.is_empty() {
+        &[][..]
     } else {
         payset.as_slice()
-    });
+    };
+    let (proto, commitment, txn256, txn512) = match version {
+        None => (None, Some(payset_digest(payset_bytes)), None, None),
+        Some(v) => {
+            let (c, c256, c512) = synth_commitments(
+                payset_bytes,
+                gen_id,
+                genesis_hash,
+                v >= 26,
+                v >= 34,
+                v >= 41,
+            )
+            .expect("the synthetic payset decodes");
+            (consensus_version(v), c, c256, c512)
+        }
+    };
 
     let mut out = ByteBuf::with_capacity(payset.as_slice().len() + 256);
     put_map_len(&mut out, 2);
     put_str(&mut out, b"block");
-    // Header keys in sorted order: gen gh rnd ts txn txns.
-    let n = 2
+    // Header keys in sorted order: gen gh proto rnd ts txn txn256 txn512 txns.
+    let n = 1
+        + usize::from(proto.is_some())
+        + usize::from(commitment.is_some())
+        + usize::from(txn256.is_some())
+        + usize::from(txn512.is_some())
         + usize::from(!gen_id.is_empty())
         + usize::from(round != 0)
         + usize::from(timestamp != 0)
@@ -242,6 +313,10 @@ pub fn encode_block(
     }
     put_str(&mut out, b"gh");
     put_bin(&mut out, genesis_hash);
+    if let Some(p) = &proto {
+        put_str(&mut out, b"proto");
+        put_str(&mut out, p.as_bytes());
+    }
     if round != 0 {
         put_str(&mut out, b"rnd");
         put_uint(&mut out, round);
@@ -250,8 +325,18 @@ pub fn encode_block(
         put_str(&mut out, b"ts");
         put_int(&mut out, timestamp);
     }
-    put_str(&mut out, b"txn");
-    put_bin(&mut out, &commitment);
+    if let Some(c) = commitment {
+        put_str(&mut out, b"txn");
+        put_bin(&mut out, &c);
+    }
+    if let Some(c) = txn256 {
+        put_str(&mut out, b"txn256");
+        put_bin(&mut out, &c);
+    }
+    if let Some(c) = txn512 {
+        put_str(&mut out, b"txn512");
+        put_bin(&mut out, &c);
+    }
     if !txns.is_empty() {
         put_str(&mut out, b"txns");
         out.as_mut_vec().extend_from_slice(payset.as_slice());

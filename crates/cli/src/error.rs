@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 
 use txgate_algorand::Round;
-use txgate_algorand::codec::DecodeError;
+use txgate_algorand::codec::{DecodeError, VerifyError};
 use txgate_algorand::source::SourceError;
 use txgate_ledger::handler::HandlerConfigError;
 use txgate_ledger::store::LedgerError;
@@ -38,6 +38,16 @@ pub(crate) enum CliError {
         /// The codec's error.
         #[source]
         source: DecodeError,
+    },
+    /// A block fails verification: a payset commitment, its protocol's rule, or the round the
+    /// source named (the file name, the round asked of algod).
+    #[error("{name}: block fails verification; nothing of it was written")]
+    Verify {
+        /// The file, the entry inside an archive, or `algod round N`.
+        name: String,
+        /// What did not match (it names the round).
+        #[source]
+        source: VerifyError,
     },
     /// The ledger refused a block, or its database failed.
     #[error("{context}")]
@@ -97,7 +107,8 @@ fn fmt_line(line: Option<u64>) -> String {
 
 impl CliError {
     /// [`EXIT_USAGE`] when the user can fix the command or its input: a bad flag or
-    /// configuration, a malformed trace, a block that does not decode, a corrupt archive, a file
+    /// configuration, a malformed trace, a block that does not decode or fails verification
+    /// (including algod answering with another round than asked), a corrupt archive, a file
     /// named that does not exist, blocks out of order or of another network than the `--db`, a
     /// refused algod token, a round the node does not have. [`EXIT_FAILURE`] otherwise: other
     /// I/O errors, an unreachable or failing node, a database that cannot be opened or written.
@@ -115,6 +126,7 @@ impl CliError {
                     | L::Format { .. }
                     | L::OutOfOrder { .. }
                     | L::OtherNetwork { .. }
+                    | L::Verify { .. }
                     | L::Decode { round: None, .. }
             ),
             CliError::Algod(e) => e.is_usage(),
@@ -122,6 +134,7 @@ impl CliError {
             CliError::Limiter(txgate_ratelimit::ConfigError::Salt(_))
             | CliError::Handler(HandlerConfigError::Salt(_)) => false,
             CliError::Block { .. }
+            | CliError::Verify { .. }
             | CliError::Trace { .. }
             | CliError::Config { .. }
             | CliError::Limiter(_)

@@ -6,6 +6,11 @@
 //! (base32, 52 characters), `type` (the txn's `type` field, bytes shown as UTF-8 with invalid
 //! sequences replaced) and `app_id`.
 //!
+//! Every block is verified before its txids are written ([`Block::verify`]: its payset
+//! commitments, and the round its source names); a block that fails stops the command.
+//!
+//! [`Block::verify`]: txgate_algorand::codec::Block::verify
+//!
 //! **`app_id`**: the transaction's application id (its `apid` field, [`payset_app_ids`]), as
 //! the jsonl's `app_id`, except that an absent or zero id (not an app call, or an app creation)
 //! is left empty: 0 is not an app. Foreign apps are not shown (the codec's
@@ -16,7 +21,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use txgate_algorand::codec::{decode_block, payset_app_ids};
+use txgate_algorand::codec::{Expected, decode_block, payset_app_ids};
 use txgate_ledger::store::DEFAULT_MAX_TXN_LIFE;
 
 use crate::error::CliError;
@@ -38,6 +43,7 @@ pub(crate) struct TxidsArgs {
 ///
 /// [`CliError::Usage`] without a source, or when `--rounds` selects no block of the files; source errors (missing file, corrupt archive, algod),
 /// [`CliError::Block`] for a block that does not decode (naming its entry and round),
+/// [`CliError::Verify`] for one that fails verification,
 /// [`CliError::Io`] when `out` fails.
 pub(crate) fn run(args: &TxidsArgs, out: &mut dyn Write) -> Result<u64, CliError> {
     let Some(mut opened) = args.source.open(None, DEFAULT_MAX_TXN_LIFE, false)? else {
@@ -65,6 +71,12 @@ pub(crate) fn run(args: &TxidsArgs, out: &mut dyn Write) -> Result<u64, CliError
             name: raw.name.clone(),
             source,
         })?;
+        block
+            .verify(&raw.bytes, &Expected::default().with_round(raw.round))
+            .map_err(|source| CliError::Verify {
+                name: raw.name.clone(),
+                source,
+            })?;
         if !rounds.contains(block.round) {
             continue;
         }

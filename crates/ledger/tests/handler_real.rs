@@ -134,13 +134,19 @@ fn block(round: Round, genesis: &(Value, Value), signed: &[&[u8]]) -> Vec<u8> {
     if !entries.is_empty() {
         header.push((key("txns"), Value::Array(entries)));
     }
-    let block = Value::Map(vec![
-        (key("block"), Value::Map(header)),
-        (key("cert"), Value::Map(vec![])),
-    ]);
-    let mut out = Vec::new();
-    rmpv::encode::write_value(&mut out, &block).unwrap();
-    out
+    let encode = |header: Vec<(Value, Value)>| {
+        let block = Value::Map(vec![
+            (key("block"), Value::Map(header)),
+            (key("cert"), Value::Map(vec![])),
+        ]);
+        let mut out = Vec::new();
+        rmpv::encode::write_value(&mut out, &block).unwrap();
+        out
+    };
+    // The header commits to the payset (flat, `txn`), as the ledger verifies.
+    let flat = txgate_algorand::codec::payset_commit_flat(&encode(header.clone())).unwrap();
+    header.push((key("txn"), Value::Binary(flat.to_vec())));
+    encode(header)
 }
 
 /// The network (`gen`, `gh`) a vector's transaction names (`gen` may be absent: nil).

@@ -6,7 +6,7 @@ use super::error::{DecodeError, PaysetError};
 use super::msgpack::Reader;
 use super::payset::{locate_payset, payset_digest, peek_round};
 use super::read::{
-    expect_end, once, read_32, read_bytes, read_int, read_key, read_map_len, read_uint,
+    expect_end, once, read_32, read_64, read_bytes, read_int, read_key, read_map_len, read_uint,
 };
 use super::txid::TxnMap;
 use super::txn::Txn;
@@ -29,8 +29,15 @@ pub struct Block {
     pub genesis_hash: [u8; 32],
     /// Header `ts` (seconds since the Unix epoch).
     pub timestamp: i64,
-    /// Header `txn` (payset commitment), if present.
+    /// Header `proto`: the consensus version string (empty when absent), which decides the
+    /// payset commitments [`verify`](Self::verify) checks.
+    pub protocol: Vec<u8>,
+    /// Header `txn` (SHA-512/256 payset commitment: flat or Merkle by protocol), if present.
     pub txn_commitment: Option<[u8; 32]>,
+    /// Header `txn256` (SHA-256 vector commitment to the payset), if present.
+    pub txn256_commitment: Option<[u8; 32]>,
+    /// Header `txn512` (SHA-512 vector commitment to the payset), if present.
+    pub txn512_commitment: Option<[u8; 64]>,
     /// The payset in block order.
     pub txns: Vec<Txn>,
     /// Where each payset entry (`SignedTxnInBlock` map) starts in the bytes this block was
@@ -43,8 +50,8 @@ pub struct Block {
 
 impl Block {
     /// A block of round `round` of the network `genesis_id` (bytes) and `genesis_hash`, its other
-    /// fields as the decoder leaves absent ones: timestamp 0, no payset commitment, an empty
-    /// payset and no entry offsets.
+    /// fields as the decoder leaves absent ones: timestamp 0, no protocol, no payset
+    /// commitment, an empty payset and no entry offsets.
     ///
     /// Nothing ties the fields together: the ledger's txid index points at payset entries by
     /// [`entry_offsets`](Self::entry_offsets) in the bytes stored beside the block, so a block
@@ -73,7 +80,10 @@ impl Block {
             genesis_id: genesis_id.into(),
             genesis_hash,
             timestamp: 0,
+            protocol: Vec::new(),
             txn_commitment: None,
+            txn256_commitment: None,
+            txn512_commitment: None,
             txns: Vec::new(),
             entry_offsets: Vec::new(),
         }
@@ -91,6 +101,27 @@ impl Block {
     #[must_use]
     pub fn with_txn_commitment(mut self, txn_commitment: Option<[u8; 32]>) -> Self {
         self.txn_commitment = txn_commitment;
+        self
+    }
+
+    /// Sets [`protocol`](Self::protocol): header `proto`, the consensus version string.
+    #[must_use]
+    pub fn with_protocol(mut self, protocol: impl Into<Vec<u8>>) -> Self {
+        self.protocol = protocol.into();
+        self
+    }
+
+    /// Sets [`txn256_commitment`](Self::txn256_commitment) and
+    /// [`txn512_commitment`](Self::txn512_commitment): header `txn256` and `txn512` (`None` for
+    /// none).
+    #[must_use]
+    pub fn with_vector_commitments(
+        mut self,
+        txn256: Option<[u8; 32]>,
+        txn512: Option<[u8; 64]>,
+    ) -> Self {
+        self.txn256_commitment = txn256;
+        self.txn512_commitment = txn512;
         self
     }
 
@@ -114,6 +145,9 @@ impl Block {
     /// `Payset.CommitFlat` (protocols before `PaysetCommitMerkle`; later blocks commit to a
     /// Merkle tree and will not match). The payset is hashed as it is stored, which is its
     /// canonical encoding for every block a go-algorand node writes.
+    ///
+    /// This is the flat kind alone, whatever the block's protocol: [`verify`](Self::verify)
+    /// checks every commitment the protocol defines, the round and the network.
     ///
     /// # Errors
     /// [`PaysetError`]: bytes that are not a block (or another round's), no commitment, or a
@@ -153,7 +187,7 @@ impl Block {
 /// # Examples
 ///
 /// ```
-/// use txgate_algorand::codec::decode_block;
+/// use txgate_algorand::codec::{Expected, decode_block};
 /// use txgate_algorand::synth::{SynthTxn, encode_block};
 ///
 /// let txn = SynthTxn::payment([7; 32], 10, 1010);
@@ -161,8 +195,9 @@ impl Block {
 /// let block = decode_block(&bytes)?;
 /// assert_eq!((block.round, block.txns.len()), (11, 1));
 /// block.verify_payset(&bytes).expect("synthetic blocks carry a correct commitment");
+/// block.verify(&bytes, &Expected::round(11)).expect("and verify");
 /// assert!(decode_block(&bytes[..bytes.len() - 1]).is_err());
-/// # Ok::<(), txgate_algorand::codec::DecodeError>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn decode_block(bytes: &[u8]) -> Result<Block, DecodeError> {
     decode_block_inner(bytes).map_err(|mut e| {
@@ -189,7 +224,10 @@ struct Header<'a> {
     genesis_id: Option<&'a [u8]>,
     genesis_hash: Option<[u8; 32]>,
     timestamp: Option<i64>,
+    protocol: Option<&'a [u8]>,
     commitment: Option<[u8; 32]>,
+    commitment_256: Option<[u8; 32]>,
+    commitment_512: Option<[u8; 64]>,
     /// `txns` decoded in place (gen and gh were already known).
     txns: Option<(Vec<Txn>, Vec<usize>)>,
     /// `txns` span, kept for after the map when gen or gh came later.
@@ -224,6 +262,15 @@ fn parse_block_map(r: &mut Reader<'_>, depth: usize, top: bool) -> Result<Block,
             b"ts" => once(&mut h.timestamp, round, key_at, || read_int(r, round, "ts"))?,
             b"txn" => once(&mut h.commitment, round, key_at, || {
                 read_32(r, round, "txn")
+            })?,
+            b"txn256" => once(&mut h.commitment_256, round, key_at, || {
+                read_32(r, round, "txn256")
+            })?,
+            b"txn512" => once(&mut h.commitment_512, round, key_at, || {
+                read_64(r, round, "txn512")
+            })?,
+            b"proto" => once(&mut h.protocol, round, key_at, || {
+                read_bytes(r, round, "proto")
             })?,
             b"txns" => {
                 if h.txns.is_some() || h.deferred.is_some() {
@@ -267,7 +314,10 @@ fn parse_block_map(r: &mut Reader<'_>, depth: usize, top: bool) -> Result<Block,
         genesis_id: genesis_id.to_vec(),
         genesis_hash,
         timestamp: h.timestamp.unwrap_or(0),
+        protocol: h.protocol.unwrap_or_default().to_vec(),
         txn_commitment: h.commitment,
+        txn256_commitment: h.commitment_256,
+        txn512_commitment: h.commitment_512,
         txns,
         entry_offsets,
     })

@@ -41,6 +41,8 @@ pub(crate) fn payset_digest(payset: &[u8]) -> [u8; 32] {
 pub(super) struct Located<'a> {
     pub(super) round: Round,
     pub(super) payset: &'a [u8],
+    /// Nesting depth of the payset array (2 in `{block, cert}`, 1 in a bare block).
+    pub(super) payset_depth: usize,
 }
 
 /// Finds the block's round and its `txns` bytes (empty when absent), checking structure only.
@@ -66,6 +68,7 @@ fn locate_in_map<'a>(
     let mut out = Located {
         round: 0,
         payset: &[],
+        payset_depth: depth + 1,
     };
     let mut inner = None;
     for _ in 0..n {

@@ -85,6 +85,18 @@ pub(super) fn read_32(
     })
 }
 
+/// A bin of exactly 64 bytes (SHA-512 digests).
+pub(super) fn read_64(
+    r: &mut Reader<'_>,
+    round: Option<Round>,
+    field: &'static str,
+) -> Result<[u8; 64], DecodeError> {
+    typed(r, round, field, "64 bytes of bin", |t| match t {
+        Token::Bin(b) => b.try_into().ok(),
+        _ => None,
+    })
+}
+
 /// An array header (nil reads as empty, how go-algorand encodes a nil slice).
 pub(super) fn read_array_len(
     r: &mut Reader<'_>,

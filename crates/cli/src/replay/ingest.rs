@@ -1,6 +1,8 @@
 //! The ingest phase: each block of the feed (the built-in [`Workload`], `--blocks` sources in
-//! order, or `--algod`; see [`crate::feed`]) is decoded with [`decode_block`] and added with
-//! [`Ledger::add_decoded_block`]; rounds the ledger already holds are skipped (a continued
+//! order, or `--algod`; see [`crate::feed`]) is decoded with [`decode_block`], verified
+//! ([`Block::verify`]: its payset commitments, and the round its source names: a file's name,
+//! the round asked of algod) before any of its txids is used, and added with
+//! [`Ledger::add_verified_block`]; rounds the ledger already holds are skipped (a continued
 //! `--db`), after a check that they are of the ledger's network. With `--follow`, every new round
 //! after the range too, one line each, until Ctrl-C (see [`crate::follow`]).
 
@@ -9,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use rand::Rng;
 use rand::rngs::SmallRng;
-use txgate_algorand::codec::{Block, Txn, decode_block};
+use txgate_algorand::codec::{Block, Expected, Txn, decode_block};
 use txgate_algorand::{Round, Txid};
-use txgate_ledger::store::Ledger;
+use txgate_ledger::store::{Ledger, VerifiedBlock};
 
 use super::args::{DEFAULT_WORKLOAD_ROUNDS, ReplayArgs};
 use crate::config::NodeConfig;
@@ -201,6 +203,11 @@ fn ingest_one(
         name: name.clone(),
         source,
     })?;
+    let verified = VerifiedBlock::verify(&block, &bytes, &Expected::default().with_round(round))
+        .map_err(|source| CliError::Verify {
+            name: name.clone(),
+            source,
+        })?;
     if !rounds.contains(block.round) {
         return Ok(None);
     }
@@ -217,9 +224,7 @@ fn ingest_one(
         None
     } else {
         let t = Instant::now();
-        ledger
-            .add_decoded_block(&block, &bytes)
-            .map_err(ledger_err)?;
+        ledger.add_verified_block(&verified).map_err(ledger_err)?;
         let add = t.elapsed();
         r.rounds_ingested += 1;
         r.txns_ingested += block.txns.len() as u64;

@@ -1,7 +1,7 @@
 //! The block codec the store runs on, and the one read of a stored block.
 
 use redb::{AccessGuard, ReadableTable};
-use txgate_algorand::codec::{self, Block, DecodeError};
+use txgate_algorand::codec::{self, Block, DecodeError, Expected, VerifyError};
 
 use super::error::{LedgerError, db_err};
 use crate::{Round, Txid};
@@ -19,6 +19,8 @@ pub(crate) struct Codec {
     pub(crate) offsets: fn(&[u8]) -> Result<Vec<usize>, DecodeError>,
     /// The txid of the entry at an offset ([`codec::payset_entry_txid`]).
     pub(crate) entry_txid: EntryTxidFn,
+    /// Verifies a block against its bytes ([`Block::verify`]).
+    pub(crate) verify: fn(&Block, &[u8], &Expected) -> Result<(), VerifyError>,
 }
 
 impl Codec {
@@ -26,6 +28,7 @@ impl Codec {
         decode: codec::decode_block,
         offsets: codec::payset_offsets,
         entry_txid: codec::payset_entry_txid,
+        verify: Block::verify,
     };
 
     /// Decodes the stored bytes of `round`'s block.

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use txgate_algorand::codec::DecodeError;
+use txgate_algorand::codec::{DecodeError, VerifyError};
 use txgate_bloom::{BuildError, LoadError};
 
 use super::genesis::Genesis;
@@ -72,6 +72,15 @@ pub enum LedgerError {
         round: Option<Round>,
         /// The codec's error.
         source: DecodeError,
+    },
+    /// `add_block` of a block that fails verification against its header (a payset commitment,
+    /// or its protocol's rule) or against the round and network expected. Nothing was written.
+    #[error("block of round {round} fails verification; nothing was written")]
+    Verify {
+        /// The round the block claims.
+        round: Round,
+        /// What did not match.
+        source: VerifyError,
     },
     /// A round's bloom could not be built.
     #[error("cannot build the bloom of round {round}")]

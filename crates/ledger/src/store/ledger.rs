@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use redb::{Database, ReadTransaction};
-use txgate_algorand::codec::Block;
+use txgate_algorand::codec::{Block, Expected};
 use txgate_bloom::AnyBloom;
 
 use super::blocks::{Codec, stored_block};
@@ -21,6 +21,7 @@ use super::rows::{check_network, persist_round_rows, prune, write_genesis};
 use super::tables::{
     BLOCKS, BLOOMS, META, META_FIRST, META_INDEXED_FROM, META_LATEST, TXID_PREFIXES, TXIDS,
 };
+use super::verified::VerifiedBlock;
 use super::window::{Probe, Window};
 use crate::{Round, Txid};
 
@@ -128,7 +129,7 @@ impl Ledger {
     }
 
     /// Decodes `raw` (msgpack `{block, cert}` or a bare block, as algod serves and stores
-    /// blocks) and adds it as the next round; returns the round.
+    /// blocks), verifies it and adds it as the next round; returns the round.
     ///
     /// # Errors
     ///
@@ -151,6 +152,10 @@ impl Ledger {
     /// built by hand `raw` is scanned for them.)
     ///
     /// The block must be of the ledger's network (see [`Genesis`]); the first block names it.
+    /// It is verified first ([`Block::verify`] with no round or network expected beyond the
+    /// ledger's own checks): its payset must match every commitment its protocol defines, and a
+    /// header without any commitment over a non-empty payset is refused. To add a block
+    /// verified upstream without a second check, see [`Ledger::add_verified_block`].
     ///
     /// One write transaction stores the block bytes, the round's bloom and its txid index row
     /// (and, non-archival, deletes the round that leaves the window); after the commit the
@@ -159,11 +164,35 @@ impl Ledger {
     ///
     /// # Errors
     ///
-    /// [`LedgerError::OutOfOrder`], [`LedgerError::OtherNetwork`], [`LedgerError::TooManyTxns`],
-    /// [`LedgerError::Bloom`], [`LedgerError::Store`]; with the txid index, [`LedgerError::Decode`]
-    /// or [`LedgerError::RawMismatch`] when `raw` is not the block's encoding and
-    /// [`LedgerError::BlockTooLarge`]. Nothing is written or published on error.
+    /// [`LedgerError::Verify`] (a commitment, the protocol's rule, or `raw` not the block's
+    /// bytes), [`LedgerError::OutOfOrder`], [`LedgerError::OtherNetwork`],
+    /// [`LedgerError::TooManyTxns`], [`LedgerError::Bloom`], [`LedgerError::Store`]; with the
+    /// txid index, [`LedgerError::Decode`] or [`LedgerError::RawMismatch`] when `raw` is not the
+    /// block's encoding and [`LedgerError::BlockTooLarge`]. Nothing is written or published on
+    /// error.
     pub fn add_decoded_block(&self, block: &Block, raw: &[u8]) -> Result<Round, LedgerError> {
+        (self.codec.verify)(block, raw, &Expected::default()).map_err(|source| {
+            LedgerError::Verify {
+                round: block.round,
+                source,
+            }
+        })?;
+        self.add_checked(block, raw)
+    }
+
+    /// Adds a block that was verified (or declared verified) by the caller, as
+    /// [`Ledger::add_decoded_block`] does but without verifying its payset again; the round
+    /// order and the network are still checked.
+    ///
+    /// # Errors
+    ///
+    /// As [`Ledger::add_decoded_block`], but for [`LedgerError::Verify`].
+    pub fn add_verified_block(&self, verified: &VerifiedBlock<'_>) -> Result<Round, LedgerError> {
+        self.add_checked(verified.block(), verified.raw())
+    }
+
+    /// The write path of a verified block.
+    fn add_checked(&self, block: &Block, raw: &[u8]) -> Result<Round, LedgerError> {
         // A panicking writer cannot leave the state half-updated: `first` is assigned only after
         // the commit, so a poisoned lock is still consistent.
         let mut writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());

@@ -58,6 +58,18 @@
 //! - `rows.rs`: a round's rows persisted (`persist_round_rows`), rounds pruned, the network's rows
 //!   and the network check.
 //! - `blocks.rs`: the block codec, and the one read of a stored block.
+//! - `verified.rs`: [`VerifiedBlock`], a block checked against its header before it is added.
+//!
+//! # Verification
+//!
+//! Every block is verified before anything is computed from it or written:
+//! [`Ledger::add_block`] and [`Ledger::add_decoded_block`] check its payset commitments for its
+//! protocol ([`Block::verify`](txgate_algorand::codec::Block::verify)); the ledger checks the
+//! round (the latest plus one) and the network (its first block's). A block that fails is a
+//! [`LedgerError::Verify`] and nothing of it is written. The one way past the commitment check
+//! is explicit: [`Ledger::add_verified_block`] with a [`VerifiedBlock`], which either verified
+//! (against the caller's [`Expected`](txgate_algorand::codec::Expected), e.g. the round it
+//! asked for) or was declared verified by [`VerifiedBlock::assume_verified`].
 //! - `tables.rs`: the database file, format version, tables and keys.
 //! - `window.rs`: the lock-free window of the last MaxTxnLife + 1 rounds' blooms.
 //! - `config.rs`: [`LedgerConfig`] and the defaults; `error.rs`: [`LedgerError`];
@@ -94,6 +106,7 @@ mod ledger;
 mod open;
 mod rows;
 mod tables;
+mod verified;
 mod window;
 
 #[cfg(all(test, not(loom)))]
@@ -108,3 +121,4 @@ pub use genesis::Genesis;
 pub use ledger::{Ledger, TxRecord};
 pub use open::{OpenReport, RebuildReason, RebuiltBloom};
 pub use tables::{DB_FILE, FORMAT_VERSION, FORMAT_VERSION_1};
+pub use verified::VerifiedBlock;

@@ -1,0 +1,953 @@
+//! Block verification: the payset against the header's commitments for the block's protocol,
+//! the round and the network against what the caller expects ([`Block::verify`]). The rules,
+//! what they cover and what they do not are in the [`codec`](super) docs ("Verification").
+
+use std::fmt;
+
+use rmp::encode::ByteBuf;
+use sha2::digest::Output;
+use sha2::{Digest, Sha256, Sha512, Sha512_256};
+
+use super::block::Block;
+use super::entry::{Genesis, decode_entry, read_payset_len};
+use super::error::DecodeError;
+use super::msgpack::{Reader, Token, write_canonical};
+use super::payset::{Located, locate_payset, payset_digest};
+use super::read::{read_key, read_map_len};
+use super::txid::TxnMap;
+use super::txn::read_txn_map;
+use crate::types::{Round, Txid};
+
+/// Domain prefix of a payset Merkle leaf (go-algorand `protocol.TxnMerkleLeaf`).
+pub const TXN_MERKLE_LEAF_PREFIX: &[u8; 2] = b"TL";
+/// Domain prefix of an inner Merkle node (go-algorand `protocol.MerkleArrayNode`).
+pub const MERKLE_NODE_PREFIX: &[u8; 2] = b"MA";
+/// Domain prefix of a vector commitment's padding leaf (go-algorand
+/// `protocol.MerkleVectorCommitmentBottomLeaf`).
+pub const MERKLE_BOTTOM_LEAF_PREFIX: &[u8; 2] = b"MB";
+/// Domain prefix of a `SignedTxnInBlock` hash (go-algorand `protocol.SignedTxnInBlock`).
+pub const SIGNED_TXN_IN_BLOCK_PREFIX: &[u8; 4] = b"STIB";
+
+/// One of a header's payset commitments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Commitment {
+    /// `txn` as the flat SHA-512/256 hash of the payset (`PaysetCommitFlat`).
+    Flat,
+    /// `txn` as the SHA-512/256 Merkle root (`PaysetCommitMerkle`).
+    Merkle,
+    /// `txn256`, the SHA-256 vector commitment.
+    Sha256,
+    /// `txn512`, the SHA-512 vector commitment.
+    Sha512,
+}
+
+impl Commitment {
+    /// The header field that holds it.
+    pub fn field(self) -> &'static str {
+        match self {
+            Self::Flat | Self::Merkle => "txn",
+            Self::Sha256 => "txn256",
+            Self::Sha512 => "txn512",
+        }
+    }
+}
+
+impl fmt::Display for Commitment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match self {
+            Self::Flat => "flat SHA-512/256 hash",
+            Self::Merkle => "SHA-512/256 Merkle root",
+            Self::Sha256 => "SHA-256 vector commitment",
+            Self::Sha512 => "SHA-512 vector commitment",
+        };
+        write!(f, "payset commitment `{}` ({what})", self.field())
+    }
+}
+
+/// What the caller knows of a block before verifying it: the round it asked for, its network,
+/// and whether blocks without a payset commitment are acceptable.
+///
+/// `Expected::default()` knows nothing and refuses uncommitted blocks.
+///
+/// ```
+/// use txgate_algorand::codec::Expected;
+///
+/// let e = Expected::round(11).with_genesis("testnet-v1.0", [1; 32]);
+/// assert_eq!(e.round, Some(11));
+/// assert_eq!(e.genesis_id.as_deref(), Some(&b"testnet-v1.0"[..]));
+/// assert!(!e.allow_uncommitted && Expected::default().allowing_uncommitted().allow_uncommitted);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Expected {
+    /// The round the caller expects (e.g. the round it asked algod for).
+    pub round: Option<Round>,
+    /// The network's genesis id (`gen`), bytes.
+    pub genesis_id: Option<Vec<u8>>,
+    /// The network's genesis hash (`gh`).
+    pub genesis_hash: Option<[u8; 32]>,
+    /// Accept a header without any payset commitment (only for blocks the caller built or
+    /// verified itself: nothing then ties the payset to the header).
+    pub allow_uncommitted: bool,
+}
+
+impl Expected {
+    /// Expects round `round`, nothing else.
+    pub fn round(round: Round) -> Self {
+        Self {
+            round: Some(round),
+            ..Self::default()
+        }
+    }
+
+    /// Sets the expected round (`None`: any).
+    #[must_use]
+    pub fn with_round(mut self, round: Option<Round>) -> Self {
+        self.round = round;
+        self
+    }
+
+    /// Sets the expected network: genesis id (bytes) and genesis hash.
+    #[must_use]
+    pub fn with_genesis(mut self, genesis_id: impl Into<Vec<u8>>, genesis_hash: [u8; 32]) -> Self {
+        self.genesis_id = Some(genesis_id.into());
+        self.genesis_hash = Some(genesis_hash);
+        self
+    }
+
+    /// Accepts headers without any payset commitment (see [`allow_uncommitted`](Self::allow_uncommitted)).
+    #[must_use]
+    pub fn allowing_uncommitted(mut self) -> Self {
+        self.allow_uncommitted = true;
+        self
+    }
+}
+
+/// Why a block failed verification. Every variant names the block's round.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum VerifyError {
+    /// The bytes given are not a block (or their payset entries do not decode).
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+    /// The block is not the round the caller expected.
+    #[error("round {found}: expected round {expected}")]
+    Round {
+        /// The round expected.
+        expected: Round,
+        /// The round the block claims.
+        found: Round,
+    },
+    /// The block's genesis id is not the expected network's.
+    #[error(
+        "round {round}: genesis id {}, expected {}",
+        Shown(found),
+        Shown(expected)
+    )]
+    GenesisId {
+        /// The block's round.
+        round: Round,
+        /// The expected genesis id.
+        expected: Vec<u8>,
+        /// The block's `gen`.
+        found: Vec<u8>,
+    },
+    /// The block's genesis hash is not the expected network's.
+    #[error(
+        "round {round}: genesis hash {}, expected {}",
+        b64(found),
+        b64(expected)
+    )]
+    GenesisHash {
+        /// The block's round.
+        round: Round,
+        /// The expected genesis hash.
+        expected: [u8; 32],
+        /// The block's `gh`.
+        found: [u8; 32],
+    },
+    /// The bytes given are another block than the decoded one (another round, or other txids).
+    #[error("round {round}: the bytes given are not this block's ({what})")]
+    OtherBlock {
+        /// The decoded block's round.
+        round: Round,
+        /// What differs.
+        what: String,
+    },
+    /// The block's protocol commits to its payset in a way go-algorand no longer supports.
+    #[error(
+        "round {round}: protocol {} commits to the payset by a rule go-algorand no longer supports",
+        Shown(protocol)
+    )]
+    UnsupportedProtocol {
+        /// The block's round.
+        round: Round,
+        /// Header `proto`.
+        protocol: Vec<u8>,
+    },
+    /// The header carries no payset commitment (and the block's protocol needs one).
+    #[error("round {round}: the header carries no payset commitment for its {txns} transactions")]
+    NoCommitment {
+        /// The block's round.
+        round: Round,
+        /// Transactions in the payset.
+        txns: usize,
+    },
+    /// A commitment in the header (or its absence) does not match the payset.
+    #[error(
+        "round {round}: {commitment} mismatch: header {}, payset {}",
+        hex_or_none(header),
+        hex_or_none(computed)
+    )]
+    Mismatch {
+        /// The block's round.
+        round: Round,
+        /// Which commitment.
+        commitment: Commitment,
+        /// The header's value (`None`: absent or all zero).
+        header: Option<Vec<u8>>,
+        /// The value computed from the payset (`None`: the protocol defines none, or it is all
+        /// zero).
+        computed: Option<Vec<u8>>,
+    },
+}
+
+impl VerifyError {
+    /// The round of the block that failed (the round shown by its bytes for a
+    /// [`Decode`](Self::Decode) error, when they show one).
+    pub fn round(&self) -> Option<Round> {
+        match self {
+            Self::Decode(e) => e.round(),
+            Self::Round { found, .. } => Some(*found),
+            Self::GenesisId { round, .. }
+            | Self::GenesisHash { round, .. }
+            | Self::OtherBlock { round, .. }
+            | Self::UnsupportedProtocol { round, .. }
+            | Self::NoCommitment { round, .. }
+            | Self::Mismatch { round, .. } => Some(*round),
+        }
+    }
+}
+
+/// Input bytes shown in an error: lossy UTF-8, at most 80 characters.
+struct Shown<'a>(&'a [u8]);
+
+impl fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = String::from_utf8_lossy(self.0);
+        let mut chars = s.chars();
+        let head: String = chars.by_ref().take(80).collect();
+        if chars.next().is_some() {
+            write!(f, "{head:?}...")
+        } else {
+            write!(f, "{head:?}")
+        }
+    }
+}
+
+fn b64(b: &[u8; 32]) -> String {
+    data_encoding::BASE64.encode(b)
+}
+
+fn hex_or_none(b: &Option<Vec<u8>>) -> String {
+    match b {
+        Some(b) => data_encoding::HEXLOWER.encode(b),
+        None => "none".to_owned(),
+    }
+}
+
+/// The payset rule of a protocol (go-algorand `config.Consensus`: `PaysetCommit`,
+/// `EnableSHA256TxnCommitmentHeader`, `EnableSha512BlockHash`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rule {
+    /// `PaysetCommitUnsupported` (v7 to v10) or a deprecated version (v0 to v6).
+    Unsupported,
+    /// A protocol in go-algorand's table.
+    Known {
+        merkle: bool,
+        sha256: bool,
+        sha512: bool,
+    },
+    /// `future` or a version string txgate does not know: read from the header.
+    FromHeader,
+}
+
+/// The spec commits of consensus versions v13 to v42 (go-algorand `protocol/consensus.go`);
+/// v13 to v16 under `algorand/spec`, the rest under `algorandfoundation/specs`.
+const SPEC_COMMITS: [(u32, &str); 30] = [
+    (
+        13,
+        "algorand/spec/tree/0c8a9dc44d7368cc266d5407b79fb3311f4fc795",
+    ),
+    (
+        14,
+        "algorand/spec/tree/2526b6ae062b4fe5e163e06e41e1d9b9219135a9",
+    ),
+    (
+        15,
+        "algorand/spec/tree/a26ed78ed8f834e2b9ccb6eb7d3ee9f629a6e622",
+    ),
+    (
+        16,
+        "algorand/spec/tree/22726c9dcd12d9cddce4a8bd7e8ccaa707f74101",
+    ),
+    (
+        17,
+        "algorandfoundation/specs/tree/5615adc36bad610c7f165fa2967f4ecfa75125f0",
+    ),
+    (
+        18,
+        "algorandfoundation/specs/tree/6c6bd668be0ab14098e51b37e806c509f7b7e31f",
+    ),
+    (
+        19,
+        "algorandfoundation/specs/tree/0e196e82bfd6e327994bec373c4cc81bc878ef5c",
+    ),
+    (
+        20,
+        "algorandfoundation/specs/tree/4a9db6a25595c6fd097cf9cc137cc83027787eaa",
+    ),
+    (
+        21,
+        "algorandfoundation/specs/tree/8096e2df2da75c3339986317f9abe69d4fa86b4b",
+    ),
+    (
+        22,
+        "algorandfoundation/specs/tree/57016b942f6d97e6d4c0688b373bb0a2fc85a1a2",
+    ),
+    (
+        23,
+        "algorandfoundation/specs/tree/e5f565421d720c6f75cdd186f7098495caf9101f",
+    ),
+    (
+        24,
+        "algorandfoundation/specs/tree/3a83c4c743f8b17adfd73944b4319c25722a6782",
+    ),
+    (
+        25,
+        "algorandfoundation/specs/tree/bea19289bf41217d2c0af30522fa222ef1366466",
+    ),
+    (
+        26,
+        "algorandfoundation/specs/tree/ac2255d586c4474d4ebcf3809acccb59b7ef34ff",
+    ),
+    (
+        27,
+        "algorandfoundation/specs/tree/d050b3cade6d5c664df8bd729bf219f179812595",
+    ),
+    (
+        28,
+        "algorandfoundation/specs/tree/65b4ab3266c52c56a0fa7d591754887d68faad0a",
+    ),
+    (
+        29,
+        "algorandfoundation/specs/tree/abc54f79f9ad679d2d22f0fb9909fb005c16f8a1",
+    ),
+    (
+        30,
+        "algorandfoundation/specs/tree/bc36005dbd776e6d1eaf0c560619bb183215645c",
+    ),
+    (
+        31,
+        "algorandfoundation/specs/tree/85e6db1fdbdef00aa232c75199e10dc5fe9498f6",
+    ),
+    (
+        32,
+        "algorandfoundation/specs/tree/d5ac876d7ede07367dbaa26e149aa42589aac1f7",
+    ),
+    (
+        33,
+        "algorandfoundation/specs/tree/830a4e673148498cc7230a0d1ba1ed0a5471acc6",
+    ),
+    (
+        34,
+        "algorandfoundation/specs/tree/2dd5435993f6f6d65691140f592ebca5ef19ffbd",
+    ),
+    (
+        35,
+        "algorandfoundation/specs/tree/433d8e9a7274b6fca703d91213e05c7e6a589e69",
+    ),
+    (
+        36,
+        "algorandfoundation/specs/tree/44fa607d6051730f5264526bf3c108d51f0eadb6",
+    ),
+    (
+        37,
+        "algorandfoundation/specs/tree/1ac4dd1f85470e1fb36c8a65520e1313d7dfed5e",
+    ),
+    (
+        38,
+        "algorandfoundation/specs/tree/abd3d4823c6f77349fc04c3af7b1e99fe4df699f",
+    ),
+    (
+        39,
+        "algorandfoundation/specs/tree/925a46433742afb0b51bb939354bd907fa88bf95",
+    ),
+    (
+        40,
+        "algorandfoundation/specs/tree/236dcc18c9c507d794813ab768e467ea42d1b4d9",
+    ),
+    (
+        41,
+        "algorandfoundation/specs/tree/953304de35264fc3ef91bcd05c123242015eeaed",
+    ),
+    (
+        42,
+        "algorandfoundation/specs/tree/268b63433a907455d439995bf916f6b296018f4f",
+    ),
+];
+
+/// The consensus version string of go-algorand protocol `v{n}` (7 to 42), e.g. for the
+/// synthetic encoder's headers.
+#[cfg(any(test, feature = "synth"))]
+pub(crate) fn consensus_version(n: u32) -> Option<String> {
+    match n {
+        7..=12 => Some(format!("v{n}")),
+        _ => SPEC_COMMITS
+            .iter()
+            .find(|(v, _)| *v == n)
+            .map(|(_, path)| format!("https://github.com/{path}")),
+    }
+}
+
+/// The payset rule of the consensus version string `proto` (see the module docs).
+pub(crate) fn rule(proto: &[u8]) -> Rule {
+    let version = if let Some(n) = proto
+        .strip_prefix(b"v")
+        .and_then(|d| std::str::from_utf8(d).ok())
+        .filter(|d| !d.starts_with('0') && d.len() <= 2)
+        .and_then(|d| d.parse::<u32>().ok())
+    {
+        n
+    } else if let Some(path) = proto.strip_prefix(b"https://github.com/") {
+        match SPEC_COMMITS.iter().find(|(_, p)| p.as_bytes() == path) {
+            Some((n, _)) => *n,
+            None => return Rule::FromHeader,
+        }
+    } else {
+        // alphanet and FNet protocols: go-algorand copies a vN's parameters for each.
+        match proto {
+            b"alpha1" | b"alpha2" => 32,
+            b"alpha3" => 33,
+            b"alpha4" => 34,
+            b"alpha5" => 36,
+            b"fnet1" | b"fnet2" | b"fnet3" | b"fnet4" => 39,
+            b"fnet5" => 41,
+            _ => return Rule::FromHeader,
+        }
+    };
+    match version {
+        0..=10 => Rule::Unsupported,
+        11..=25 => Rule::Known {
+            merkle: false,
+            sha256: false,
+            sha512: false,
+        },
+        26..=42 => Rule::Known {
+            merkle: true,
+            sha256: version >= 34,
+            sha512: version >= 41,
+        },
+        _ => Rule::FromHeader,
+    }
+}
+
+/// Which commitments to compute.
+#[derive(Debug, Clone, Copy, Default)]
+struct Need {
+    flat: bool,
+    merkle: bool,
+    sha256: bool,
+    sha512: bool,
+}
+
+/// Commitments computed from a payset (each only when needed), and its txids when an entry walk
+/// ran. An all-zero root is `None` (go-algorand omits it).
+#[derive(Debug, Default)]
+struct Computed {
+    flat: Option<[u8; 32]>,
+    merkle: Option<[u8; 32]>,
+    sha256: Option<[u8; 32]>,
+    sha512: Option<[u8; 64]>,
+    txids: Option<Vec<Txid>>,
+    /// Payset entries walked (0 when no tree was needed).
+    entries: usize,
+}
+
+fn nonzero<const N: usize>(d: [u8; N]) -> Option<[u8; N]> {
+    (d != [0; N]).then_some(d)
+}
+
+/// Computes the commitments `need` asks for over the payset `located` found in `bytes`.
+///
+/// `known`: the payset's txids as decoded from these bytes. The SHA-512/256 Merkle leaves take
+/// them as they are (the root commits to them, and to every byte of each entry beside them), so
+/// the entries are not decoded again: they are scanned, and for `txn256`/`txn512` each `txn` is
+/// completed and hashed with SHA-256 only. Without `known` every entry is decoded and its txids
+/// recomputed.
+fn compute(
+    bytes: &[u8],
+    located: &Located<'_>,
+    genesis_id: &[u8],
+    genesis_hash: &[u8; 32],
+    need: Need,
+    known: Option<&[Txid]>,
+) -> Result<Computed, DecodeError> {
+    let mut out = Computed::default();
+    if need.flat {
+        out.flat = Some(payset_digest(located.payset));
+    }
+    if !(need.merkle || need.sha256 || need.sha512) {
+        return Ok(out);
+    }
+    let round = Some(located.round);
+    let payset = located.payset;
+    let mut leaves_native: Vec<Output<Sha512_256>> = Vec::new();
+    let mut leaves_256: Vec<Output<Sha256>> = Vec::new();
+    let mut leaves_512: Vec<Output<Sha512>> = Vec::new();
+    let mut txids = Vec::new();
+    if !payset.is_empty() {
+        // `payset` is a subslice of `bytes` (from `locate_payset`): its offset in it.
+        let base = payset.as_ptr() as usize - bytes.as_ptr() as usize;
+        let mut r = Reader::span(bytes, base, base + payset.len());
+        let n = read_payset_len(&mut r, round)? as usize;
+        // A count is bounded by the bytes it claims, not trusted for an allocation.
+        let cap = n.min(payset.len());
+        txids.reserve(cap);
+        let genesis = Genesis::new(genesis_id, genesis_hash);
+        let mut scratch = TxnMap::default();
+        let mut canonical = ByteBuf::new();
+        let raw = |e| DecodeError::raw(e, round);
+        for intra in 0..n {
+            let start = r.pos();
+            let (txid, entry_scan) = if known.is_none() {
+                let (txn, _) = decode_entry(
+                    &mut r,
+                    located.payset_depth,
+                    &genesis,
+                    intra,
+                    &mut scratch,
+                    round,
+                )?;
+                let scan = Reader::span(bytes, start, r.pos())
+                    .scan(located.payset_depth + 1)
+                    .map_err(raw)?;
+                (txn.txid, scan)
+            } else {
+                let scan = r.scan(located.payset_depth + 1).map_err(raw)?;
+                if need.sha256 || need.sha512 {
+                    complete_txn(
+                        bytes,
+                        (start, r.pos()),
+                        located.payset_depth,
+                        &genesis,
+                        intra,
+                        &mut scratch,
+                        round,
+                    )?;
+                }
+                // A count that differs from the decoded block's fails in `Block::computed`.
+                let txid = known
+                    .and_then(|k| k.get(intra))
+                    .copied()
+                    .unwrap_or_default();
+                (txid, scan)
+            };
+            let end = r.pos();
+            // The entry hashed is its canonical encoding (go-algorand `SignedTxnInBlock.Hash`
+            // re-encodes the decoded struct): the stored bytes when they are canonical.
+            let stib: &[u8] = if entry_scan.canonical {
+                &bytes[start..end]
+            } else {
+                canonical.as_mut_vec().clear();
+                write_canonical(
+                    &mut Reader::span(bytes, start, end),
+                    &mut canonical,
+                    located.payset_depth + 1,
+                )
+                .map_err(raw)?;
+                canonical.as_slice()
+            };
+            if need.merkle {
+                let stib_hash = Sha512_256::new()
+                    .chain_update(SIGNED_TXN_IN_BLOCK_PREFIX)
+                    .chain_update(stib)
+                    .finalize();
+                leaves_native.push(
+                    Sha512_256::new()
+                        .chain_update(TXN_MERKLE_LEAF_PREFIX)
+                        .chain_update(txid.0)
+                        .chain_update(stib_hash)
+                        .finalize(),
+                );
+            }
+            if need.sha256 || need.sha512 {
+                let mut id = Sha256::new_with_prefix(super::TXID_PREFIX);
+                scratch.write(bytes, &mut |b| id.update(b));
+                let id = id.finalize();
+                let stib_hash = Sha256::new()
+                    .chain_update(SIGNED_TXN_IN_BLOCK_PREFIX)
+                    .chain_update(stib)
+                    .finalize();
+                if need.sha256 {
+                    leaves_256.push(leaf::<Sha256>(&id, &stib_hash));
+                }
+                if need.sha512 {
+                    leaves_512.push(leaf::<Sha512>(&id, &stib_hash));
+                }
+            }
+            txids.push(txid);
+        }
+        out.entries = n;
+    }
+    if need.merkle {
+        out.merkle = merkle_root::<Sha512_256>(&leaves_native).and_then(|d| nonzero(d.into()));
+    }
+    if need.sha256 {
+        out.sha256 = nonzero(vector_commitment_root::<Sha256>(&leaves_256).into());
+    }
+    if need.sha512 {
+        out.sha512 = nonzero(vector_commitment_root::<Sha512>(&leaves_512).into());
+    }
+    out.txids = known.is_none().then_some(txids);
+    Ok(out)
+}
+
+/// Fills `scratch` with the completed canonical `txn` map of the payset entry at
+/// `bytes[span.0..span.1]` (`gen` when the entry has `hgi`, `gh` always: go-algorand
+/// `BlockHeader.DecodeSignedTxn`), without hashing it.
+fn complete_txn<'a: 'm, 'm>(
+    bytes: &'a [u8],
+    span: (usize, usize),
+    payset_depth: usize,
+    genesis: &'m Genesis<'_>,
+    intra: usize,
+    scratch: &mut TxnMap<'m>,
+    round: Option<Round>,
+) -> Result<(), DecodeError> {
+    let raw = |e| DecodeError::raw(e, round);
+    let mut r = Reader::span(bytes, span.0, span.1);
+    let m = read_map_len(&mut r, round, "txns[]", "a SignedTxnInBlock map")?;
+    let mut hgi = false;
+    let mut txn = None;
+    for _ in 0..m {
+        let key = read_key(&mut r, round)?;
+        let (s, e, _) = r.scan_span(payset_depth + 2).map_err(raw)?;
+        match key {
+            b"hgi" => {
+                hgi = matches!(
+                    Reader::span(bytes, s, e).token(),
+                    Ok((Token::Bool(true), _))
+                );
+            }
+            b"txn" => txn = Some((s, e)),
+            _ => {}
+        }
+    }
+    let (s, e) = txn.ok_or(DecodeError::MissingField {
+        round,
+        field: "txns[].txn",
+    })?;
+    let completion = genesis.completion(hgi, intra);
+    read_txn_map(
+        &mut Reader::span(bytes, s, e),
+        payset_depth + 2,
+        Some(&completion),
+        scratch,
+        round,
+    )?;
+    Ok(())
+}
+
+/// A payset leaf: H(`"TL"` ‖ txid ‖ entry hash).
+fn leaf<D: Digest>(txid: &[u8], stib_hash: &[u8]) -> Output<D> {
+    D::new()
+        .chain_update(TXN_MERKLE_LEAF_PREFIX)
+        .chain_update(txid)
+        .chain_update(stib_hash)
+        .finalize()
+}
+
+/// An inner node: H(`"MA"` ‖ left ‖ right), a missing right child being all zero.
+fn node<D: Digest>(left: &Output<D>, right: Option<&Output<D>>) -> Output<D> {
+    let mut h = D::new_with_prefix(MERKLE_NODE_PREFIX);
+    h.update(left);
+    match right {
+        Some(r) => h.update(r),
+        None => h.update(Output::<D>::default()),
+    }
+    h.finalize()
+}
+
+/// The root of go-algorand's `merklearray.Build` over `leaves` (hashed leaves), `None` for no
+/// leaves (go-algorand's empty root, which `txn` shows as all zero).
+fn merkle_root<D: Digest>(leaves: &[Output<D>]) -> Option<Output<D>> {
+    let mut layer: Vec<Output<D>> = leaves.to_vec();
+    while layer.len() > 1 {
+        layer = layer
+            .chunks(2)
+            .map(|pair| node::<D>(&pair[0], pair.get(1)))
+            .collect();
+    }
+    layer.pop()
+}
+
+/// The root of go-algorand's `merklearray.BuildVectorCommitmentTree` over `leaves`: padded to a
+/// power of two (at least 1) with H(`"MB"`), leaf `i` at the position of `i`'s bits reversed.
+fn vector_commitment_root<D: Digest>(leaves: &[Output<D>]) -> Output<D> {
+    let n = leaves.len();
+    let path = if n <= 1 {
+        1
+    } else {
+        usize::BITS - (n - 1).leading_zeros()
+    };
+    let padded = if n <= 1 { 1 } else { 1usize << path };
+    let bottom = D::new_with_prefix(MERKLE_BOTTOM_LEAF_PREFIX).finalize();
+    let layer: Vec<Output<D>> = (0..padded)
+        .map(|pos| {
+            let index = ((pos as u64).reverse_bits() >> (64 - path)) as usize;
+            leaves.get(index).cloned().unwrap_or_else(|| bottom.clone())
+        })
+        .collect();
+    merkle_root::<D>(&layer).unwrap_or(bottom)
+}
+
+/// A header's `txn`, `txn256` and `txn512`, each `None` when absent.
+#[cfg(any(test, feature = "synth"))]
+pub(crate) type HeaderCommitments = (Option<[u8; 32]>, Option<[u8; 32]>, Option<[u8; 64]>);
+
+/// The commitments of the payset of a synthetic block under `rule`: (`txn`, `txn256`,
+/// `txn512`), each `None` when absent. `payset` is the payset's msgpack bytes (empty: none).
+#[cfg(any(test, feature = "synth"))]
+pub(crate) fn synth_commitments(
+    payset: &[u8],
+    genesis_id: &[u8],
+    genesis_hash: &[u8; 32],
+    merkle: bool,
+    sha256: bool,
+    sha512: bool,
+) -> Result<HeaderCommitments, DecodeError> {
+    let located = Located {
+        round: 0,
+        payset,
+        payset_depth: 2,
+    };
+    let c = compute(
+        payset,
+        &located,
+        genesis_id,
+        genesis_hash,
+        Need {
+            flat: !merkle,
+            merkle,
+            sha256,
+            sha512,
+        },
+        None,
+    )?;
+    Ok((if merkle { c.merkle } else { c.flat }, c.sha256, c.sha512))
+}
+
+impl Block {
+    /// Verifies the block against the bytes it was decoded from and what the caller expects:
+    /// the round, the network (genesis id and hash) when [`Expected`] names them, then every
+    /// payset commitment the block's protocol defines (see the [`codec`](super) docs for the rules,
+    /// what they cover and what they do not). A block that passes has txids its header commits
+    /// to.
+    ///
+    /// Cost: one SHA-512/256 pass over the payset for the flat kind; for the Merkle kinds each
+    /// entry is walked again (its txid, and its SHA-256 txid for `txn256`/`txn512`) and hashed
+    /// once per tree, and about one inner node per leaf per tree.
+    ///
+    /// # Errors
+    ///
+    /// [`VerifyError`]: the first check that failed, naming the round.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use txgate_algorand::codec::{Expected, VerifyError, decode_block};
+    /// use txgate_algorand::synth::{SynthTxn, encode_block};
+    ///
+    /// let txn = SynthTxn::payment([7; 32], 10, 1010);
+    /// let bytes = encode_block(11, "testnet-v1.0", &[1; 32], 1_700_000_000, &[txn]);
+    /// let block = decode_block(&bytes)?;
+    /// let network = Expected::round(11).with_genesis("testnet-v1.0", [1; 32]);
+    /// block.verify(&bytes, &network)?;
+    /// assert!(matches!(
+    ///     block.verify(&bytes, &Expected::round(12)),
+    ///     Err(VerifyError::Round { expected: 12, found: 11 })
+    /// ));
+    /// // One bit of a transaction flipped: the txids decode, the commitment refuses them.
+    /// let mut bad = bytes.clone();
+    /// let at = bad.len() - 20;
+    /// bad[at] ^= 1;
+    /// let damaged = decode_block(&bad)?;
+    /// assert!(matches!(damaged.verify(&bad, &network), Err(VerifyError::Mismatch { round: 11, .. })));
+    /// # Ok::<(), VerifyError>(())
+    /// ```
+    pub fn verify(&self, bytes: &[u8], expected: &Expected) -> Result<(), VerifyError> {
+        let round = self.round;
+        if let Some(want) = expected.round
+            && want != round
+        {
+            return Err(VerifyError::Round {
+                expected: want,
+                found: round,
+            });
+        }
+        if let Some(id) = &expected.genesis_id
+            && *id != self.genesis_id
+        {
+            return Err(VerifyError::GenesisId {
+                round,
+                expected: id.clone(),
+                found: self.genesis_id.clone(),
+            });
+        }
+        if let Some(gh) = expected.genesis_hash
+            && gh != self.genesis_hash
+        {
+            return Err(VerifyError::GenesisHash {
+                round,
+                expected: gh,
+                found: self.genesis_hash,
+            });
+        }
+        let located = locate_payset(bytes)?;
+        if located.round != round {
+            return Err(VerifyError::OtherBlock {
+                round,
+                what: format!("round {}", located.round),
+            });
+        }
+        let header_txn = self.txn_commitment.and_then(nonzero);
+        let header_256 = self.txn256_commitment.and_then(nonzero);
+        let header_512 = self.txn512_commitment.and_then(nonzero);
+        let uncommitted = header_txn.is_none() && header_256.is_none() && header_512.is_none();
+        if uncommitted && expected.allow_uncommitted {
+            return Ok(());
+        }
+        let (merkle, sha256, sha512) = match rule(&self.protocol) {
+            Rule::Unsupported => {
+                return Err(VerifyError::UnsupportedProtocol {
+                    round,
+                    protocol: self.protocol.clone(),
+                });
+            }
+            Rule::Known {
+                merkle,
+                sha256,
+                sha512,
+            } => (merkle, sha256, sha512),
+            Rule::FromHeader => {
+                if uncommitted {
+                    // Even over an empty payset: a damaged header can lose both the payset
+                    // and the commitment.
+                    return Err(VerifyError::NoCommitment {
+                        round,
+                        txns: self.txns.len(),
+                    });
+                }
+                if header_256.is_none() && header_512.is_none() {
+                    // `txn` alone: the flat hash or the Merkle root.
+                    let flat = payset_digest(located.payset);
+                    if Some(flat) == header_txn {
+                        return Ok(());
+                    }
+                    let c = self.computed(
+                        bytes,
+                        &located,
+                        Need {
+                            merkle: true,
+                            ..Need::default()
+                        },
+                    )?;
+                    if c.merkle == header_txn {
+                        return Ok(());
+                    }
+                    return Err(mismatch(round, Commitment::Flat, header_txn, Some(flat)));
+                }
+                (true, header_256.is_some(), header_512.is_some())
+            }
+        };
+        let c = self.computed(
+            bytes,
+            &located,
+            Need {
+                flat: !merkle,
+                merkle,
+                sha256,
+                sha512,
+            },
+        )?;
+        if uncommitted && (c.flat.is_some() || c.merkle.is_some() || c.sha256.is_some()) {
+            return Err(VerifyError::NoCommitment {
+                round,
+                txns: self.txns.len(),
+            });
+        }
+        let (kind, native) = if merkle {
+            (Commitment::Merkle, c.merkle)
+        } else {
+            (Commitment::Flat, c.flat)
+        };
+        if native != header_txn {
+            return Err(mismatch(round, kind, header_txn, native));
+        }
+        if c.sha256 != header_256 {
+            return Err(mismatch(round, Commitment::Sha256, header_256, c.sha256));
+        }
+        if c.sha512 != header_512 {
+            return Err(mismatch(round, Commitment::Sha512, header_512, c.sha512));
+        }
+        Ok(())
+    }
+
+    /// [`compute`] over this block's payset in `bytes`, checking that a walk of the entries
+    /// gives this block's txids.
+    fn computed(
+        &self,
+        bytes: &[u8],
+        located: &Located<'_>,
+        need: Need,
+    ) -> Result<Computed, VerifyError> {
+        let known: Vec<Txid> = self.txns.iter().map(|t| t.txid).collect();
+        let c = compute(
+            bytes,
+            located,
+            &self.genesis_id,
+            &self.genesis_hash,
+            need,
+            Some(&known),
+        )?;
+        let tree = need.merkle || need.sha256 || need.sha512;
+        if (tree && c.entries != self.txns.len())
+            || c.txids.as_ref().is_some_and(|txids| *txids != known)
+        {
+            return Err(VerifyError::OtherBlock {
+                round: self.round,
+                what: "other txids".to_owned(),
+            });
+        }
+        Ok(c)
+    }
+}
+
+fn mismatch<const N: usize>(
+    round: Round,
+    commitment: Commitment,
+    header: Option<[u8; N]>,
+    computed: Option<[u8; N]>,
+) -> VerifyError {
+    VerifyError::Mismatch {
+        round,
+        commitment,
+        header: header.map(|h| h.to_vec()),
+        computed: computed.map(|c| c.to_vec()),
+    }
+}
+
+#[cfg(test)]
+mod tests;
