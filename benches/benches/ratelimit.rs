@@ -32,10 +32,14 @@
 //!   is dropped and changes no count (`admit_key`; upstream's `shouldDropKeys` of one key;
 //!   rate-net's `check_bytes`).
 //!
-//! The rate-net rows: `existing_key`, `new_key_eviction` (its capacity set to the same 65,536
-//! keys; its default `Overflow::FailClosed`, so an evicted key that still owes leaves a debt
-//! record), `group2` and `drop`, all `ratenet_prederived` (the salted 8-byte hash as the key,
-//! `check_bytes`). Its sliding-window counter decides `prev * (W - offset) / W + cur + 1 <= L`
+//! The rate-net rows: `existing_key`, `new_key_eviction`, `group2` and `drop`, all
+//! `ratenet_prederived` (the salted 8-byte hash as the key, `check_bytes`). In
+//! `new_key_eviction` its capacity is the same 65,536 keys and an evicted key that still owes
+//! leaves a debt record; `ratenet_prederived` there forgets the debts its recovery table cannot
+//! hold (`Overflow::Forget`), so newcomers are admitted and evict as in txgate and go-algorand;
+//! `ratenet_failclosed_prederived` keeps its default `Overflow::FailClosed`, under which a
+//! full shard that can neither evict nor record a debt refuses the newcomer (the share of
+//! denials of each is printed). Its sliding-window counter decides `prev * (W - offset) / W + cur + 1 <= L`
 //! exactly in rationals where txgate floors the weighted term: decisions can differ at
 //! fractional estimates, never in these workloads (every pass starts at a window boundary).
 //! - `flood_10m`: a key flood, 10 million distinct (shard, hash) keys per pass into the default
@@ -51,7 +55,7 @@ use std::sync::Arc;
 use clock_lib::ManualClock;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
-use rate_net::{Algorithm, Eviction};
+use rate_net::{Algorithm, Eviction, Overflow};
 use txgate_benches::eviction::{CAPACITY, EvictionKeys, PASS, STREAM, eviction_keys, origin};
 use txgate_benches::mutex_limiter::MutexLimiter;
 use txgate_ratelimit::{AppKey, AppRateLimiter, Config, Origin};
@@ -93,12 +97,17 @@ struct RateNet {
 
 impl RateNet {
     fn new(max_keys: usize, limit: u64) -> Self {
+        Self::with_overflow(max_keys, limit, Overflow::default())
+    }
+
+    /// [`RateNet::new`] with an explicit policy for debts its recovery table cannot hold.
+    fn with_overflow(max_keys: usize, limit: u64, overflow: Overflow) -> Self {
         let clock = Arc::new(ManualClock::new());
         let limiter = rate_net::RateLimiter::builder()
             .algorithm(Algorithm::SlidingWindowCounter)
             .quota(u32::try_from(limit).unwrap(), Duration::from_nanos(WINDOW))
             .shards(128)
-            .eviction(Eviction::capacity(max_keys))
+            .eviction(Eviction::capacity(max_keys).with_overflow(overflow))
             .clock(Arc::clone(&clock))
             .try_build()
             .unwrap();
@@ -221,17 +230,23 @@ fn new_key_eviction(c: &mut Criterion) {
         s.entries,
         CAPACITY
     );
-    let r = RateNet::new(CAPACITY, RATE * 10);
+    // rate-net forgetting the debts its recovery table cannot hold (`Overflow::Forget`: evicts
+    // as txgate and go-algorand do), and with its default (`FailClosed`: a full shard that can
+    // neither evict nor record a debt refuses the newcomer).
     let rkeys: Vec<[u8; 8]> = gkeys.iter().map(|h| h.to_le_bytes()).collect();
-    for k in &rkeys {
-        let _ = r.check(k);
-    }
-    let denied = rkeys[..PASS].iter().filter(|k| !r.check(k)).count();
-    eprintln!(
-        "new_key_eviction: rate-net denied {denied} of {PASS} checks of a pass (a full shard \
-         that can neither evict nor record a debt refuses); {} keys tracked",
-        r.limiter.tracked_keys()
-    );
+    let [r, rf] = [Overflow::Forget, Overflow::FailClosed].map(|overflow| {
+        let r = RateNet::with_overflow(CAPACITY, RATE * 10, overflow);
+        for k in &rkeys {
+            let _ = r.check(k);
+        }
+        let denied = rkeys[..PASS].iter().filter(|k| !r.check(k)).count();
+        eprintln!(
+            "new_key_eviction: rate-net ({overflow:?}) denied {denied} of {PASS} checks of a \
+             pass; {} keys tracked",
+            r.limiter.tracked_keys()
+        );
+        r
+    });
     let mut grp = c.benchmark_group("ratelimit/new_key_eviction");
     grp.throughput(Throughput::Elements(PASS as u64));
     let mut pass = 0;
@@ -264,6 +279,13 @@ fn new_key_eviction(c: &mut Criterion) {
         b.iter(|| {
             for k in &rkeys[next()] {
                 let _ = black_box(r.check(k));
+            }
+        })
+    });
+    grp.bench_function("ratenet_failclosed_prederived", |b| {
+        b.iter(|| {
+            for k in &rkeys[next()] {
+                let _ = black_box(rf.check(k));
             }
         })
     });
