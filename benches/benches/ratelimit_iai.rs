@@ -7,6 +7,7 @@
 #![allow(missing_docs)]
 
 use std::hint::black_box;
+use std::num::NonZeroU32;
 use std::time::Duration;
 
 use iai_callgrind::{library_benchmark, library_benchmark_group, main};
@@ -55,6 +56,25 @@ fn full() -> (AppRateLimiter, Vec<AppKey>) {
     (l, keys)
 }
 
+/// 1,000 two-app groups (apps 21 and 22, one origin each) with pre-derived keys, each admitted
+/// once already; every third group's second key is then filled to the limit, so a third of the
+/// groups are dropped (as the criterion `group2` rows).
+fn groups2() -> (AppRateLimiter, Vec<[AppKey; 2]>) {
+    let l = limiter(1 << 16);
+    let groups: Vec<[AppKey; 2]> = (0..OPS)
+        .map(|i| [21, 22].map(|a| l.app_key(a, &origin(i))))
+        .collect();
+    let rest = NonZeroU32::new(u32::try_from(l.limit() - 1).unwrap()).unwrap();
+    for (i, g) in groups.iter().enumerate() {
+        assert!(l.admit_keys(g, T0).is_admit());
+        if i.is_multiple_of(3) {
+            assert!(l.admit_keys_n(&g[1..], rest, T0).unwrap().is_admit());
+            assert!(l.admit_keys(g, T0).is_drop());
+        }
+    }
+    (l, groups)
+}
+
 #[library_benchmark]
 #[bench::existing_1000(existing())]
 fn admit_key((l, keys): (AppRateLimiter, Vec<AppKey>)) -> AppRateLimiter {
@@ -92,9 +112,18 @@ fn admit_group((l, _): (AppRateLimiter, Vec<AppKey>)) -> AppRateLimiter {
     l
 }
 
+#[library_benchmark]
+#[bench::third_over_1000(groups2())]
+fn admit_group2((l, groups): (AppRateLimiter, Vec<[AppKey; 2]>)) -> AppRateLimiter {
+    for g in groups {
+        let _ = black_box(l.admit_keys(&g, T0));
+    }
+    l
+}
+
 library_benchmark_group!(
     name = ratelimit;
-    benchmarks = admit_key, admit_derive, admit_key_evicting, admit_group
+    benchmarks = admit_key, admit_derive, admit_key_evicting, admit_group, admit_group2
 );
 
 main!(library_benchmark_groups = ratelimit);

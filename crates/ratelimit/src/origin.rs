@@ -10,9 +10,16 @@ use blake2::{Blake2b, Digest, digest::consts::U32};
 
 /// Where a transaction group came from, reduced to the bytes that identify a sender.
 ///
-/// The reduction: an IPv4 address is its 4 bytes; an IPv6 address its /64
-/// prefix (8 bytes), since one host commonly owns a whole /64; an IPv4-mapped IPv6 address
-/// (`::ffff:a.b.c.d`) the 4 IPv4 bytes; any other peer id its first 16 bytes.
+/// The reduction is go-algorand's `wsPeer.RoutingAddr` (network/wsPeer.go), whose bytes its
+/// `appRateLimiter` keys by (data/appRateLimiter.go, `txgroupToKeys`, which keeps the first 16):
+/// - an IPv4 address is its 4 bytes;
+/// - an IPv6 address whose first 10 bytes are zero is its last 4 bytes, whatever bytes 10 and 11
+///   are: IPv4-mapped (`::ffff:a.b.c.d`), IPv4-compatible (`::a.b.c.d`), the loopback `::1`
+///   (origin `0.0.0.1`) and the unspecified `::` (origin `0.0.0.0`) alike;
+/// - any other IPv6 address is its /64 prefix (8 bytes), since one host commonly owns a whole
+///   /64;
+/// - any other peer id is its first 16 bytes (go-algorand's p2p peers route by their peer id,
+///   `gsPeer.RoutingAddr` in network/p2pNetwork.go).
 ///
 /// # Examples
 ///
@@ -24,6 +31,8 @@ use blake2::{Blake2b, Digest, digest::consts::U32};
 /// assert_eq!(v4.as_bytes(), &[192, 0, 2, 1]);
 /// let mapped = Origin::from_ip("::ffff:192.0.2.1".parse::<IpAddr>().unwrap());
 /// assert_eq!(mapped, v4);
+/// let loopback = Origin::from_ip("::1".parse::<IpAddr>().unwrap());
+/// assert_eq!(loopback.as_bytes(), &[0, 0, 0, 1]);
 /// let v6 = Origin::from_ip("2001:db8:1:2:aaaa:bbbb:cccc:dddd".parse::<IpAddr>().unwrap());
 /// assert_eq!(v6.as_bytes(), &[0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, 2]);
 /// assert_eq!(Origin::from_peer_id(&[9; 40]).as_bytes(), &[9; 16]);
@@ -36,8 +45,8 @@ pub struct Origin {
 }
 
 impl Origin {
-    /// The origin of an IP address: 4 bytes for IPv4 (also when IPv4-mapped in IPv6), the /64
-    /// prefix for other IPv6 addresses.
+    /// The origin of an IP address: 4 bytes for IPv4 and for IPv6 addresses whose first 10 bytes
+    /// are zero, the /64 prefix for other IPv6 addresses (see [`Origin`] for the rule's source).
     pub fn from_ip(ip: IpAddr) -> Self {
         match ip {
             IpAddr::V4(v4) => Self::from_ipv4(v4),
@@ -50,12 +59,28 @@ impl Origin {
         Self::from_peer_id(&ip.octets())
     }
 
-    /// The origin of an IPv6 address: the 4 IPv4 bytes if it is IPv4-mapped (`::ffff:a.b.c.d`),
-    /// else its /64 prefix (the first 8 bytes).
+    /// The origin of an IPv6 address: its last 4 bytes if its first 10 bytes are zero (bytes 10
+    /// and 11 are not looked at, so `::ffff:a.b.c.d`, `::a.b.c.d` and `::1` all reduce to 4
+    /// bytes), else its /64 prefix (the first 8 bytes).
+    ///
+    /// The rule is go-algorand's `wsPeer.RoutingAddr` (network/wsPeer.go): "if
+    /// `isZeros(ip[0:10])` return `ip[12:16]`, else `ip[0:8]`". It is wider than
+    /// [`Ipv6Addr::to_ipv4_mapped`] (which also wants bytes 10 and 11 to be `0xff`) and than
+    /// [`Ipv6Addr::to_ipv4`] (which wants them to be `0x0000` or `0xffff`).
+    ///
+    /// ```
+    /// use txgate_ratelimit::Origin;
+    /// let o = |s: &str| Origin::from_ipv6(s.parse().unwrap());
+    /// assert_eq!(o("::1").as_bytes(), &[0, 0, 0, 1]);
+    /// assert_eq!(o("::1234:5:6").as_bytes(), &[0, 5, 0, 6]);
+    /// assert_eq!(o("0:0:0:0:1::").as_bytes(), &[0; 8]); // byte 9 is 1: a /64 prefix
+    /// ```
     pub fn from_ipv6(ip: Ipv6Addr) -> Self {
-        match ip.to_ipv4_mapped() {
-            Some(v4) => Self::from_ipv4(v4),
-            None => Self::from_peer_id(&ip.octets()[..8]),
+        let octets = ip.octets();
+        if octets[..10].iter().all(|&b| b == 0) {
+            Self::from_peer_id(&octets[12..])
+        } else {
+            Self::from_peer_id(&octets[..8])
         }
     }
 
@@ -132,7 +157,8 @@ impl fmt::Display for Origin {
 pub struct OriginParseError(pub String);
 
 /// Reads the forms [`Display`](fmt::Display) writes, and any IP address (reduced as
-/// [`Origin::from_ip`] does).
+/// [`Origin::from_ip`] does). An IPv6 address written with `/64` is the prefix: its first 8
+/// bytes, host bits dropped (`::ffff:1.2.3.4/64` is `::/64`, not `1.2.3.4`).
 ///
 /// # Errors
 ///
@@ -154,14 +180,11 @@ impl FromStr for Origin {
             };
         }
         if let Some(prefix) = s.strip_suffix("/64") {
-            // A prefix stands for its /64 (host bits, if written, are dropped as `from_ipv6`
-            // drops them); an IPv4-mapped address is no prefix (`from_ipv6` would reduce it to
-            // its IPv4 origin, which `Display` never writes with `/64`).
+            // A prefix stands for its first 8 bytes, host bits (if written) dropped. Not
+            // `from_ipv6`: that reduces an address with 10 leading zero bytes to 4 bytes, while
+            // `Display` writes every 8-byte origin as a prefix, `::/64` included.
             let ip: Ipv6Addr = prefix.parse().map_err(|_| err())?;
-            if ip.to_ipv4_mapped().is_some() {
-                return Err(err());
-            }
-            return Ok(Self::from_ipv6(ip));
+            return Ok(Self::from_peer_id(&ip.octets()[..8]));
         }
         s.parse::<IpAddr>().map(Self::from_ip).map_err(|_| err())
     }
@@ -248,8 +271,10 @@ mod tests {
 
     #[test]
     fn origins_print_and_parse_back() {
-        let cases: [(Origin, &str); 6] = [
+        let cases: [(Origin, &str); 8] = [
             (Origin::from_ipv4(Ipv4Addr::new(192, 0, 2, 1)), "192.0.2.1"),
+            (Origin::from_peer_id(&[0; 8]), "::/64"),
+            (Origin::from_ip("::1".parse().unwrap()), "0.0.0.1"),
             (
                 Origin::from_ip("2001:db8:1:2:aaaa:bbbb:cccc:dddd".parse().unwrap()),
                 "2001:db8:1:2::/64",
@@ -275,7 +300,12 @@ mod tests {
             &[0x20, 0x01, 0x0d, 0xb8, 0, 1, 0, 2]
         );
         assert_eq!("peer:AB".parse::<Origin>().unwrap().as_bytes(), &[0xab]);
-        assert!("::ffff:1.2.3.4/64".parse::<Origin>().is_err());
+        // A written /64 is the prefix, even where the address alone would reduce to 4 bytes.
+        assert_eq!(
+            "::ffff:1.2.3.4/64".parse::<Origin>().unwrap().as_bytes(),
+            &[0; 8]
+        );
+        assert_eq!("::1".parse::<Origin>().unwrap().to_string(), "0.0.0.1");
         assert_eq!(
             "2001:db8::1/64".parse::<Origin>().unwrap().to_string(),
             "2001:db8::/64"
@@ -308,5 +338,51 @@ mod tests {
         assert_eq!(Origin::from(mapped).as_bytes(), &[10, 0, 0, 1]);
         assert_eq!(Origin::from_peer_id(&[]).as_bytes(), &[] as &[u8]);
         assert_eq!(Origin::from_peer_id(&[1, 2, 3]).as_bytes(), &[1, 2, 3]);
+    }
+
+    /// go-algorand's `wsPeer.RoutingAddr` (network/wsPeer.go): a 16-byte address whose bytes
+    /// 0..10 are zero routes by bytes 12..16, any other by bytes 0..8.
+    #[test]
+    fn ipv6_origins_follow_go_algorand_routing_addr() {
+        let o = |s: &str| Origin::from_ipv6(s.parse().unwrap());
+        // Named cases, the expected bytes written out from the rule.
+        assert_eq!(o("::1").as_bytes(), &[0, 0, 0, 1]);
+        assert_eq!(o("::").as_bytes(), &[0, 0, 0, 0]);
+        assert_eq!(o("::ffff:1.2.3.4").as_bytes(), &[1, 2, 3, 4]);
+        assert_eq!(o("::1.2.3.4").as_bytes(), &[1, 2, 3, 4]);
+        // Bytes 10 and 11 are not looked at.
+        assert_eq!(o("::1:1.2.3.4").as_bytes(), &[1, 2, 3, 4]);
+        assert_eq!(o("::abcd:1.2.3.4").as_bytes(), &[1, 2, 3, 4]);
+        assert_eq!(o("::ff00:0:0").as_bytes(), &[0, 0, 0, 0]);
+        // Byte 9, the last of the ten, set: a /64 prefix (bytes 0..8, all zero here).
+        assert_eq!(o("::1:ffff:1.2.3.4").as_bytes(), &[0; 8]);
+        assert_eq!(o("0:0:0:0:1::").as_bytes(), &[0; 8]);
+        // Byte 8 set (group 4 = 0x0100).
+        assert_eq!(o("::100:0:0:1").as_bytes(), &[0; 8]);
+        // Byte 7 set: the prefix keeps it.
+        assert_eq!(o("0:0:0:1::1").as_bytes(), &[0, 0, 0, 0, 0, 0, 0, 1]);
+        // A full IPv6 address.
+        assert_eq!(
+            o("2001:db8:85a3:8d3:1319:8a2e:370:7348").as_bytes(),
+            &[0x20, 0x01, 0x0d, 0xb8, 0x85, 0xa3, 0x08, 0xd3]
+        );
+        // Every single non-zero byte position, against the rule stated on byte indices.
+        for i in 0..16 {
+            let mut octets = [0u8; 16];
+            octets[i] = 0x5a;
+            let got = Origin::from_ipv6(Ipv6Addr::from(octets));
+            let want: Vec<u8> = if i < 10 {
+                (0..8).map(|j| if j == i { 0x5a } else { 0 }).collect()
+            } else {
+                (12..16).map(|j| if j == i { 0x5a } else { 0 }).collect()
+            };
+            assert_eq!(got.as_bytes(), &want[..], "byte {i} set");
+            // `from_ip` and the text form agree with `from_ipv6`.
+            assert_eq!(Origin::from_ip(IpAddr::V6(Ipv6Addr::from(octets))), got);
+            assert_eq!(
+                Ipv6Addr::from(octets).to_string().parse::<Origin>(),
+                Ok(got)
+            );
+        }
     }
 }
