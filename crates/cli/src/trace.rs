@@ -4,7 +4,8 @@
 //!   lines are processed in file order, each at its own timestamp.
 //! - `origin`: the sending peer, an IPv4 or IPv6 literal (`192.0.2.1`, `2001:db8::1`) or a hex
 //!   peer id (an even number of hex digits, 2 to 128 of them). The rate limiter reduces it to its
-//!   origin bytes (IPv4: 4 bytes; IPv6: the /64 prefix; peer id: its first 16 bytes).
+//!   origin bytes (IPv4: 4 bytes; IPv6: the /64 prefix, or the last 4 bytes when its first 10
+//!   bytes are zero, as go-algorand's `wsPeer.RoutingAddr`; peer id: its first 16 bytes).
 //! - `app_ids`: the group's application ids, `;`-separated decimal u64 (`12;7`), empty for a
 //!   group without app calls.
 //!
