@@ -21,11 +21,13 @@ use txgate_testkit::algod::FakeAlgod;
 fn main() {
     let mut args = std::env::args().skip(1);
     let archive = args.next().map(PathBuf::from).unwrap_or_else(|| {
-        txgate_testkit::data_file("algorand-sdk-testing/private_blocks/dataset2.tar.bz2")
-            .unwrap_or_else(|| {
-                eprintln!("fake_algod: no archive given and the real data is missing");
-                std::process::exit(2)
-            })
+        let dataset2 =
+            txgate_testkit::data_dir().join("algorand-sdk-testing/private_blocks/dataset2.tar.bz2");
+        if !dataset2.is_file() {
+            eprintln!("fake_algod: no archive given and the real data is missing");
+            std::process::exit(2)
+        }
+        dataset2
     });
     let number = |arg: Option<String>, default: u64| -> u64 {
         arg.map_or(default, |a| {

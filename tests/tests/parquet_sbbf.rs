@@ -6,9 +6,9 @@ use txgate_bloom::{Backend, Sbbf};
 use txgate_testkit::data_file;
 use txgate_testkit::rng::SplitMix64;
 
-fn vectors() -> Option<Value> {
-    let path = data_file("derived/sbbf_vectors.json")?;
-    Some(serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap())
+fn vectors() -> Value {
+    let path = data_file("derived/sbbf_vectors.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 fn strs(v: &Value) -> Vec<String> {
@@ -22,13 +22,10 @@ fn strs(v: &Value) -> Vec<String> {
 /// parquet-mr wrote `bloom_filter.xxhash.bin`: a 16-byte Thrift header and a 1024-byte bitset
 /// holding "hello", "parquet", "bloom" and "filter".
 #[test]
+#[cfg_attr(txgate_no_data, ignore = "real data missing: set TXGATE_DATA")]
 fn reads_parquet_mr_bloom_filter_file() {
-    let (Some(v), Some(path)) = (
-        vectors(),
-        data_file("parquet-testing/bloom_filter.xxhash.bin"),
-    ) else {
-        return;
-    };
+    let v = vectors();
+    let path = data_file("parquet-testing/bloom_filter.xxhash.bin");
     let spec = &v["bloom_filter_xxhash_bin"];
     let bytes = std::fs::read(path).unwrap();
     assert_eq!(bytes.len() as u64, spec["size"].as_u64().unwrap());
@@ -67,8 +64,9 @@ fn reads_parquet_mr_bloom_filter_file() {
 
 /// Each inserted value's hash, block and bit in every word, as the vectors list them.
 #[test]
+#[cfg_attr(txgate_no_data, ignore = "real data missing: set TXGATE_DATA")]
 fn per_value_hash_block_and_bits() {
-    let Some(v) = vectors() else { return };
+    let v = vectors();
     for detail in v["bloom_filter_xxhash_bin"]["inserted_detail"]
         .as_array()
         .unwrap()
@@ -111,8 +109,9 @@ fn per_value_hash_block_and_bits() {
 /// XXH64 vectors of parquet-java and arrow: bytes `[0, 1, .., i - 1]` for `i` in `0..32`, at
 /// seed 0 (the hash SBBF uses, through `Sbbf::hash`) and seed 42 (the library beneath).
 #[test]
+#[cfg_attr(txgate_no_data, ignore = "real data missing: set TXGATE_DATA")]
 fn xxh64_tables() {
-    let Some(v) = vectors() else { return };
+    let v = vectors();
     let x = &v["xxh64"];
     let input = |i: usize| (0..i as u8).collect::<Vec<u8>>();
     let seed0 = x["seed0_u64"].as_array().unwrap();
@@ -143,8 +142,9 @@ fn xxh64_tables() {
 
 /// arrow-rs `test_with_fixture`: a one-block bitset written by parquet-mr / Spark.
 #[test]
+#[cfg_attr(txgate_no_data, ignore = "real data missing: set TXGATE_DATA")]
 fn arrow_rs_fixture() {
-    let Some(v) = vectors() else { return };
+    let v = vectors();
     let f = &v["arrow_rs_fixture"];
     let bytes: Vec<u8> = f["bitset_bytes"]
         .as_array()
@@ -165,8 +165,9 @@ fn arrow_rs_fixture() {
 
 /// The Parquet writers' sizing rules (arrow-rs tables).
 #[test]
+#[cfg_attr(txgate_no_data, ignore = "real data missing: set TXGATE_DATA")]
 fn sizing_tables() {
-    let Some(v) = vectors() else { return };
+    let v = vectors();
     for row in v["sizing"]["num_of_bits_from_ndv_fpp"].as_array().unwrap() {
         let (fpp, ndv, bits) = (
             row[0].as_f64().unwrap(),
@@ -188,8 +189,9 @@ fn sizing_tables() {
 /// The spec's header layout: `0x15 <zigzag varint numBytes>` then the fixed 13 bytes, for
 /// 1024 and 2048 bytes (16 bytes of header each).
 #[test]
+#[cfg_attr(txgate_no_data, ignore = "real data missing: set TXGATE_DATA")]
 fn header_layout() {
-    let Some(v) = vectors() else { return };
+    let v = vectors();
     assert!(
         v["spec"]["thrift_header"]
             .as_str()
@@ -238,4 +240,10 @@ fn agrees_with_an_independent_sbbf() {
         }
         assert!(maybes > 0 && maybes < 10_000, "{maybes}");
     }
+}
+
+/// The build script's `cfg(txgate_no_data)` follows txgate-testkit's rule for the data here.
+#[test]
+fn the_data_cfg_follows_the_data() {
+    txgate_testkit::assert_data_cfg(cfg!(txgate_no_data));
 }

@@ -6,10 +6,9 @@ use txgate_bloom::{BlockedBloom, BloomBuilder};
 use txgate_testkit::real_round_txids;
 
 #[test]
+#[cfg_attr(txgate_no_data, ignore = "real data missing: set TXGATE_DATA")]
 fn per_round_filters_over_real_txids() {
-    let Some(rounds) = real_round_txids() else {
-        return;
-    };
+    let rounds = real_round_txids();
     assert_eq!(rounds.iter().filter(|r| r.network == "tbd").count(), 45);
     assert_eq!(
         rounds.iter().map(|r| r.txids.len()).sum::<usize>(),

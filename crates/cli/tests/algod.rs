@@ -22,9 +22,9 @@ const TOKEN: &str = "4d9fb1c0e2a7-test-token-5f3e";
 /// dataset2's rounds are 0..=377.
 const LAST: u64 = 377;
 
-/// dataset2's blocks by round, or `None` (a printed skip; a failure under CI=true).
-fn dataset2() -> Option<(std::path::PathBuf, BTreeMap<u64, Vec<u8>>)> {
-    let path = txgate_testkit::data_file(DATASET2)?;
+/// dataset2's archive and its blocks by round.
+fn dataset2() -> (std::path::PathBuf, BTreeMap<u64, Vec<u8>>) {
+    let path = txgate_testkit::data_file(DATASET2);
     let blocks = BlockSource::open(&path)
         .unwrap()
         .map(|raw| {
@@ -32,7 +32,7 @@ fn dataset2() -> Option<(std::path::PathBuf, BTreeMap<u64, Vec<u8>>)> {
             (raw.round.unwrap(), raw.bytes)
         })
         .collect();
-    Some((path, blocks))
+    (path, blocks)
 }
 
 fn assert_no_token(texts: &[&str]) {
@@ -56,10 +56,9 @@ fn blocks_served(algod: &FakeAlgod) -> BTreeMap<u64, u32> {
 }
 
 #[test]
+#[cfg_attr(txgate_no_data, ignore = "real data missing: set TXGATE_DATA")]
 fn txids_from_algod_equal_txids_from_the_archive() {
-    let Some((archive, blocks)) = dataset2() else {
-        return;
-    };
+    let (archive, blocks) = dataset2();
     let algod = FakeAlgod::start(blocks, TOKEN, LAST, Duration::from_secs(1));
     // One 503 on the way: retried after the backoff, the round served once.
     algod.fail_next("/v2/blocks/100?", 503, 1);
@@ -143,10 +142,9 @@ fn follow_rows(lines: &[String]) -> Vec<(u64, u64, u64)> {
 
 #[cfg(unix)]
 #[test]
+#[cfg_attr(txgate_no_data, ignore = "real data missing: set TXGATE_DATA")]
 fn replay_follow_ingests_every_round_once_while_the_node_makes_them() {
-    let Some((_, blocks)) = dataset2() else {
-        return;
-    };
+    let (_, blocks) = dataset2();
     let txns_per_round: BTreeMap<u64, u64> = common::dataset2_txn_counts();
     // Rounds 0..=20 at the start, then one every 10 ms once txgate waits for new ones (rounds
     // 21..=57 hold transactions).
@@ -324,10 +322,9 @@ fn replay_follow_ingests_every_round_once_while_the_node_makes_them() {
 }
 
 #[test]
+#[cfg_attr(txgate_no_data, ignore = "real data missing: set TXGATE_DATA")]
 fn algod_failures_exit_with_one_clear_line() {
-    let Some((_, blocks)) = dataset2() else {
-        return;
-    };
+    let (_, blocks) = dataset2();
     let algod = FakeAlgod::start(blocks, TOKEN, LAST, Duration::from_millis(200));
     let url = algod.url();
     // No token, a wrong one: 401, usage (2), the flag and the variable named, no token shown.
@@ -403,10 +400,9 @@ fn algod_failures_exit_with_one_clear_line() {
 }
 
 #[test]
+#[cfg_attr(txgate_no_data, ignore = "real data missing: set TXGATE_DATA")]
 fn a_db_of_another_network_is_refused_and_left_alone() {
-    let Some((archive, blocks)) = dataset2() else {
-        return;
-    };
+    let (archive, blocks) = dataset2();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
     let db = db.to_str().unwrap();

@@ -149,13 +149,10 @@ fn limit_evicts_when_the_table_is_full() {
 // --- dataset2 --------------------------------------------------------------------------------
 
 #[test]
+#[cfg_attr(txgate_no_data, ignore = "real data missing: set TXGATE_DATA")]
 fn txids_of_dataset2_equal_the_jsonl() {
-    let (Some(blocks), Some(jsonl)) = (
-        txgate_testkit::data_file(DATASET2),
-        txgate_testkit::data_file(DATASET2_JSONL),
-    ) else {
-        return;
-    };
+    let blocks = txgate_testkit::data_file(DATASET2);
+    let jsonl = txgate_testkit::data_file(DATASET2_JSONL);
     let out = txgate(&["txids", "--blocks", blocks.to_str().unwrap()]);
     assert_ok(&out);
     let csv = String::from_utf8(out.stdout).unwrap();
@@ -187,10 +184,9 @@ fn txids_of_dataset2_equal_the_jsonl() {
 }
 
 #[test]
+#[cfg_attr(txgate_no_data, ignore = "real data missing: set TXGATE_DATA")]
 fn replay_of_dataset2_reports_the_data_s_counts() {
-    let Some(blocks) = txgate_testkit::data_file(DATASET2) else {
-        return;
-    };
+    let blocks = txgate_testkit::data_file(DATASET2);
     let dir = tempfile::tempdir().unwrap();
     let plot = dir.path().join("acceptance.svg");
     let report = replay_json(
@@ -356,10 +352,9 @@ fn dataset2_tar(blocks: &Path, out: &Path, corrupt: bool) {
 }
 
 #[test]
+#[cfg_attr(txgate_no_data, ignore = "real data missing: set TXGATE_DATA")]
 fn corrupt_block_mid_archive_keeps_earlier_rounds_and_the_db_continues() {
-    let Some(blocks) = txgate_testkit::data_file(DATASET2) else {
-        return;
-    };
+    let blocks = txgate_testkit::data_file(DATASET2);
     let dir = tempfile::tempdir().unwrap();
     let corrupt = dir.path().join("corrupt.tar");
     let good = dir.path().join("good.tar");
@@ -401,10 +396,9 @@ fn corrupt_block_mid_archive_keeps_earlier_rounds_and_the_db_continues() {
 }
 
 #[test]
+#[cfg_attr(txgate_no_data, ignore = "real data missing: set TXGATE_DATA")]
 fn missing_round_in_a_source_names_the_round() {
-    let Some(blocks) = txgate_testkit::data_file(DATASET2) else {
-        return;
-    };
+    let blocks = txgate_testkit::data_file(DATASET2);
     let dir = tempfile::tempdir().unwrap();
     // A directory with rounds 0..=4 and 6: round 6 is out of order.
     let blockdir = dir.path().join("blocks");
@@ -688,10 +682,9 @@ fn runtime_failures_exit_with_1_and_bad_input_with_2() {
 }
 
 #[test]
+#[cfg_attr(txgate_no_data, ignore = "real data missing: set TXGATE_DATA")]
 fn rounds_select_from_archives() {
-    let Some(blocks) = txgate_testkit::data_file(DATASET2) else {
-        return;
-    };
+    let blocks = txgate_testkit::data_file(DATASET2);
     let report = replay_json(
         Path::new(&std::env::temp_dir()),
         &["--blocks", blocks.to_str().unwrap(), "--rounds", "5..=30"],
@@ -705,4 +698,10 @@ fn rounds_select_from_archives() {
         .map(|(_, n)| n)
         .sum();
     assert_eq!(report["ingest"]["txns_ingested"], want);
+}
+
+/// The build script's `cfg(txgate_no_data)` follows txgate-testkit's rule for the data here.
+#[test]
+fn the_data_cfg_follows_the_data() {
+    txgate_testkit::assert_data_cfg(cfg!(txgate_no_data));
 }

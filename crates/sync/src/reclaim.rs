@@ -1,5 +1,6 @@
 //! Memory reclamation for lock-free structures: [seize](https://docs.rs/seize/0.5), or a strict
-//! loom stand-in under `cfg(loom)`.
+//! loom stand-in under `cfg(loom)`, or under `cfg(txgate_tsan)` a collector that frees nothing
+//! before it drops.
 //!
 //! A reader enters a [`Guard`] before it loads a shared pointer; a writer that has made an object
 //! unreachable hands it to [`Guard::retire_box`] (or [`Guard::retire`]), and the object is freed
@@ -24,15 +25,30 @@
 //! and one before a retirement reads the set of active guards (seize: a light barrier on entry, a
 //! heavy one, `membarrier` on Linux, before it scans the active threads), so that a guard the
 //! retirement did not wait for cannot load the retired object from a stale pointer.
+//!
+//! # ThreadSanitizer builds (`--cfg txgate_tsan`)
+//!
+//! ThreadSanitizer does not model standalone fences, nor the `membarrier` system call, and
+//! seize's protocol rests on both: under TSan every hand-over of memory through seize (its own
+//! bookkeeping in `Collector::traverse`, and a record freed or recycled by another thread after
+//! its last atomic use) is reported as a data race. Built with `--cfg txgate_tsan`, the
+//! collector therefore frees nothing while it lives: a retired object goes on a list that the
+//! collector's drop reclaims, after every thread that used it has been joined, an order TSan
+//! sees. Guards are plain loads then, and object pools recycle only what that drop hands them.
+//! What TSan still checks is all of txgate's own synchronization; whether an object is freed
+//! too early is for AddressSanitizer, loom and miri. Not for production: memory grows until
+//! the collector drops.
 
 use crate::sync::{AtomicPtr, Ordering};
 
 /// Frees retired objects once no guard that could have loaded them is alive.
 pub struct Collector {
-    #[cfg(not(loom))]
+    #[cfg(not(any(loom, txgate_tsan)))]
     inner: seize::Collector,
     #[cfg(loom)]
     inner: std::sync::Mutex<standin::State>,
+    #[cfg(all(txgate_tsan, not(loom)))]
+    inner: deferred::List,
 }
 
 impl std::fmt::Debug for Collector {
@@ -44,14 +60,14 @@ impl std::fmt::Debug for Collector {
 /// Marks the current thread active: objects loaded through it stay allocated while it lives.
 /// Not `Send`: a guard belongs to the thread that entered it.
 pub struct Guard<'c> {
-    #[cfg(not(loom))]
+    #[cfg(not(any(loom, txgate_tsan)))]
     inner: seize::LocalGuard<'c>,
-    #[cfg(loom)]
+    #[cfg(any(loom, txgate_tsan))]
     collector: &'c Collector,
     /// This guard's id in the stand-in's bookkeeping.
     #[cfg(loom)]
     id: u64,
-    #[cfg(loom)]
+    #[cfg(any(loom, txgate_tsan))]
     _not_send: std::marker::PhantomData<*mut ()>,
 }
 
@@ -97,7 +113,7 @@ fn count_reclaimed() {
 ///
 /// `ptr` came from `Box::into_raw`, was retired once, and no thread can reach it (seize calls
 /// this only then).
-#[cfg(not(loom))]
+#[cfg(not(any(loom, txgate_tsan)))]
 unsafe fn drop_box<T>(ptr: *mut T, _collector: &seize::Collector) {
     // SAFETY: by this function's contract the box is ours alone to drop.
     drop(unsafe { Box::from_raw(ptr) });
@@ -109,7 +125,7 @@ unsafe fn drop_box<T>(ptr: *mut T, _collector: &seize::Collector) {
 /// # Safety
 ///
 /// As [`Reclaim::reclaim`].
-#[cfg(not(loom))]
+#[cfg(not(any(loom, txgate_tsan)))]
 unsafe fn reclaim_with<T: Reclaim>(ptr: *mut T, _collector: &seize::Collector) {
     // SAFETY: forwarded contract.
     unsafe { T::reclaim(ptr) };
@@ -122,7 +138,7 @@ impl Collector {
     /// Linux, over more retirements, and keep more memory waiting). Under Miri the batch is 2, so
     /// that small tests really reclaim.
     pub fn new(batch_size: usize) -> Self {
-        #[cfg(not(loom))]
+        #[cfg(not(any(loom, txgate_tsan)))]
         {
             let batch = if cfg!(miri) { 2 } else { batch_size.max(1) };
             Self {
@@ -136,13 +152,20 @@ impl Collector {
                 inner: std::sync::Mutex::new(standin::State::default()),
             }
         }
+        #[cfg(all(txgate_tsan, not(loom)))]
+        {
+            let _ = batch_size;
+            Self {
+                inner: deferred::List::default(),
+            }
+        }
     }
 
     /// Enters a read-side critical section (nested guards of one thread are cheap: only the
     /// outermost one registers).
     #[inline]
     pub fn enter(&self) -> Guard<'_> {
-        #[cfg(not(loom))]
+        #[cfg(not(any(loom, txgate_tsan)))]
         {
             Guard {
                 inner: self.inner.enter(),
@@ -166,6 +189,13 @@ impl Collector {
                 _not_send: std::marker::PhantomData,
             }
         }
+        #[cfg(all(txgate_tsan, not(loom)))]
+        {
+            Guard {
+                collector: self,
+                _not_send: std::marker::PhantomData,
+            }
+        }
     }
 }
 
@@ -174,22 +204,23 @@ impl Guard<'_> {
     /// loaded stays allocated for the guard's lifetime.
     #[inline]
     pub fn protect<T>(&self, ptr: &AtomicPtr<T>, order: Ordering) -> *mut T {
-        #[cfg(not(loom))]
+        #[cfg(not(any(loom, txgate_tsan)))]
         {
             use seize::Guard as _;
             self.inner.protect(ptr, order)
         }
-        #[cfg(loom)]
+        #[cfg(any(loom, txgate_tsan))]
         {
             ptr.load(order)
         }
     }
 
     /// A small number identifying the current thread among the collector's threads (seize's
-    /// thread id, reused after a thread exits; always 0 under loom), for striping counters.
+    /// thread id, reused after a thread exits; always 0 under loom; under `txgate_tsan`
+    /// [`thread_index`](crate::sync::thread_index)), for striping counters.
     #[inline]
     pub fn thread_id(&self) -> usize {
-        #[cfg(not(loom))]
+        #[cfg(not(any(loom, txgate_tsan)))]
         {
             use seize::Guard as _;
             self.inner.thread_id()
@@ -197,6 +228,10 @@ impl Guard<'_> {
         #[cfg(loom)]
         {
             0
+        }
+        #[cfg(all(txgate_tsan, not(loom)))]
+        {
+            crate::sync::thread_index()
         }
     }
 
@@ -225,7 +260,7 @@ impl Guard<'_> {
     /// 2. `ptr` is no longer reachable: no thread that enters a guard after this call can load it.
     #[inline]
     pub unsafe fn retire_box<T>(&self, ptr: *mut T) {
-        #[cfg(not(loom))]
+        #[cfg(not(any(loom, txgate_tsan)))]
         {
             use seize::Guard as _;
             // SAFETY: (1) and (2) are seize's `defer_retire` contract; `drop_box` matches the
@@ -233,7 +268,9 @@ impl Guard<'_> {
             unsafe { self.inner.defer_retire(ptr, drop_box::<T>) };
         }
         #[cfg(loom)]
-        self.standin_retire(ptr.cast(), standin::drop_box::<T>);
+        self.standin_retire(ptr.cast(), erased::drop_box::<T>);
+        #[cfg(all(txgate_tsan, not(loom)))]
+        self.collector.inner.push(ptr.cast(), erased::drop_box::<T>);
     }
 
     /// Hands an unreachable object to the collector, which calls [`Reclaim::reclaim`] on it once
@@ -245,14 +282,18 @@ impl Guard<'_> {
     /// 2. `ptr` is no longer reachable: no thread that enters a guard after this call can load it.
     #[inline]
     pub unsafe fn retire<T: Reclaim>(&self, ptr: *mut T) {
-        #[cfg(not(loom))]
+        #[cfg(not(any(loom, txgate_tsan)))]
         {
             use seize::Guard as _;
             // SAFETY: (1) and (2) are seize's `defer_retire` contract for `reclaim_with::<T>`.
             unsafe { self.inner.defer_retire(ptr, reclaim_with::<T>) };
         }
         #[cfg(loom)]
-        self.standin_retire(ptr.cast(), standin::reclaim_with::<T>);
+        self.standin_retire(ptr.cast(), erased::reclaim_with::<T>);
+        #[cfg(all(txgate_tsan, not(loom)))]
+        self.collector
+            .inner
+            .push(ptr.cast(), erased::reclaim_with::<T>);
     }
 
     #[cfg(loom)]
@@ -269,21 +310,11 @@ impl Guard<'_> {
     }
 }
 
-#[cfg(loom)]
-mod standin {
-    use std::collections::HashSet;
-
+/// Reclaimers of objects whose type is erased, for the collectors that keep retired objects
+/// themselves (the loom stand-in and the `txgate_tsan` list).
+#[cfg(any(loom, txgate_tsan))]
+mod erased {
     use super::Reclaim;
-
-    /// A retired object and how to reclaim it; the stand-in owns it.
-    pub(super) struct Retired {
-        pub(super) ptr: *mut (),
-        pub(super) reclaim: unsafe fn(*mut ()),
-    }
-
-    // SAFETY: a retired object is owned by the collector alone (its structure made it
-    // unreachable and gave up the pointer), and the structures retire only `Send` objects.
-    unsafe impl Send for Retired {}
 
     /// # Safety
     ///
@@ -300,6 +331,86 @@ mod standin {
         // SAFETY: the function's contract.
         unsafe { T::reclaim(ptr.cast::<T>()) };
     }
+}
+
+/// The `txgate_tsan` collector's list of retired objects, reclaimed when it drops.
+#[cfg(all(txgate_tsan, not(loom)))]
+mod deferred {
+    use std::ptr;
+    use std::sync::atomic::{AtomicPtr, Ordering};
+
+    /// A retired object, how to reclaim it, and the next one on the list.
+    struct Retired {
+        ptr: *mut (),
+        reclaim: unsafe fn(*mut ()),
+        next: *mut Retired,
+    }
+
+    /// A stack of retired objects, pushed by any thread, popped only by its drop.
+    #[derive(Default)]
+    pub(super) struct List {
+        head: AtomicPtr<Retired>,
+    }
+
+    impl List {
+        /// Keeps `ptr` until the list drops, which reclaims it with `reclaim`.
+        pub(super) fn push(&self, ptr: *mut (), reclaim: unsafe fn(*mut ())) {
+            let entry = Box::into_raw(Box::new(Retired {
+                ptr,
+                reclaim,
+                next: ptr::null_mut(),
+            }));
+            // Relaxed, the load and the compare-and-swap: the list is read only by its drop
+            // (`&mut self`), which every pushing thread's use of the collector happens before
+            // (the thread ended, or handed the collector over). No edge between pushing threads,
+            // so that TSan sees only the synchronization of the structures' own code.
+            let mut head = self.head.load(Ordering::Relaxed);
+            loop {
+                // SAFETY: `entry` is ours until the compare-and-swap below publishes it.
+                unsafe { (*entry).next = head };
+                match self.head.compare_exchange_weak(
+                    head,
+                    entry,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => return,
+                    Err(now) => head = now,
+                }
+            }
+        }
+    }
+
+    impl Drop for List {
+        fn drop(&mut self) {
+            let mut next = *self.head.get_mut();
+            while !next.is_null() {
+                // SAFETY: every entry came from `Box::into_raw` in `push` and is popped once,
+                // here, with `&mut self`.
+                let entry = unsafe { Box::from_raw(next) };
+                next = entry.next;
+                // SAFETY: the object was retired once, with its own reclaimer; no guard of this
+                // collector is alive (`&mut self`), so nothing can reach it.
+                unsafe { (entry.reclaim)(entry.ptr) };
+                super::count_reclaimed();
+            }
+        }
+    }
+}
+
+#[cfg(loom)]
+mod standin {
+    use std::collections::HashSet;
+
+    /// A retired object and how to reclaim it; the stand-in owns it.
+    pub(super) struct Retired {
+        pub(super) ptr: *mut (),
+        pub(super) reclaim: unsafe fn(*mut ()),
+    }
+
+    // SAFETY: a retired object is owned by the collector alone (its structure made it
+    // unreachable and gave up the pointer), and the structures retire only `Send` objects.
+    unsafe impl Send for Retired {}
 
     #[derive(Default)]
     pub(super) struct State {
@@ -376,6 +487,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(not(txgate_tsan))]
     fn retired_objects_are_reclaimed_after_their_guards() {
         let freed = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let collector = Collector::new(4);
@@ -387,6 +499,30 @@ mod tests {
         }
         // Batches of 4 (2 under Miri) are reclaimed once the retiring guard is gone.
         assert!(freed.load(std::sync::atomic::Ordering::Relaxed) >= 60);
+        drop(collector);
+        assert_eq!(freed.load(std::sync::atomic::Ordering::Relaxed), 64);
+    }
+
+    /// `txgate_tsan`: nothing is reclaimed while the collector lives, everything when it drops,
+    /// objects retired on other threads included.
+    #[test]
+    #[cfg(txgate_tsan)]
+    fn retired_objects_are_reclaimed_when_the_collector_drops() {
+        let freed = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let collector = Collector::new(4);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..16 {
+                        let guard = collector.enter();
+                        let p = Box::into_raw(Box::new(Counted(freed.clone())));
+                        // SAFETY: never published, retired once.
+                        unsafe { guard.retire(p) };
+                    }
+                });
+            }
+        });
+        assert_eq!(freed.load(std::sync::atomic::Ordering::Relaxed), 0);
         drop(collector);
         assert_eq!(freed.load(std::sync::atomic::Ordering::Relaxed), 64);
     }

@@ -20,7 +20,22 @@
 //! Real data lives outside the repository, in `../shared/data` next to the checkout (see its
 //! `SOURCES.md`), or wherever the `TXGATE_DATA` environment variable points. It is never copied
 //! into the repository, nor into a published crate: a crate unpacked from crates.io finds no
-//! data beside it, and its real-data tests skip (or fail, under `CI=true`).
+//! data beside it.
+//!
+//! A test that reads real data is ignored where the data is missing, a skip the test runners
+//! show (`ignored` in `cargo test`, `SKIP` in `cargo nextest`), never a pass. libtest decides
+//! what is ignored at compile time, so each crate with real-data tests has a build script that
+//! sets `cfg(txgate_no_data)` when the data directory is missing (the rule of
+//! [`data_missing`]: the same directory as [`data_dir`], unless `TXGATE_REQUIRE_DATA=1`), and
+//! each such test carries
+//! `#[cfg_attr(txgate_no_data, ignore = "real data missing: set TXGATE_DATA")]`.
+//! With `TXGATE_REQUIRE_DATA=1` (set by `.ci/run`) nothing is ignored and a missing file fails
+//! the test that reads it.
+//!
+//! The build script watches the variables and the directory, so its answer follows them; data
+//! laid down where none was (with `TXGATE_DATA` unset) is seen only once the build script runs
+//! again (`touch build.rs`, or set `TXGATE_DATA`): cargo cannot watch a path that does not
+//! exist without running the script on every build.
 
 use std::path::{Path, PathBuf};
 
@@ -38,35 +53,75 @@ pub fn data_dir() -> PathBuf {
     }
 }
 
-/// The path of `relative` inside the real-data directory ([`data_dir`]), or `None` when it is
-/// missing.
-///
-/// A missing file is a skip (printed, with the reason) on a developer's machine, and a failure
-/// under `CI=true`, where the data must be present.
-///
-/// # Panics
-/// Panics under `CI=true` when the file is missing.
-pub fn data_file(relative: &str) -> Option<PathBuf> {
-    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-    find_data(&data_dir(), relative, ci)
+/// Whether real data must be present: `TXGATE_REQUIRE_DATA=1` (`.ci/run` sets it).
+pub fn data_required() -> bool {
+    std::env::var_os("TXGATE_REQUIRE_DATA").is_some_and(|v| v == "1")
 }
 
-/// [`data_file`]'s rule with the directory and the CI flag given.
-fn find_data(dir: &Path, relative: &str, ci: bool) -> Option<PathBuf> {
+/// The rule the crates' build scripts apply to set `cfg(txgate_no_data)`, which makes their
+/// real-data tests ignored: the data directory `dir` is missing and `required`
+/// ([`data_required`]) is false. Under `required` the tests run, and one whose file is missing
+/// fails ([`data_file`]).
+///
+/// The build scripts repeat this rule in a few lines of `std` (a build-dependency on this crate
+/// would be built by every user of the libraries); the crates' tests check that the two agree
+/// with [`assert_data_cfg`].
+pub fn data_missing(dir: &Path, required: bool) -> bool {
+    !required && !dir.is_dir()
+}
+
+/// Checks a crate's `cfg(txgate_no_data)` (pass `cfg!(txgate_no_data)`) against
+/// [`data_missing`] for [`data_dir`] now.
+///
+/// # Panics
+/// When they disagree: the build script last ran under another data directory or another
+/// `TXGATE_REQUIRE_DATA` (run it again with `touch build.rs`), or it does not apply the rule.
+pub fn assert_data_cfg(no_data_cfg: bool) {
+    let now = data_missing(&data_dir(), data_required());
+    assert_eq!(
+        no_data_cfg,
+        now,
+        "cfg(txgate_no_data) is {no_data_cfg} but the data directory {} is {} (TXGATE_REQUIRE_DATA {}): \
+         the build script last ran before it changed; `touch build.rs` of this crate",
+        data_dir().display(),
+        if data_dir().is_dir() {
+            "present"
+        } else {
+            "missing"
+        },
+        if data_required() { "set" } else { "unset" },
+    );
+}
+
+/// The path of `relative` inside the real-data directory ([`data_dir`]).
+///
+/// Call it only from a test that carries
+/// `#[cfg_attr(txgate_no_data, ignore = "...")]` (see the crate docs): where the data is
+/// missing that test is ignored, so a missing file here means the data directory is incomplete
+/// or `TXGATE_REQUIRE_DATA=1` demands data that is not there. Either way the test fails.
+///
+/// # Panics
+/// Panics when the file is missing, naming it.
+#[track_caller]
+pub fn data_file(relative: &str) -> PathBuf {
+    match find_data(&data_dir(), relative) {
+        Ok(path) => path,
+        Err(missing) => panic!("{missing}"),
+    }
+}
+
+/// [`data_file`]'s rule with the directory given: the path, or the message naming what is
+/// missing.
+fn find_data(dir: &Path, relative: &str) -> Result<PathBuf, String> {
     let path = dir.join(relative);
     if path.exists() {
-        return Some(path);
+        return Ok(path);
     }
-    assert!(
-        !ci,
-        "real data {} is missing under CI=true (set TXGATE_DATA or lay ../shared/data beside the checkout)",
+    Err(format!(
+        "real data {} is missing (set TXGATE_DATA, or lay ../shared/data beside the checkout; \
+         a test that reads real data carries #[cfg_attr(txgate_no_data, ignore = \"...\")])",
         path.display()
-    );
-    eprintln!(
-        "SKIP: real data {} is missing (set TXGATE_DATA)",
-        path.display()
-    );
-    None
+    ))
 }
 
 /// One round's transaction ids from the real data.
@@ -92,16 +147,16 @@ pub fn decode_txid(base32: &str) -> [u8; 32] {
 }
 
 /// Every real round with txids in `../shared/data/derived`: the 45 non-empty rounds of the private
-/// dataset2 network (164 txids) and 7 real testnet/betanet rounds (287 txids). `None` (printed
-/// skip, or a failure under `CI=true`) when the data is missing.
+/// dataset2 network (164 txids) and 7 real testnet/betanet rounds (287 txids).
 ///
 /// # Panics
-/// Panics on a malformed data file, and as [`data_file`] does.
-pub fn real_round_txids() -> Option<Vec<RoundTxids>> {
-    let jsonl = std::fs::read_to_string(data_file("derived/algorand_private_dataset2_txns.jsonl")?)
-        .unwrap();
+/// Panics on a malformed data file, and as [`data_file`] does when one is missing.
+#[track_caller]
+pub fn real_round_txids() -> Vec<RoundTxids> {
+    let jsonl =
+        std::fs::read_to_string(data_file("derived/algorand_private_dataset2_txns.jsonl")).unwrap();
     let public =
-        std::fs::read_to_string(data_file("derived/algorand_public_round_txids.json")?).unwrap();
+        std::fs::read_to_string(data_file("derived/algorand_public_round_txids.json")).unwrap();
     let mut rounds: Vec<RoundTxids> = Vec::new();
     for line in jsonl.lines().filter(|l| !l.trim().is_empty()) {
         let v: serde_json::Value = serde_json::from_str(line).expect("jsonl line");
@@ -138,7 +193,7 @@ pub fn real_round_txids() -> Option<Vec<RoundTxids>> {
             txids,
         });
     }
-    Some(rounds)
+    rounds
 }
 
 /// The crate README's examples, compiled and run as doctests.
@@ -160,28 +215,45 @@ mod tests {
     }
 
     #[test]
-    fn present_file_is_found_in_and_out_of_ci() {
+    fn present_file_is_found() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-        for ci in [false, true] {
-            assert_eq!(
-                find_data(dir, "Cargo.toml", ci),
-                Some(dir.join("Cargo.toml"))
-            );
-        }
+        assert_eq!(find_data(dir, "Cargo.toml"), Ok(dir.join("Cargo.toml")));
     }
 
     #[test]
-    fn missing_file_is_a_skip_outside_ci() {
-        let dir = empty_dir("skip");
-        assert_eq!(find_data(&dir, "derived/none.json", false), None);
-        // Nor does a directory that does not exist panic.
-        assert_eq!(find_data(&dir.join("no/such/dir"), "x", false), None);
+    fn missing_file_is_named() {
+        let dir = empty_dir("missing");
+        let err = find_data(&dir, "derived/none.json").unwrap_err();
+        assert!(err.contains("derived/none.json"), "{err}");
+        assert!(err.starts_with("real data "), "{err}");
+        // Nor does a directory that does not exist answer otherwise.
+        assert!(find_data(&dir.join("no/such/dir"), "x").is_err());
     }
 
     #[test]
-    #[should_panic(expected = "is missing under CI=true")]
-    fn missing_file_fails_under_ci() {
-        find_data(&empty_dir("ci"), "derived/none.json", true);
+    fn data_is_missing_only_without_its_directory_and_unless_required() {
+        let dir = empty_dir("rule");
+        assert!(!data_missing(&dir, false));
+        assert!(!data_missing(&dir, true));
+        let none = dir.join("no/such/dir");
+        assert!(data_missing(&none, false));
+        assert!(!data_missing(&none, true), "required data is never skipped");
+        // A file is not a data directory.
+        assert!(data_missing(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"),
+            false
+        ));
+    }
+
+    #[test]
+    fn this_crates_cfg_follows_the_rule() {
+        assert_data_cfg(cfg!(txgate_no_data));
+    }
+
+    #[test]
+    #[should_panic(expected = "cfg(txgate_no_data) is")]
+    fn a_stale_cfg_is_reported() {
+        assert_data_cfg(!cfg!(txgate_no_data));
     }
 
     #[test]

@@ -101,13 +101,10 @@ pub(crate) fn rand_suffix() -> u64 {
     N.fetch_add(1, Ordering::Relaxed)
 }
 
-/// Transactions per round of dataset2 (rounds without any are absent), from the derived jsonl;
-/// empty when the data is missing (the callers skip then).
+/// Transactions per round of dataset2 (rounds without any are absent), from the derived jsonl.
 pub(crate) fn dataset2_txn_counts() -> BTreeMap<u64, u64> {
     let mut counts = BTreeMap::new();
-    let Some(path) = txgate_testkit::data_file(DATASET2_JSONL) else {
-        return counts;
-    };
+    let path = txgate_testkit::data_file(DATASET2_JSONL);
     for line in std::fs::read_to_string(path).unwrap().lines() {
         if line.trim().is_empty() {
             continue;
