@@ -550,10 +550,9 @@ fn plot_dash_writes_the_chart_to_stdout_as_json_dash_does() {
 }
 
 #[test]
+#[cfg_attr(txgate_no_data, ignore = "real data missing: set TXGATE_DATA")]
 fn rounds_beyond_the_archive_are_a_usage_error() {
-    let Some(archive) = txgate_testkit::data_file(DATASET2) else {
-        return;
-    };
+    let archive = txgate_testkit::data_file(DATASET2);
     let s = Sandbox::new();
     let archive = archive.to_str().unwrap();
     let db = s.path("db");
@@ -580,10 +579,9 @@ fn rounds_beyond_the_archive_are_a_usage_error() {
 }
 
 #[test]
+#[cfg_attr(txgate_no_data, ignore = "real data missing: set TXGATE_DATA")]
 fn a_db_that_starts_late_samples_lookups_from_the_rounds_it_keeps() {
-    let Some(archive) = txgate_testkit::data_file(DATASET2) else {
-        return;
-    };
+    let archive = txgate_testkit::data_file(DATASET2);
     let s = Sandbox::new();
     let archive = archive.to_str().unwrap();
     let db = s.path("db");

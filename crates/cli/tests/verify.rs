@@ -20,17 +20,15 @@ use txgate_testkit::algod::FakeAlgod;
 
 const TOKEN: &str = "verify-test-token-91c2";
 
-fn dataset2() -> Option<BTreeMap<u64, Vec<u8>>> {
-    let path = txgate_testkit::data_file(DATASET2)?;
-    Some(
-        BlockSource::open(&path)
-            .unwrap()
-            .map(|raw| {
-                let raw = raw.unwrap();
-                (raw.round.unwrap(), raw.bytes)
-            })
-            .collect(),
-    )
+fn dataset2() -> BTreeMap<u64, Vec<u8>> {
+    let path = txgate_testkit::data_file(DATASET2);
+    BlockSource::open(&path)
+        .unwrap()
+        .map(|raw| {
+            let raw = raw.unwrap();
+            (raw.round.unwrap(), raw.bytes)
+        })
+        .collect()
 }
 
 /// Round 2 (dataset2's first block with transactions) with one bit of its first txn's `fee`
@@ -64,8 +62,9 @@ fn assert_empty(dir: &Path) {
 }
 
 #[test]
+#[cfg_attr(txgate_no_data, ignore = "real data missing: set TXGATE_DATA")]
 fn a_bit_flipped_block_file_is_refused_by_txids_and_replay() {
-    let Some(blocks) = dataset2() else { return };
+    let blocks = dataset2();
     let dir = tempfile::tempdir().unwrap();
     let tmp = dir.path().join("tmp");
     std::fs::create_dir(&tmp).unwrap();
@@ -109,8 +108,9 @@ fn tar_of(blocks: &BTreeMap<u64, Vec<u8>>, out: &Path, flip: bool) {
 }
 
 #[test]
+#[cfg_attr(txgate_no_data, ignore = "real data missing: set TXGATE_DATA")]
 fn a_bit_flipped_block_in_an_archive_stops_replay_and_the_db_continues() {
-    let Some(blocks) = dataset2() else { return };
+    let blocks = dataset2();
     let dir = tempfile::tempdir().unwrap();
     let tmp = dir.path().join("tmp");
     std::fs::create_dir(&tmp).unwrap();
@@ -148,8 +148,9 @@ fn a_bit_flipped_block_in_an_archive_stops_replay_and_the_db_continues() {
 }
 
 #[test]
+#[cfg_attr(txgate_no_data, ignore = "real data missing: set TXGATE_DATA")]
 fn an_algod_answering_another_round_is_refused() {
-    let Some(blocks) = dataset2() else { return };
+    let blocks = dataset2();
     // Every round answers with round 5's block.
     let five = blocks[&5].clone();
     let served: BTreeMap<u64, Vec<u8>> = (0..=20).map(|r| (r, five.clone())).collect();
