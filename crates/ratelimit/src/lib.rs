@@ -21,8 +21,9 @@
 //! - A group is admitted iff for every distinct non-zero app id in it
 //!   `prev * (window - offset) / window + cur + 1 <= L` (integer floor division), where
 //!   `L = rate_per_second x window` ([`AppRateLimiter::limit`]). Admitted: each app's `cur += 1`.
-//! - A dropped group changes no counter (go-algorand increments the apps checked before the
-//!   failing one).
+//! - A dropped group changes no count (go-algorand increments the apps checked before the
+//!   failing one), but like every access it leaves each key it touched current: rolled to `now`
+//!   and stored, its recency refreshed.
 //! - Admission is linearizable while no key is evicted: every concurrent history of admissions
 //!   and penalties then has the outcome of a sequential one, each taking effect at one instant.
 //!   So `N` threads racing on a key with limit `L` admit exactly `L` in a window (admissions of

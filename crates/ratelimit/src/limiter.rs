@@ -580,6 +580,23 @@ impl AppRateLimiter {
                         }
                     }
                     Err(c) => {
+                        // A dropped access leaves its key current too: its interval rolled
+                        // and written (the crate's rule "on access, roll"), so that a key in
+                        // use is never evicted as stale. A write only when the roll changes
+                        // the word. Relaxed on success, SeqCst on failure: as in
+                        // `Node::update`; a failure re-decides on the newer word.
+                        let rolled = state::pack(state::roll(c, at).0);
+                        if rolled != word
+                            && let Err(now) = got.node.state.compare_exchange_weak(
+                                word,
+                                rolled,
+                                Ordering::Relaxed,
+                                Ordering::SeqCst,
+                            )
+                        {
+                            word = now;
+                            continue;
+                        }
                         self.count(guard, Counter::Dropped, 1);
                         return Decision::drop(m.index, state::retry_after(c, at, limits, cost));
                     }
@@ -605,7 +622,8 @@ impl AppRateLimiter {
         let limits = &self.limits;
         let update = node.update(guard, |c| match state::admit(c, at, limits, cost) {
             Some(next) => (Some(next), Ok(next)),
-            None => (None, Err(c)),
+            // Dropped: the key rolled to `at` all the same (as in `admit_one`).
+            None => (Some(state::roll(c, at).0), Err(c)),
         });
         match update {
             Update::Done(Ok(next)) => {
@@ -676,6 +694,12 @@ impl AppRateLimiter {
                     .shard(m)
                     .get_or_insert(m.hash, Self::fresh(at), at, guard);
                 self.count(guard, Counter::Evicted, u64::from(got.evicted));
+                if !got.inserted {
+                    // The lookup is an access: the key rolls to `at` whatever the group's
+                    // outcome (a dropped group leaves its keys current). Found evicted since:
+                    // the entry loop below decides what that means.
+                    let _ = got.node.update(guard, |c| (Some(state::roll(c, at).0), ()));
+                }
                 nodes.push(got.node);
                 if let Some(v) = got.victim {
                     victims.push(v);

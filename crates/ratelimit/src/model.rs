@@ -179,7 +179,10 @@ impl Model {
         let i = self.shard_index(key);
         let shard = &mut self.shards[i];
         if let Some(e) = shard.get_mut(&key.hash) {
+            // Every access leaves its key current: rolled to `at` (and, below, the admission or
+            // penalty applied to the rolled counts, which decide the same).
             e.last = tick;
+            e.counts = state::roll(e.counts, at).0;
             return e.counts;
         }
         if shard.len() >= capacity {

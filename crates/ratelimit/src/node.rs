@@ -106,7 +106,7 @@ impl Node {
     }
 
     /// Applies `f` to the node's counts with a compare-and-swap loop: `f` returns the new counts
-    /// (`None`: leave them) and a result. A group operation in flight on the node is resolved
+    /// (`None`, or the same counts: leave them, no write) and a result. A group operation in flight on the node is resolved
     /// first (decided or aborted, see [`crate::group`]), so `f` always sees counts that no
     /// in-flight operation can take back.
     #[inline]
@@ -126,18 +126,17 @@ impl Node {
                 return Update::Evicted(state::counts(word));
             }
             let (next, out) = f(state::counts(word));
-            let Some(next) = next else {
+            let Some(next) = next.map(state::pack).filter(|&next| next != word) else {
+                // Nothing to change (`None`, or the counts as they are): no write.
                 return Update::Done(out);
             };
             // Relaxed on success: the word is self-contained, no other memory is published
             // through it; the exactness of the counts needs only the atomicity of the CAS.
             // SeqCst on failure: the newer word may be a marker (see `load`).
-            match self.state.compare_exchange_weak(
-                word,
-                state::pack(next),
-                Ordering::Relaxed,
-                Ordering::SeqCst,
-            ) {
+            match self
+                .state
+                .compare_exchange_weak(word, next, Ordering::Relaxed, Ordering::SeqCst)
+            {
                 Ok(_) => return Update::Done(out),
                 Err(now) => word = now,
             }
