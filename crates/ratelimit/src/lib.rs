@@ -109,8 +109,8 @@
 //! - The hit path (an existing key) allocates nothing; a new key allocates one node; a group
 //!   reuses its operation record after warm-up.
 //! - Time is the caller's (`now_ns`, nanoseconds since the Unix epoch; see [`Clock`]). Intervals
-//!   are compared modulo 2^30, so a key untouched for a multiple of 2^30 windows, give or take
-//!   one, aliases (340 years at 10 s windows, 12 days at 1 ms).
+//!   are compared modulo 2^29, so a key untouched for a multiple of 2^29 windows, give or take
+//!   one, aliases (170 years at 10 s windows, 6.2 days at 1 ms).
 //! - Limits per window above 65,535 are rejected (16-bit packed counters).
 //! - 64-bit targets keep a 16-bit key tag in the top bits of node pointers, which needs heap
 //!   addresses below 2^48 (true of user space on x86-64 and AArch64 without pointer tagging); a

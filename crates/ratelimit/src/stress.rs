@@ -20,6 +20,7 @@ fn limiter(rate: u64, max_size: usize, shards: usize) -> AppRateLimiter {
         max_size,
         shards,
         salt: Some([1; 16]),
+        ..Config::default()
     })
     .unwrap()
 }

@@ -62,8 +62,9 @@
 use txgate_sync::reclaim::Guard;
 use txgate_sync::sync::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
+use crate::group::GroupOp;
 use crate::node::Node;
-use crate::state::{self, Counts, Instant};
+use crate::state::{self, Counts, Instant, Limits};
 
 /// Shards of at most this many keys are one set searched whole (exact LRU, never an early
 /// eviction).
@@ -98,19 +99,16 @@ fn tagged(node: *mut Node, key: u64) -> *mut Node {
     }
 }
 
-/// The CLOCK reference bit of a slot value (nodes are 8-byte aligned).
-const REFERENCED: usize = 1;
-
-/// The node pointer of a slot value (without tag or reference bit).
+/// The node pointer of a slot value (without its tag).
 #[inline]
 fn untag(slot: *mut Node) -> *mut Node {
     #[cfg(target_pointer_width = "64")]
     {
-        slot.map_addr(|a| a & ((1 << TAG_SHIFT) - 1) & !REFERENCED)
+        slot.map_addr(|a| a & ((1 << TAG_SHIFT) - 1))
     }
     #[cfg(not(target_pointer_width = "64"))]
     {
-        slot.map_addr(|a| a & !REFERENCED)
+        slot
     }
 }
 
@@ -132,6 +130,16 @@ fn may_hold(slot: *mut Node, key: u64) -> bool {
 #[inline]
 fn free(x: *mut Node) -> *mut Node {
     x.map_addr(|a| a | 1)
+}
+
+/// The bit of a claim word that names an eviction operation (a [`GroupOp`]) rather than an
+/// empty way's new node (records are 8-byte aligned).
+const EVICTION: usize = 2;
+
+/// The claim word of eviction `op`.
+#[inline]
+fn tag_eviction(op: *mut GroupOp) -> *mut Node {
+    op.cast::<Node>().map_addr(|a| a | EVICTION)
 }
 
 /// Whether a claim word is an insertion in flight (an untagged node pointer) rather than free.
@@ -199,36 +207,57 @@ pub(crate) struct Shard {
     spare: AtomicUsize,
     /// Keys tracked (exact when no insertion is in flight).
     entries: AtomicUsize,
-    /// Small shards: the recency stamp of each way (the shard clock at its last access).
+    /// Exact LRU (one set searched whole) rather than CLOCK. Invariant: fixed at construction.
+    lru: bool,
+    /// LRU shards: the recency stamp of each way (the shard clock at its last access).
     stamps: Box<[AtomicU64]>,
-    /// Small shards: the recency clock.
+    /// LRU shards: the recency clock.
     tick: AtomicU64,
+    /// The limits an eviction operation carries (it applies no window arithmetic).
+    no_limits: Limits,
 }
 
 impl Shard {
     /// The bytes of the table of a shard of `capacity` keys (`None` if that overflows).
-    pub(crate) fn bytes_for(capacity: usize) -> Option<usize> {
-        let (sets, ways) = Self::geometry(capacity)?;
+    pub(crate) fn bytes_for(capacity: usize, clock_ways: Option<usize>) -> Option<usize> {
+        let (sets, ways, lru) = Self::geometry(capacity, clock_ways)?;
         let lines = sets.checked_mul((1 + ways).div_ceil(8))?;
-        let stamps = if sets == 1 { ways * 8 } else { 0 };
+        let stamps = if lru { ways * 8 } else { 0 };
         lines.checked_mul(64)?.checked_add(stamps)
     }
 
-    /// Sets and ways of a shard of `capacity` keys.
-    fn geometry(capacity: usize) -> Option<(usize, usize)> {
-        if capacity <= SMALL_SHARD {
-            Some((1, capacity))
-        } else {
-            Some((capacity.checked_mul(WAYS_PER_KEY)?.div_ceil(WAYS), WAYS))
+    /// Sets, ways and policy (exact LRU?) of a shard of `capacity` keys. `clock_ways` (a test
+    /// knob, 2 to 31) forces CLOCK sets of that many ways, two ways per key as in large shards,
+    /// so that a CLOCK shard can be small enough for a model checker.
+    pub(crate) fn geometry(
+        capacity: usize,
+        clock_ways: Option<usize>,
+    ) -> Option<(usize, usize, bool)> {
+        match clock_ways {
+            Some(ways) => Some((
+                capacity.checked_mul(WAYS_PER_KEY)?.div_ceil(ways),
+                ways,
+                false,
+            )),
+            None if capacity <= SMALL_SHARD => Some((1, capacity, true)),
+            None => Some((
+                capacity.checked_mul(WAYS_PER_KEY)?.div_ceil(WAYS),
+                WAYS,
+                false,
+            )),
         }
     }
 
-    /// An empty shard holding at most `capacity` keys, or `Err` if its table cannot be
-    /// allocated (its size: [`Shard::bytes_for`]).
-    pub(crate) fn new(capacity: usize) -> Result<Self, std::collections::TryReserveError> {
+    /// An empty shard holding at most `capacity` keys (`clock_ways`: see
+    /// [`Shard::geometry`]), or `Err` if its table cannot be allocated (its size:
+    /// [`Shard::bytes_for`]).
+    pub(crate) fn new(
+        capacity: usize,
+        clock_ways: Option<usize>,
+    ) -> Result<Self, std::collections::TryReserveError> {
         debug_assert!(capacity >= 2);
-        let (sets, ways) = Self::geometry(capacity).expect("capacity checked by the config");
-        let small = sets == 1;
+        let (sets, ways, lru) =
+            Self::geometry(capacity, clock_ways).expect("capacity checked by the config");
         let stride = (1 + ways).next_multiple_of(8);
         let mut words = Vec::new();
         words.try_reserve_exact(sets * stride / 8)?;
@@ -244,12 +273,18 @@ impl Shard {
             ways,
             stride,
             capacity,
-            spare: AtomicUsize::new(if small { 0 } else { capacity - sets }),
+            spare: AtomicUsize::new(if lru {
+                0
+            } else {
+                capacity.saturating_sub(sets)
+            }),
             entries: AtomicUsize::new(0),
-            stamps: (0..if small { ways } else { 0 })
+            lru,
+            stamps: (0..if lru { ways } else { 0 })
                 .map(|_| AtomicU64::new(0))
                 .collect(),
             tick: AtomicU64::new(0),
+            no_limits: Limits::new(1, 1, 1),
         };
         for set in 0..sets {
             // Relaxed: not shared yet.
@@ -269,11 +304,6 @@ impl Shard {
     /// Bytes of the table (slots, sets, stamps), for the memory report.
     pub(crate) fn table_bytes(&self) -> usize {
         std::mem::size_of_val(&*self.words) + std::mem::size_of_val(&*self.stamps)
-    }
-
-    #[inline]
-    fn small(&self) -> bool {
-        self.sets == 1
     }
 
     /// All words, as one slice.
@@ -366,27 +396,32 @@ impl Shard {
         }
     }
 
-    /// Marks a way as just used (`slot`: its value as the caller loaded it).
+    /// Marks a way as just used in an LRU shard (a CLOCK shard's reference bit is in the key's
+    /// state word, set by the access itself). `slot`: the way's value as the caller loaded it;
+    /// the stamp is raised only while the way still holds it (I5), so a late touch never makes a
+    /// newer node look used.
     #[inline]
     fn touch(&self, set: usize, way: usize, slot: *mut Node) {
-        if self.small() {
-            // Relaxed: the clock publishes no memory; a read-modify-write, so that the ticks of
-            // a small shard are distinct and increasing even under concurrency (a load and a
-            // store could move the clock back and make later accesses look older).
-            let tick = self.tick.fetch_add(1, Ordering::Relaxed) + 1;
-            // Relaxed: a recency stamp publishes no memory; the maximum, so that racing accesses
-            // of one way leave the latest tick.
-            self.stamps[way].fetch_max(tick, Ordering::Relaxed);
-        } else if slot.addr() & REFERENCED == 0 {
-            // Set the reference bit, only when clear so that hits rarely write. Relaxed (success
-            // and failure): the bit publishes nothing; a failure means the slot changed (another
-            // reference, or a replacement) and the bit is a heuristic.
-            let _ = self.slot(set, way).compare_exchange(
-                slot,
-                slot.map_addr(|a| a | REFERENCED),
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            );
+        if !self.lru {
+            return;
+        }
+        // SeqCst: the shard's recency order is the order of these ticks (a read-modify-write,
+        // so ticks are distinct and increasing under concurrency).
+        let tick = self.tick.fetch_add(1, Ordering::SeqCst) + 1;
+        let stamp = &self.stamps[way];
+        // SeqCst (the load, the slot's and the compare-and-swap): an eviction installs its
+        // marker on the victim and then loads this stamp; an access raises the stamp and then
+        // loads the victim's word: in the single total order one of them sees the other (I6).
+        let mut seen = stamp.load(Ordering::SeqCst);
+        while seen < tick {
+            if self.slot(set, way).load(Ordering::SeqCst) != slot {
+                // The node left its way (replaced): its access finds it evicted.
+                return;
+            }
+            match stamp.compare_exchange_weak(seen, tick, Ordering::SeqCst, Ordering::SeqCst) {
+                Ok(_) => return,
+                Err(now) => seen = now,
+            }
         }
     }
 
@@ -436,13 +471,13 @@ impl Shard {
         mut scanned: Option<usize>,
         guard: &'g Guard<'_>,
     ) -> Got<'g> {
-        let mut evicted = 0;
         let claim = self.claim(set);
-        // A node allocated for an insertion whose claim failed, reused by the retry.
+        // A node allocated for an insertion whose claim failed, reused by the retry (never one
+        // that an eviction published: see below).
         let mut spare: Option<Box<Node>> = None;
         loop {
             if is_claim(c) {
-                evicted += self.complete(set, c, guard).0;
+                self.complete(set, c, guard);
                 // Acquire: as in `get_or_insert`.
                 c = guard.protect(claim, Ordering::Acquire);
                 continue;
@@ -452,20 +487,24 @@ impl Shard {
                 None => {
                     let (hit, len) = self.scan(set, key, guard);
                     if let Some(hit) = hit {
-                        return self.found(set, hit, evicted);
+                        return self.found(set, hit, 0);
                     }
                     len
                 }
             };
             // The plan: the first empty way, or a victim (module docs).
-            let (way, unit) = match self.room(len) {
-                Some(unit) => (len, unit),
-                None => (self.victim(set, len, key, at, guard), false),
+            let (way, unit, plan) = match self.room(len) {
+                Some(unit) => (len, unit, None),
+                None => match self.victim(set, len, key, at, guard) {
+                    Some((way, victim, word, stamp)) => (way, false, Some((victim, word, stamp))),
+                    None => {
+                        // A stale plan (the set changed under the scan): look again.
+                        // Acquire: as in `get_or_insert`.
+                        c = guard.protect(claim, Ordering::Acquire);
+                        continue;
+                    }
+                },
             };
-            let adds = way == len;
-            // Relaxed: read only to name the victim to the caller; the claim below validates
-            // the plan.
-            let victim = (!adds).then(|| untag(self.slot(set, way).load(Ordering::Relaxed)));
             let mut node = match spare.take() {
                 Some(mut b) => {
                     *b = Node::new(key, born);
@@ -474,57 +513,121 @@ impl Shard {
                 None => Node::boxed(key, born),
             };
             node.way = way as u8;
-            node.adds = adds;
+            node.adds = plan.is_none();
             let ptr = Box::into_raw(node);
             #[cfg(target_pointer_width = "64")]
             assert!(
                 ptr.addr() >> TAG_SHIFT == 0,
                 "txgate-ratelimit needs heap addresses below 2^48 (key tags use the top 16 bits)"
             );
-            // AcqRel on success: Release publishes the node (key, counts, plan) to whoever loads
-            // the claim and completes it; Acquire keeps our completion after the claim. SeqCst
-            // on failure: the newer claim word is the next one we act on (complete it, or plan
-            // on the scan it orders), as if loaded by `protect`, whose SeqCst it matches.
-            match claim.compare_exchange(c, ptr, Ordering::AcqRel, Ordering::SeqCst) {
-                Ok(_) => {
-                    let (marked, retired) = self.complete(set, ptr, guard);
-                    evicted += marked;
-                    return Got {
-                        // SAFETY: our node, published in our set and not retired before our
-                        // guard drops (it can only be evicted by a later insertion).
-                        node: unsafe { self.deref(ptr, guard) },
-                        inserted: true,
-                        victim: victim.map(|v| Victim {
-                            node: v.cast_const(),
-                            retired,
-                        }),
-                        evicted,
-                    };
-                }
-                Err(now) => {
-                    if unit {
-                        // Relaxed: a count of room; the claims order the slots themselves.
-                        self.spare.fetch_add(1, Ordering::Relaxed);
+            let Some((victim, word, stamp)) = plan else {
+                // An empty way: the claim is the insertion (I2).
+                // AcqRel on success: Release publishes the node (key, counts, plan) to whoever
+                // loads the claim and completes it; Acquire keeps our completion after the claim.
+                // SeqCst on failure: the newer claim word is the next one we act on (complete
+                // it, or plan on the scan it orders), as if loaded by `protect`, whose SeqCst it
+                // matches.
+                match claim.compare_exchange(c, ptr, Ordering::AcqRel, Ordering::SeqCst) {
+                    Ok(_) => {
+                        self.complete(set, ptr, guard);
+                        return Got {
+                            // SAFETY: our node, published in our set and not retired before our
+                            // guard drops (it can only be evicted by a later insertion).
+                            node: unsafe { self.deref(ptr, guard) },
+                            inserted: true,
+                            victim: None,
+                            evicted: 0,
+                        };
                     }
-                    // SAFETY: the claim failed, so the node was never published: still ours.
-                    spare = Some(unsafe { Box::from_raw(ptr) });
-                    c = now;
+                    Err(now) => {
+                        if unit {
+                            // Relaxed: a count of room; the claims order the slots themselves.
+                            self.spare.fetch_add(1, Ordering::Relaxed);
+                        }
+                        // SAFETY: the claim failed, so the node was never published: still ours.
+                        spare = Some(unsafe { Box::from_raw(ptr) });
+                        c = now;
+                        continue;
+                    }
                 }
+            };
+            // An eviction: a one-entry multi-word compare-and-swap on the victim's word,
+            // committed together with the claim (module docs, "Eviction").
+            let op = GroupOp::eviction(victim, ptr, c, stamp, self.no_limits);
+            // SAFETY: `victim` was loaded under `guard` from our slot.
+            let victim_node = unsafe { self.deref(victim.cast_mut(), guard) };
+            if !GroupOp::install_victim(op, victim_node, word, guard) {
+                // The victim was used (or swept) since the plan: plan again. Nothing was shared.
+                // SAFETY: no marker of `op` was installed: no other thread saw it.
+                unsafe { GroupOp::recycle(op) };
+                // SAFETY: never published.
+                spare = Some(unsafe { Box::from_raw(ptr) });
+                // Acquire: as in `get_or_insert`.
+                c = guard.protect(claim, Ordering::Acquire);
+                continue;
             }
+            // AcqRel on success: Release publishes the operation and the new node to whoever
+            // loads the claim (I3); Acquire orders our completion after it. SeqCst on failure:
+            // as above.
+            if let Err(now) =
+                claim.compare_exchange(c, tag_eviction(op), Ordering::AcqRel, Ordering::SeqCst)
+            {
+                // Another insertion claimed the set: take the marker back (nobody decides it
+                // `SUCCEEDED`: it is not settled) and plan again on the newer claim word.
+                let _ = GroupOp::decide(op, false, guard);
+                GroupOp::replace(op, victim_node, guard);
+                // SAFETY: (1) from `Box::into_raw`, retired once; (2) its only marker is
+                // replaced and it was never in a claim word: no thread entering now can load it.
+                unsafe { guard.retire(op) };
+                // SAFETY: the claim failed: resolvers of the marker never read the new node, so
+                // it is still ours alone.
+                spare = Some(unsafe { Box::from_raw(ptr) });
+                c = now;
+                continue;
+            }
+            // In an LRU shard the victim must not have been used since the plan (I6).
+            // SeqCst: see `install_victim`.
+            let fresh = !self.lru || self.stamps[way].load(Ordering::SeqCst) == stamp;
+            if fresh {
+                GroupOp::settle(op, guard);
+            } else {
+                let _ = GroupOp::decide(op, false, guard);
+            }
+            let evicted = self.complete(set, tag_eviction(op), guard);
+            // SAFETY: (1) from `Box::into_raw`, retired once; (2) `complete` returned after the
+            // marker was replaced and the claim word moved past the operation (I3), so no thread
+            // entering now can load it.
+            unsafe { guard.retire(op) };
+            if evicted {
+                return Got {
+                    // SAFETY: our node, placed in its way by the completion.
+                    node: unsafe { self.deref(ptr, guard) },
+                    inserted: true,
+                    victim: Some(Victim {
+                        node: victim,
+                        retired: Some(word | state::EVICTED),
+                    }),
+                    evicted: 1,
+                };
+            }
+            // Aborted: the victim was used first. The new node was published through the
+            // operation, so it goes to the collector; plan again.
+            // SAFETY: (1) from `Box::into_raw`, retired once; (2) it was never in a slot and the
+            // claim word no longer leads to it.
+            unsafe { guard.retire(ptr) };
+            // Acquire: as in `get_or_insert`.
+            c = guard.protect(claim, Ordering::Acquire);
         }
     }
 
     /// Completes whatever insertion holds `key`'s set now, so that a node found evicted (which
     /// only an insertion in flight does) is out of its slot before the caller looks again.
-    /// Returns the nodes this call marked evicted.
-    pub(crate) fn settle(&self, key: u64, guard: &Guard<'_>) -> u32 {
+    pub(crate) fn settle(&self, key: u64, guard: &Guard<'_>) {
         let set = self.set_of(key);
         // Acquire: as in `get_or_insert`.
         let c = guard.protect(self.claim(set), Ordering::Acquire);
         if is_claim(c) {
-            self.complete(set, c, guard).0
-        } else {
-            0
+            self.complete(set, c, guard);
         }
     }
 
@@ -535,7 +638,7 @@ impl Shard {
         if len == self.ways {
             return None;
         }
-        if self.small() {
+        if self.lru {
             return (len < self.capacity).then_some(false);
         }
         if len == 0 {
@@ -549,117 +652,169 @@ impl Shard {
             .map(|_| true)
     }
 
-    /// The way to evict in a full set of `len` nodes, for new key `key`.
-    fn victim(&self, set: usize, len: usize, key: u64, at: Instant, guard: &Guard<'_>) -> usize {
+    /// A node's counts word, with any multi-word operation on it resolved first.
+    fn word(node: &Node, guard: &Guard<'_>) -> u64 {
+        loop {
+            let word = node.load();
+            if word & state::MARKER == 0 {
+                return word;
+            }
+            crate::group::resolve(node, word, guard);
+        }
+    }
+
+    /// The victim in a full set of `len` nodes, for new key `key`: its way, node, counts word
+    /// (the one its eviction must still find, I4) and its way's recency stamp (LRU shards).
+    /// `None` if a node is found evicted: the planner's scan is stale.
+    fn victim(
+        &self,
+        set: usize,
+        len: usize,
+        key: u64,
+        at: Instant,
+        guard: &Guard<'_>,
+    ) -> Option<(usize, *const Node, u64, u64)> {
         debug_assert!(len > 0);
-        if self.small() {
+        if self.lru {
             // Exact: a stale key first, then the least recently used (the reference model's
             // rule), over the whole shard.
-            let mut best = (true, u64::MAX, 0);
+            let mut best = (true, u64::MAX, 0, std::ptr::null(), 0);
             for way in 0..len {
                 // Acquire: as in `scan`.
                 let slot = guard.protect(self.slot(set, way), Ordering::Acquire);
+                let ptr = untag(slot);
                 // SAFETY: loaded under `guard` from our slot; the prefix is non-null.
-                let node = unsafe { self.deref(untag(slot), guard) };
-                let (counts, _) = node.counts(guard);
-                // Relaxed: a recency stamp.
-                let stamp = self.stamps[way].load(Ordering::Relaxed);
-                let rank = (!state::is_stale(counts, at), stamp, way);
-                if rank < best {
+                let node = unsafe { self.deref(ptr, guard) };
+                // SeqCst: the stamp the eviction checks again after its marker (I6).
+                let stamp = self.stamps[way].load(Ordering::SeqCst);
+                let word = Self::word(node, guard);
+                if word & state::EVICTED != 0 {
+                    return None;
+                }
+                let rank = (
+                    !state::is_stale(state::counts(word), at),
+                    stamp,
+                    way,
+                    ptr.cast_const(),
+                    word,
+                );
+                if (rank.0, rank.1, rank.2) < (best.0, best.1, best.2) {
                     best = rank;
                 }
             }
-            return best.2;
+            return Some((best.2, best.3, best.4, best.1));
         }
         // CLOCK (second chance) from a position drawn from hash bits 16..48 of the new key,
         // which pick neither its set (the high bits) nor its tag (the low 16): the first way
-        // whose reference bit is clear; the bits passed are cleared. If every bit was set, the
-        // start way (now cleared) goes.
+        // whose key's reference bit (`TOUCHED`, in its state word) is clear; the sweep clears the
+        // bits it passes (each clearing a step of its own, I4). If every bit was set, the start
+        // way's key goes once its bit reads clear (the sweep goes round again).
         let start = ((((key >> 16) & 0xFFFF_FFFF) * len as u64) >> 32) as usize;
         let mut way = start;
-        for _ in 0..len {
-            // Relaxed: the bit is a heuristic and the claim validates the plan.
-            let slot = self.slot(set, way).load(Ordering::Relaxed);
-            if slot.addr() & REFERENCED == 0 {
-                return way;
+        loop {
+            // Acquire: as in `scan`.
+            let slot = guard.protect(self.slot(set, way), Ordering::Acquire);
+            let ptr = untag(slot);
+            // SAFETY: loaded under `guard` from our slot; the prefix is non-null.
+            let node = unsafe { self.deref(ptr, guard) };
+            match node.sweep(guard) {
+                None => return None,
+                Some(Ok(())) => {}
+                Some(Err(word)) => return Some((way, ptr.cast_const(), word, 0)),
             }
-            // Relaxed (success and failure): as in `touch`.
-            let _ = self.slot(set, way).compare_exchange(
-                slot,
-                slot.map_addr(|a| a & !REFERENCED),
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            );
             way = if way + 1 == len { 0 } else { way + 1 };
         }
-        start
     }
 
-    /// Carries out the insertion of `n`, the claim of `set` when the caller loaded it (steps in
-    /// the module docs; every step is idempotent). Returns the nodes this call marked evicted,
-    /// and the victim's final state word if this call retired it (the caller must not read a
-    /// node it retired itself).
-    fn complete(&self, set: usize, n: *mut Node, guard: &Guard<'_>) -> (u32, Option<u64>) {
-        // SAFETY: `n` was loaded under `guard` from the set's claim word.
+    /// Carries out the insertion that claim word `c` names (an empty way's node, or an eviction
+    /// operation), as loaded from `set`'s claim word (steps in the module docs; every step is a
+    /// compare-and-swap that succeeds at most once, so a late helper changes nothing). Returns
+    /// whether it was an eviction that succeeded.
+    fn complete(&self, set: usize, c: *mut Node, guard: &Guard<'_>) -> bool {
+        let claim = self.claim(set);
+        if c.addr() & EVICTION == 0 {
+            // SAFETY: `c` was loaded under `guard` from the set's claim word.
+            let node = unsafe { self.deref(c, guard) };
+            let slot = self.slot(set, usize::from(node.way));
+            // Acquire: as in `scan`.
+            let v = guard.protect(slot, Ordering::Acquire);
+            // An empty way's insertion: the way is empty while the claim holds `c` (I2), or
+            // holds `c` once placed. AcqRel on success: Release publishes the node to the
+            // Acquire loads of `scan`. Relaxed on failure: placed by another thread.
+            if v.is_null() && claim.load(Ordering::Acquire) == c {
+                let _ = slot.compare_exchange(
+                    v,
+                    tagged(c, node.key),
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                );
+            }
+            // The new key is the most recently used (while its insertion holds the claim: a
+            // late helper does not make it look used again).
+            if claim.load(Ordering::Acquire) == c {
+                self.touch(set, usize::from(node.way), tagged(c, node.key));
+            }
+            // Release on success: every change of this insertion happens before the next
+            // planner's Acquire load of the freed word. Relaxed on failure: another thread freed
+            // it.
+            if claim
+                .compare_exchange(c, free(c), Ordering::Release, Ordering::Relaxed)
+                .is_ok()
+            {
+                // Relaxed: a statistic, counted once by the thread that freed the claim.
+                self.entries.fetch_add(1, Ordering::Relaxed);
+            }
+            return false;
+        }
+        let op: *const GroupOp = c.map_addr(|a| a & !EVICTION).cast();
+        let (victim, _, n) = GroupOp::eviction_parts(op, guard);
+        // SAFETY: the new node was published through the operation, which the caller loaded
+        // from the claim word under `guard`; it is retired only after the claim moved past it.
         let node = unsafe { self.deref(n, guard) };
         let way = usize::from(node.way);
         let slot = self.slot(set, way);
-        let claim = self.claim(set);
-        let mut evicted = 0;
-        let mut retired = None;
-        loop {
-            // Acquire: as in `scan`.
-            let v = guard.protect(slot, Ordering::Acquire);
-            // Acquire: if the claim still holds `n` (installed once, freed once), it held it
-            // when `v` was loaded, so `v` is `n`'s victim, empty, or `n` itself. A later
-            // insertion's slot change would have made this load see a later claim word.
-            if claim.load(Ordering::Acquire) != n {
-                return (evicted, None);
-            }
-            if untag(v) == n {
-                break;
-            }
-            let mut last = 0;
-            if !v.is_null() {
-                // SAFETY: loaded under `guard` from our slot.
-                let victim = unsafe { self.deref(untag(v), guard) };
-                let (marked, word) = victim.mark_evicted(guard);
-                evicted += u32::from(marked);
-                last = word;
-            }
+        // Undecided, so the claim still holds `c` and the marker is in place (I3): decide. In an
+        // LRU shard the victim's way must not have been used since the plan (I6); SeqCst: see
+        // `GroupOp::install_victim`. (The owner settles or aborts before it completes, so this
+        // is a helper's decision.)
+        // SAFETY: `op` was loaded under `guard` from the claim word.
+        let stamp = unsafe { &*op }.stamp;
+        let fresh = !self.lru || self.stamps[way].load(Ordering::SeqCst) == stamp;
+        let evicts = GroupOp::decide(op, fresh, guard);
+        // Acquire: as in `scan`.
+        let v = guard.protect(slot, Ordering::Acquire);
+        if untag(v) == victim.cast_mut() {
+            // SAFETY: the victim is still in its way, so not retired before `guard` entered.
+            let victim_node = unsafe { self.deref(victim.cast_mut(), guard) };
+            GroupOp::replace(op, victim_node, guard);
             // AcqRel on success: Release publishes `n` to the Acquire loads of `scan`; Acquire
-            // orders our retirement of `v` after its publication. Relaxed on failure: we look
-            // again.
-            if slot
-                .compare_exchange(v, tagged(n, node.key), Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
+            // orders our retirement of `v` after its publication. Relaxed on failure: done by
+            // another thread.
+            if evicts
+                && slot
+                    .compare_exchange(v, tagged(n, node.key), Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
             {
-                if !v.is_null() {
-                    // SAFETY: (1) `v` came from `Box::into_raw` and our compare-and-swap is the
-                    // one that took it out of its only slot, so it is retired once; (2) a node
-                    // is published once, so no thread entering after this can load it.
-                    unsafe { guard.retire(untag(v)) };
-                    retired = Some(last);
-                }
-                break;
+                // SAFETY: (1) `v` came from `Box::into_raw` and our compare-and-swap is the one
+                // that took it out of its only slot, so it is retired once; (2) a node is
+                // published once, so no thread entering after this can load it.
+                unsafe { guard.retire(untag(v)) };
             }
         }
-        if self.small() {
-            // A new key is the most recently used (larger shards: its reference bit starts
-            // clear, so a key never seen again goes first).
-            self.touch(set, way, std::ptr::null_mut());
+        if evicts && claim.load(Ordering::Acquire) == c {
+            // As for an empty way's insertion.
+            self.touch(set, way, tagged(n, node.key));
         }
-        // Release on success: every change of this insertion happens before the next planner's
-        // Acquire load of the freed word. Relaxed on failure: another thread freed it.
-        if claim
-            .compare_exchange(n, free(n), Ordering::Release, Ordering::Relaxed)
-            .is_ok()
-            && node.adds
-        {
-            // Relaxed: a statistic, counted once by the thread that freed the claim.
-            self.entries.fetch_add(1, Ordering::Relaxed);
-        }
-        (evicted, retired)
+        // Release on success: as above. Relaxed on failure: another thread freed it. An abort
+        // restores the claim word it replaced: the set's ways are as they were (I3).
+        let freed = if evicts {
+            free(n)
+        } else {
+            // SAFETY: as `stamp` above.
+            unsafe { &*op }.prev
+        };
+        let _ = claim.compare_exchange(c, freed, Ordering::Release, Ordering::Relaxed);
+        evicts
     }
 
     /// The hashes of the keys in this shard, in slot order.
@@ -701,10 +856,6 @@ impl Shard {
                     set,
                     "way {way}: key in a foreign set"
                 );
-                assert!(
-                    !self.small() || slot.addr() & REFERENCED == 0,
-                    "a reference bit in a small shard"
-                );
                 // Relaxed: quiescent.
                 let word = node.state.load(Ordering::Relaxed);
                 assert_eq!(word & state::MARKER, 0, "a group operation left a marker");
@@ -729,7 +880,7 @@ impl Shard {
             self.capacity
         );
         assert_eq!(self.entries(), total, "entries counter");
-        if !self.small() {
+        if !self.lru {
             // Relaxed: quiescent.
             let spare = self.spare.load(Ordering::Relaxed);
             assert_eq!(spare, self.capacity - self.sets - extra, "spare room");

@@ -497,15 +497,15 @@ fn keys_equal_after_shard_reduction_are_one_key() {
 fn callers_far_behind_reset_the_key() {
     let l = limiter(1, 10); // L = 10
     assert_eq!(admitted(&l, &[1], &peer(1), T0 + 30 * SEC, 10), 10);
-    // Three intervals behind: the key is reset to the caller's interval (modulo 2^30 a key that
-    // far ahead is one idle for almost 2^30 windows).
+    // Three intervals behind: the key is reset to the caller's interval (modulo 2^29 a key that
+    // far ahead is one idle for almost 2^29 windows).
     assert_eq!(admitted(&l, &[1], &peer(1), T0 + 5 * SEC, 10), 10);
     assert!(l.admit(&[1], &peer(1), T0 + 5 * SEC).is_drop());
 }
 
 #[test]
 fn a_key_idle_for_half_the_interval_modulus_admits() {
-    // Window 1 us, L = 1: a key idle for 2^29 + 10 windows (537 s) must not be mistaken for one
+    // Window 1 us, L = 1: a key idle for 2^28 + 10 windows (268 s) must not be mistaken for one
     // ahead of the caller.
     let l = AppRateLimiter::new(
         Config::default()
@@ -517,7 +517,7 @@ fn a_key_idle_for_half_the_interval_modulus_admits() {
     )
     .unwrap();
     assert!(l.admit(&[1], &peer(1), T0).is_admit());
-    let later = T0 + ((1 << 29) + 10) * 1000;
+    let later = T0 + ((1 << 28) + 10) * 1000;
     assert!(l.admit(&[1], &peer(1), later).is_admit());
 }
 
