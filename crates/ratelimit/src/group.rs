@@ -102,6 +102,9 @@ pub(crate) struct GroupOp {
     /// Evictions in an LRU shard: the victim way's recency stamp when it was planned. Invariant:
     /// as `insert`.
     pub(crate) stamp: u64,
+    /// Evictions in an LRU shard: the new node's recency stamp, drawn before the claim; every
+    /// completion raises the way's stamp to it (idempotent).
+    pub(crate) tick: AtomicU64,
 }
 
 // SAFETY: the raw node pointers are only dereferenced under a guard that protects them (see the
@@ -190,6 +193,7 @@ impl GroupOp {
                 insert: std::ptr::null_mut(),
                 prev: std::ptr::null_mut(),
                 stamp: 0,
+                tick: AtomicU64::new(0),
             })
         });
         op.status = AtomicU8::new(UNDECIDED);
@@ -206,6 +210,7 @@ impl GroupOp {
         op.insert = std::ptr::null_mut();
         op.prev = std::ptr::null_mut();
         op.stamp = 0;
+        op.tick = AtomicU64::new(0);
         Box::into_raw(op)
     }
 

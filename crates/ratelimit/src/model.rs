@@ -210,6 +210,16 @@ impl Model {
         &mut self.shards[i]
     }
 
+    /// The lookup steps of a group attempt that another operation aborts (E2 in the crate docs):
+    /// the first `n` of the group's distinct keys, in canonical order, created (evicting) or
+    /// touched at `now_ns`, as the real limiter's lookups do before it decides; nothing else.
+    pub fn lookup_keys(&mut self, keys: &[AppKey], n: usize, now_ns: u64) {
+        let at = self.limits.instant(now_ns);
+        for (key, _) in self.canonical(keys).into_iter().take(n) {
+            self.touch(&key, at);
+        }
+    }
+
     /// The keys evicted so far, in order, as `(shard, hash)`.
     pub fn victims(&self) -> &[(u32, u64)] {
         &self.victims

@@ -396,6 +396,14 @@ impl Shard {
         }
     }
 
+    /// The next recency tick of an LRU shard.
+    #[inline]
+    fn next_tick(&self) -> u64 {
+        // SeqCst: the shard's recency order is the order of these ticks (a read-modify-write,
+        // so ticks are distinct and increasing under concurrency).
+        self.tick.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
     /// Marks a way as just used in an LRU shard (a CLOCK shard's reference bit is in the key's
     /// state word, set by the access itself). `slot`: the way's value as the caller loaded it;
     /// the stamp is raised only while the way still holds it (I5), so a late touch never makes a
@@ -405,9 +413,7 @@ impl Shard {
         if !self.lru {
             return;
         }
-        // SeqCst: the shard's recency order is the order of these ticks (a read-modify-write,
-        // so ticks are distinct and increasing under concurrency).
-        let tick = self.tick.fetch_add(1, Ordering::SeqCst) + 1;
+        let tick = self.next_tick();
         let stamp = &self.stamps[way];
         // SeqCst (the load, the slot's and the compare-and-swap): an eviction installs its
         // marker on the victim and then loads this stamp; an access raises the stamp and then
@@ -521,6 +527,13 @@ impl Shard {
                 "txgate-ratelimit needs heap addresses below 2^48 (key tags use the top 16 bits)"
             );
             let Some((victim, word, stamp)) = plan else {
+                // The new key's recency, drawn before the insertion takes effect (its claim), so
+                // that no access after it looks older (I5). The way is empty until then.
+                if self.lru {
+                    let tick = self.next_tick();
+                    // SeqCst: as in `touch`.
+                    self.stamps[way].fetch_max(tick, Ordering::SeqCst);
+                }
                 // An empty way: the claim is the insertion (I2).
                 // AcqRel on success: Release publishes the node (key, counts, plan) to whoever
                 // loads the claim and completes it; Acquire keeps our completion after the claim.
@@ -565,6 +578,13 @@ impl Shard {
                 // Acquire: as in `get_or_insert`.
                 c = guard.protect(claim, Ordering::Acquire);
                 continue;
+            }
+            if self.lru {
+                // The new key's recency, drawn before the eviction takes effect (I5).
+                // SAFETY: ours; shared fields are atomic.
+                let this = unsafe { &*op };
+                // Relaxed: published by the claim below.
+                this.tick.store(self.next_tick(), Ordering::Relaxed);
             }
             // AcqRel on success: Release publishes the operation and the new node to whoever
             // loads the claim (I3); Acquire orders our completion after it. SeqCst on failure:
@@ -749,11 +769,6 @@ impl Shard {
                     Ordering::Relaxed,
                 );
             }
-            // The new key is the most recently used (while its insertion holds the claim: a
-            // late helper does not make it look used again).
-            if claim.load(Ordering::Acquire) == c {
-                self.touch(set, usize::from(node.way), tagged(c, node.key));
-            }
             // Release on success: every change of this insertion happens before the next
             // planner's Acquire load of the freed word. Relaxed on failure: another thread freed
             // it.
@@ -801,9 +816,13 @@ impl Shard {
                 unsafe { guard.retire(untag(v)) };
             }
         }
-        if evicts && claim.load(Ordering::Acquire) == c {
-            // As for an empty way's insertion.
-            self.touch(set, way, tagged(n, node.key));
+        if evicts && self.lru {
+            // The new key's recency, drawn by the owner before the claim (I5); the same value
+            // from every completer.
+            // SAFETY: as `stamp` above.
+            let tick = unsafe { &*op }.tick.load(Ordering::Relaxed);
+            // SeqCst: as in `touch`.
+            self.stamps[way].fetch_max(tick, Ordering::SeqCst);
         }
         // Release on success: as above. Relaxed on failure: another thread freed it. An abort
         // restores the claim word it replaced: the set's ways are as they were (I3).

@@ -513,7 +513,8 @@ fn weighted_groups_on_the_same_keys_admit_exactly_one_with_its_cost() {
 // A linearizability check against the reference model: two threads run their operations on the
 // real limiter; every interleaving of the two sequences (each thread's order kept) is replayed
 // on `Model` from the same start, and one of them must give every decision (with its details),
-// the tracked keys and every key's stored counts.
+// the tracked keys and every key's stored counts. A group's operation may be preceded by the
+// lookup steps of one aborted attempt (E2 in the crate docs).
 
 use txgate_ratelimit::model::Model;
 
@@ -579,27 +580,74 @@ fn linearizable(config: Config, scenario: fn(&AppRateLimiter) -> Scenario) {
             s.keys.iter().map(|k| l.counts(*k)).collect(),
         );
         l.validate();
-        let (n0, n1) = (s.threads[0].len(), s.threads[1].len());
-        // Bit i of `order` set: the i-th operation of the merge is thread 1's next one.
-        let explained = (0u32..1 << (n0 + n1))
-            .filter(|order| order.count_ones() as usize == n1)
-            .any(|order| {
-                let mut m = Model::new(&config).unwrap();
-                for op in &s.setup {
-                    let _ = on_model(&mut m, op);
-                }
-                let mut next = [0, 0];
-                let same = (0..n0 + n1).all(|i| {
-                    let t = (order >> i & 1) as usize;
-                    let d = on_model(&mut m, &s.threads[t][next[t]]);
-                    next[t] += 1;
-                    d == got[t][next[t] - 1]
-                });
-                same && (
-                    m.tracked_keys(),
-                    s.keys.iter().map(|k| m.counts(k)).collect(),
-                ) == outcome
-            });
+        // Each group may first have run the lookups of one attempt that another operation
+        // aborted (E2: a group is its lookup steps, then one decision; an aborted attempt's
+        // lookups stand): a prefix of its keys, as a step of its own before the whole
+        // operation.
+        let prefixes = |ops: &[Op]| -> Vec<Vec<usize>> {
+            ops.iter().fold(vec![vec![]], |acc, op| {
+                let keys = match op {
+                    Op::Admit(k, ..) | Op::Penalize(k) => k.len(),
+                };
+                let choices = if keys >= 2 { keys + 1 } else { 1 };
+                acc.into_iter()
+                    .flat_map(|p| {
+                        (0..choices).map(move |n| {
+                            let mut p = p.clone();
+                            p.push(n);
+                            p
+                        })
+                    })
+                    .collect()
+            })
+        };
+        // A thread's steps: (operation, lookups of an aborted attempt or `None` for the whole
+        // operation).
+        let steps = |ops: &[Op], prefix: &[usize]| -> Vec<(usize, Option<usize>)> {
+            (0..ops.len())
+                .flat_map(|i| {
+                    let aborted = (prefix[i] > 0).then_some((i, Some(prefix[i])));
+                    aborted.into_iter().chain([(i, None)])
+                })
+                .collect()
+        };
+        let explained = prefixes(&s.threads[0]).iter().any(|p0| {
+            prefixes(&s.threads[1]).iter().any(|p1| {
+                let st = [steps(&s.threads[0], p0), steps(&s.threads[1], p1)];
+                let (n0, n1) = (st[0].len(), st[1].len());
+                // Bit i of `order` set: the i-th step of the merge is thread 1's next one.
+                (0u32..1 << (n0 + n1))
+                    .filter(|order| order.count_ones() as usize == n1)
+                    .any(|order| {
+                        let mut m = Model::new(&config).unwrap();
+                        for op in &s.setup {
+                            let _ = on_model(&mut m, op);
+                        }
+                        let mut next = [0, 0];
+                        let same = (0..n0 + n1).all(|i| {
+                            let t = (order >> i & 1) as usize;
+                            let (op, lookups) = st[t][next[t]];
+                            next[t] += 1;
+                            let op_ = &s.threads[t][op];
+                            match lookups {
+                                Some(n) => {
+                                    let (k, dt) = match op_ {
+                                        Op::Admit(k, _, dt) => (k, *dt),
+                                        Op::Penalize(k) => (k, 0),
+                                    };
+                                    m.lookup_keys(k, n, T0 + dt);
+                                    true
+                                }
+                                None => on_model(&mut m, op_) == got[t][op],
+                            }
+                        });
+                        same && (
+                            m.tracked_keys(),
+                            s.keys.iter().map(|k| m.counts(k)).collect(),
+                        ) == outcome
+                    })
+            })
+        });
         assert!(
             explained,
             "no sequential order gives {got:?} ending in {outcome:?}"
