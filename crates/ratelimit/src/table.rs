@@ -21,41 +21,112 @@
 //!   with twice the mean load; measured by the `bytes_per_key` example). A set that is still
 //!   empty when the units run out keeps its one key of room unused until a key of its own comes
 //!   (at full load a set is empty with probability e^-15.5, 2e-7). The victim is chosen by
-//!   CLOCK (second chance) over the set's ways: a reference bit per way, the low bit of its slot
-//!   pointer, is set on access (only when clear, so hits rarely write) and cleared as the sweep
-//!   passes; the sweep starts at a position drawn from the new key's hash.
+//!   CLOCK (second chance) over the set's ways: a reference bit per key, `TOUCHED` in its state
+//!   word, is set by every access (in the write the access makes anyway, or alone when clear) and
+//!   cleared as a sweep passes; the sweep starts at a position drawn from the new key's hash.
+//! - The CLOCK test geometry (`Config::with_clock_ways`) gives any shard CLOCK sets of a chosen
+//!   number of ways, so that the model checker can run CLOCK on a shard of two keys.
 //!
-//! # Insertion: one claim per set
+//! # Protocol
 //!
-//! Every change of a set's membership goes through the set's *claim word*. While no insertion is
-//! in flight it holds `free(X)`, the address of the last insertion's node `X` with its low bit
-//! set (or `free(null)`); an insertion publishes itself by replacing that word with its new node
-//! `N` (compare-and-swap), then places `N` in its way, then frees the word (`free(N)`).
+//! The whole correctness argument of the limiter's concurrent paths, in one place. SAFETY and
+//! ordering comments elsewhere cite the invariants by number (I1 ... I8).
 //!
-//! A thread that misses a key reads the claim word, and if it is free it scans the set and plans:
-//! the way (the first empty one, or a victim) and the node. Its compare-and-swap of the claim
-//! word succeeds only if the word still holds the `free(X)` it read, i.e. no insertion into the
-//! set completed or began since: the scan it planned on is still the set's membership, so the
-//! key is still missing and the planned way still holds the planned victim. The claim does not
-//! cover the victim's recency or counts: a hit on it between the scan and the eviction (which
-//! writes no claim word) does not change the plan, so under concurrency a victim can be a key
-//! that the rule would have kept by then. Two insertions of one key cannot both succeed (the
-//! second's claim fails, and its rescan finds the first's node): duplicates cannot arise.
-//! `free(X)` cannot recur while the planner's guard is alive: `X` is in the table while it is
-//! the last insertion, so it is retired only after the planner entered, and its address is not
-//! reused before the planner's guard drops.
+//! ## States and transitions
 //!
-//! The plan is carried out by whoever meets the claim: the owner, or any thread that needs the
-//! set (it completes the insertion before planning its own), so no thread waits for another.
-//! Completing reads the way's slot `v` and then checks that the claim word still holds `N`; if
-//! so, `v` is the victim (or empty) of `N`'s plan, or `N` itself. The victim is marked evicted
-//! (terminal: a stale reader's later compare-and-swap on it fails, and it looks the key up
-//! again), the slot is switched from `v` to `N` (one thread succeeds, and it retires `v`), and
-//! the claim word is freed. Every step is a compare-and-swap that succeeds at most once, so a
-//! late helper changes nothing.
+//! - **A set's claim word** (`AtomicPtr` before the set's slots):
+//!   - `free(X)` (`X` with its low bit set): no insertion in flight; `X` is the node of the last
+//!     insertion that completed in the set (or null).
+//!   - `N` (a node, low two bits clear): the insertion of `N` into an empty way is in flight.
+//!   - `E | 2` (an eviction record, [`GroupOp`] of kind `Evict`): an insertion that evicts is in
+//!     flight.
 //!
-//! A new node is born holding its key's first admission (or penalty), so a single-key admission
-//! of a new key costs the claim, the slot switch and the release of the claim.
+//!   `free(X) -> N` and `free(X) -> E | 2`: the planner's compare-and-swap (its owner). `N ->
+//!   free(N)`: any thread that completes it, once `N` is in its way. `E | 2 -> free(N)` (`N`
+//!   the new node) once `E` succeeded and `N` is in its way, `E | 2 -> free(X)` (the word it
+//!   replaced) once `E` failed: any thread that completes it.
+//! - **A slot** (one way): `null -> N` (an empty way's insertion, any completer) or `v -> N`
+//!   (an eviction's victim replaced by its new node, any completer, only after the eviction
+//!   succeeded). Never back to null; the thread whose compare-and-swap took `v` out retires it.
+//! - **A node's state word** ([`crate::state`]): counts words (`interval, prev, cur` and the
+//!   reference bit `TOUCHED`), changed by accesses (compare-and-swap); `counts -> marker(G)` by a
+//!   group's owner and back to counts by whoever resolves it; `w -> marker(E)` by an eviction's
+//!   owner (`w` the victim's word as planned, `TOUCHED` clear in a CLOCK shard), then `->
+//!   w | EVICTED` (terminal) if `E` succeeded or `-> w` if it failed, by whoever resolves it;
+//!   `TOUCHED` cleared by a CLOCK sweep.
+//! - **An operation record** ([`GroupOp`], a group or an eviction): `status` `UNDECIDED ->
+//!   SUCCEEDED | FAILED`, once, by compare-and-swap, by the owner or any thread that meets one of
+//!   its markers (or, for an eviction, its claim); `settled` advanced by the owner only (a group:
+//!   after each marker; an eviction: once its marker is in place, its claim held and, in an LRU
+//!   shard, its stamp checked); retired by its owner once no marker of it and no claim word
+//!   leads to it.
+//!
+//! ## Invariants
+//!
+//! - **I1** A node is published in one slot, once, and retired exactly once: by the thread
+//!   whose compare-and-swap took it out of its slot, or, for the new node of an eviction that
+//!   failed, by that eviction's owner. A record is retired once, by its owner.
+//! - **I2** While a set's claim word holds `N`, way `N.way` is empty or holds `N`, and no other
+//!   slot of the set changes: every change of a set's slots happens while its claim word holds
+//!   that change's claim. Each set's non-null slots are a prefix of its ways.
+//! - **I3** While a claim word holds `E | 2`, `E`'s marker is on its victim (installed before the
+//!   claim), the victim is in `E`'s way, and no slot of the set changes until `E` is decided; a
+//!   failed `E` restores the claim word it replaced, with the set's slots as they were.
+//! - **I4** An eviction commits the victim's word as planned: its marker replaces exactly that
+//!   word, so it succeeds only if no access wrote the word since the plan read it. Every access
+//!   writes a key's word unless the word already shows it (same interval, reference bit set),
+//!   and in a CLOCK shard the planned word has the bit clear, so every access after the plan
+//!   read it fails the eviction. A sweep's clearing of a bit is itself a step.
+//! - **I5** In an LRU shard a key's recency is its way's stamp: each access raises it to a fresh
+//!   tick while the key's node is still in the way (so a late access never makes a newer node
+//!   look used), and a new key's stamp is drawn before its insertion takes effect.
+//! - **I6** In an LRU shard an eviction decides `SUCCEEDED` only after it checked, after its
+//!   marker was installed, that the victim way's stamp is the one it planned on; an access raises
+//!   the stamp before it loads the key's word. Both sides are SeqCst, so in the single total
+//!   order either the access sees the marker (and resolves it: a use before the eviction aborts
+//!   it) or the eviction sees the new stamp (and fails).
+//! - **I7** A marker's record stays allocated while any thread can load the marker: it is
+//!   retired only after every marker of it was replaced (seize frees it once every guard that
+//!   could have loaded one has dropped).
+//! - **I8** `free(X)` does not recur while a planner that loaded it holds its guard, except as
+//!   restored by a failed eviction, which changed no slot: so when a planner's claim succeeds, the
+//!   set's membership is the one its scan saw (the key is still missing, the planned way still
+//!   empty or holding the planned victim). Duplicates of a key cannot arise.
+//!
+//! ## Linearization points
+//!
+//! - **Hit, admitted**: its compare-and-swap on the key's word (which also rolls the key and
+//!   sets its reference bit).
+//! - **Hit, dropped**: its load of the word, or the compare-and-swap that rolls the key or sets
+//!   its bit when that changes the word.
+//! - **New key, empty way**: the claim's compare-and-swap (the node is born holding its first
+//!   admission or penalty).
+//! - **New key with an eviction, and the eviction**: one instant, the decision of the eviction's
+//!   record (`UNDECIDED -> SUCCEEDED`): the victim's marker is in place (its word unchanged since
+//!   the plan, I4, I6) and the claim held (the membership unchanged since the scan, I8).
+//! - **Group admitted**: the decision `UNDECIDED -> SUCCEEDED` (all markers in place); its
+//!   lookups are steps of their own before it (E2).
+//! - **Group dropped**: the load of the failing key's word while the group is undecided (every
+//!   earlier key still holds its marker).
+//! - **Penalty**: as an admitted hit (one key) or an admitted group (several).
+//! - **Weighted admission**: as an admission of its cost.
+//!
+//! ## Progress
+//!
+//! Operations on keys that no group or eviction is applying to are lock-free, and so are
+//! insertions among themselves (any thread that needs a set completes the insertion in flight
+//! in it). A group, or an eviction, in flight is aborted by any operation that needs its victim
+//! or one of its keys before it is settled; so a group and the operations on its keys, and an
+//! eviction and the uses of its victim, are only obstruction-free against each other (E3, a
+//! forced eviction after failed commits, is not used).
+//!
+//! ## Known limits
+//!
+//! - In an LRU shard, recency is the order of the ticks accesses draw (I5), which for accesses
+//!   to different keys that overlap in time may differ from the order of their linearization
+//!   points; an eviction that compares such keys may then take the other one.
+//! - The model checker's histories of a group whose own lookups evict while another thread
+//!   inserts (the scenarios D and E) are not yet all explained by it.
 //!
 //! Nothing on the hit path allocates.
 
@@ -165,8 +236,9 @@ struct Hit<'g> {
 pub(crate) struct Victim {
     /// The replaced node (evicted).
     pub(crate) node: *const Node,
-    /// Its final state word, if the inserting call retired it itself (then it must not read it
-    /// again: seize's protection of a pointer ends when its own thread retires it).
+    /// Its final state word (its planned word with `EVICTED`): the caller must not read the node
+    /// again (seize's protection of a pointer ends when its own thread retires it, which this
+    /// call may have done).
     pub(crate) retired: Option<u64>,
 }
 
@@ -178,8 +250,7 @@ pub(crate) struct Got<'g> {
     pub(crate) inserted: bool,
     /// The node this call's own insertion replaced, if any (it is evicted).
     pub(crate) victim: Option<Victim>,
-    /// Nodes this call marked evicted (its own insertion's victim, or one of an insertion it
-    /// completed for another thread).
+    /// Keys this call's own insertion evicted (0 or 1; an eviction is counted by its owner).
     pub(crate) evicted: u32,
 }
 

@@ -853,3 +853,38 @@ fn linearizable_a_clock_shard_eviction_and_an_admission_of_its_victim() {
         }
     });
 }
+
+/// A CLOCK shard (one set of 4 ways holding 2 keys, L = 2; both keys' reference bits clear): a
+/// new key's sweep starts at the way its hash draws, whose key another thread admits meanwhile.
+/// Admitted first, that key is a use since the sweep (its bit set): the sweep passes it and the
+/// other key goes. An eviction that took the key after that admission would be explained by no
+/// order (its count would leave with it).
+#[test]
+fn linearizable_a_clock_sweep_racing_a_use_of_its_start_key() {
+    linearizable(clock_shard(2, 2, 4), |l| {
+        let [v, w, n] = keys(l);
+        // Ways fill in order: v in way 0, w in way 1; the sweep of n starts at way `start`.
+        let start = (((n.hash() >> 16) & 0xFFFF_FFFF) * 2) >> 32;
+        let first = if start == 0 { v } else { w };
+        Scenario {
+            setup: vec![admit(&[v], 1), admit(&[w], 1)],
+            threads: [vec![admit(&[n], 1)], vec![admit(&[first], 1)]],
+            keys: vec![v, w, n],
+        }
+    });
+}
+
+/// Scenario B with a dropped hit that writes nothing (L = 1; w already dropped once, so its
+/// reference bit is set and its interval current): only its recency stamp shows the use, and an
+/// eviction planned on w before it must still fail.
+#[test]
+fn linearizable_b_a_dropped_hit_that_writes_nothing() {
+    linearizable(one_shard(1, 2), |l| {
+        let [v, w, b] = keys(l);
+        Scenario {
+            setup: vec![admit(&[w], 1), admit(&[w], 1), admit(&[v], 1)],
+            threads: [vec![admit(&[b], 1)], vec![admit(&[w], 1)]],
+            keys: vec![v, w, b],
+        }
+    });
+}
