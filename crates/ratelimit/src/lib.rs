@@ -46,11 +46,11 @@
 //!     insertion whose victim keeps being used plans again, so an insertion and the uses of its
 //!     victim are obstruction-free against each other.
 //!
-//!   Known limits (the `table` module's `# Protocol` lists them): in shards of up to 64 keys,
+//!   Known limit (the `table` module's `# Protocol` states it): in shards of up to 64 keys,
 //!   recency is the order in which accesses draw their recency ticks, which for accesses to
-//!   different keys that overlap in time can differ from the order in which they take effect;
-//!   and two histories of a group whose own lookups evict (the scenarios D and E) are
-//!   not yet explained by the model checker.
+//!   different keys that overlap in time can differ from the order in which they take effect, so
+//!   an eviction comparing two such keys may take the other one (the model checker finds one
+//!   such history: a weighted group racing an evicting insertion into its shard).
 //! - A weighted admission ([`AppRateLimiter::admit_n`]) of cost `c` (`1..=L`) asks
 //!   `prev * (window - offset) / window + cur + c <= L` of every app and adds `c` to each; a
 //!   cost above `L` is refused with [`InsufficientCapacity`]. A cost of 1 is [`admit`](AppRateLimiter::admit).

@@ -28,6 +28,14 @@ use crate::decision::{Decision, InsufficientCapacity, Stats};
 use crate::origin::AppKey;
 use crate::state::{self, Counts, Instant, Limits};
 
+/// What a group's lookup step saw of one key ([`Model::lookup_step`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Seen {
+    key: AppKey,
+    index: usize,
+    counts: Counts,
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Entry {
     counts: Counts,
@@ -133,14 +141,19 @@ impl Model {
             .into_iter()
             .map(|(key, index)| (key, index, self.touch(&key, at)))
             .collect();
+        Ok(self.decide(&seen, cost, at))
+    }
+
+    /// The admit-or-drop step of a group whose keys were looked up with counts `seen`.
+    fn decide(&mut self, seen: &[(AppKey, usize, Counts)], cost: u16, at: Instant) -> Decision {
         let mut next = Vec::with_capacity(seen.len());
-        for &(key, index, counts) in &seen {
+        for &(key, index, counts) in seen {
             match state::admit(counts, at, &self.limits, cost) {
                 Some(c) => next.push((key, c)),
                 None => {
                     self.stats.dropped += 1;
                     let wait = state::retry_after(counts, at, &self.limits, cost);
-                    return Ok(Decision::drop(index, wait));
+                    return Decision::drop(index, wait);
                 }
             }
         }
@@ -154,7 +167,72 @@ impl Model {
             }
         }
         self.stats.admitted += 1;
-        Ok(Decision::admit(remaining))
+        Decision::admit(remaining)
+    }
+
+    /// E2, step by step (for the model checker): a group's distinct keys in canonical order,
+    /// each with the index of its first occurrence.
+    pub fn group_keys(&self, keys: &[AppKey]) -> Vec<(AppKey, usize)> {
+        self.canonical(keys)
+    }
+
+    /// E2, step by step: one lookup of a group's key (from [`Model::group_keys`]) at `now_ns`:
+    /// created (evicting) or touched; returns what the lookup saw.
+    pub fn lookup_step(&mut self, key: AppKey, index: usize, now_ns: u64) -> Seen {
+        let at = self.limits.instant(now_ns);
+        Seen {
+            key,
+            index,
+            counts: self.touch(&key, at),
+        }
+    }
+
+    /// E2, step by step: a group's admit-or-drop step after its lookups `seen` (canonical
+    /// order); `own[i]`: key `i` was evicted by the group's own later lookups (its counts as seen
+    /// decide, and nothing is stored for it). `None` if a key is missing otherwise (the real
+    /// group aborts and looks its keys up again), or the cost exceeds `L`.
+    pub fn decide_step(
+        &mut self,
+        seen: &[Seen],
+        own: &[bool],
+        cost: NonZeroU32,
+        now_ns: u64,
+    ) -> Option<Decision> {
+        let cost = self.limits.cost(cost).ok()?;
+        let at = self.limits.instant(now_ns);
+        let seen = self.current(seen, own)?;
+        Some(self.decide(&seen, cost, at))
+    }
+
+    /// E2, step by step: a group penalty's step after its lookups, as [`Model::decide_step`].
+    pub fn penalize_step(&mut self, seen: &[Seen], own: &[bool], now_ns: u64) -> Option<()> {
+        let at = self.limits.instant(now_ns);
+        let limits = self.limits;
+        for (key, _, counts) in self.current(seen, own)? {
+            if let Some(e) = self.shard_mut(&key).entries.get_mut(&key.hash) {
+                e.counts = state::penalize(counts, at, &limits);
+            }
+        }
+        Some(())
+    }
+
+    /// The counts a group's decision reads: each tracked key's current counts, a key its own
+    /// lookups evicted as seen; `None` if another key is missing.
+    fn current(&self, seen: &[Seen], own: &[bool]) -> Option<Vec<(AppKey, usize, Counts)>> {
+        seen.iter()
+            .zip(own)
+            .map(|(s, &own)| {
+                let tracked = self.shards[self.shard_index(&s.key)]
+                    .entries
+                    .get(&s.key.hash)
+                    .map(|e| e.counts);
+                match (tracked, own) {
+                    (Some(c), false) => Some((s.key, s.index, c)),
+                    (None, true) => Some((s.key, s.index, s.counts)),
+                    _ => None,
+                }
+            })
+            .collect()
     }
 
     /// The model of [`AppRateLimiter::penalize_keys`](crate::AppRateLimiter::penalize_keys).

@@ -340,7 +340,7 @@ mod tests {
     }
 
     #[test]
-    fn interval_distance_wraps_modulo_2_pow_30() {
+    fn interval_distance_wraps_modulo_2_pow_29() {
         assert_eq!(distance(INTERVAL_MASK, 0), 1);
         assert_eq!(distance(0, INTERVAL_MASK), -1);
         assert_eq!(distance(5, 3), -2);

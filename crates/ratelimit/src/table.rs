@@ -124,9 +124,11 @@
 //!
 //! - In an LRU shard, recency is the order of the ticks accesses draw (I5), which for accesses
 //!   to different keys that overlap in time may differ from the order of their linearization
-//!   points; an eviction that compares such keys may then take the other one.
-//! - The model checker's histories of a group whose own lookups evict while another thread
-//!   inserts (the scenarios D and E) are not yet all explained by it.
+//!   points (a new key draws its tick before its claim, a hit before its word action); an
+//!   eviction that compares such keys may then take the other one. The loom checker finds one
+//!   such history: a weighted group {a, b} racing an evicting insertion of c into their shard of
+//!   two, where c's tick is drawn before the group's lookup of b but c takes effect after it,
+//!   so the group's re-insertion of a evicts c where the model evicts b.
 //!
 //! Nothing on the hit path allocates.
 

@@ -513,8 +513,8 @@ fn weighted_groups_on_the_same_keys_admit_exactly_one_with_its_cost() {
 // A linearizability check against the reference model: two threads run their operations on the
 // real limiter; every interleaving of the two sequences (each thread's order kept) is replayed
 // on `Model` from the same start, and one of them must give every decision (with its details),
-// the tracked keys and every key's stored counts. A group's operation may be preceded by the
-// lookup steps of one aborted attempt (E2 in the crate docs).
+// the tracked keys and every key's stored counts. A group is its lookup steps and its decision
+// step, preceded perhaps by the lookups of one aborted attempt (E2 in the crate docs).
 
 use txgate_ratelimit::model::Model;
 
@@ -580,34 +580,45 @@ fn linearizable(config: Config, scenario: fn(&AppRateLimiter) -> Scenario) {
             s.keys.iter().map(|k| l.counts(*k)).collect(),
         );
         l.validate();
-        // Each group may first have run the lookups of one attempt that another operation
-        // aborted (E2: a group is its lookup steps, then one decision; an aborted attempt's
-        // lookups stand): a prefix of its keys, as a step of its own before the whole
-        // operation.
+        // E2: a group of two keys or more is its lookup steps, then its admit-or-drop step,
+        // each a step of its own; it may first have run the lookups of one attempt that another
+        // operation aborted (a prefix of its keys, one more step).
+        let distinct = |op: &Op| -> usize {
+            let k = match op {
+                Op::Admit(k, ..) | Op::Penalize(k) => k,
+            };
+            Model::new(&config).unwrap().group_keys(k).len()
+        };
         let prefixes = |ops: &[Op]| -> Vec<Vec<usize>> {
             ops.iter().fold(vec![vec![]], |acc, op| {
-                let keys = match op {
-                    Op::Admit(k, ..) | Op::Penalize(k) => k.len(),
-                };
-                let choices = if keys >= 2 { keys + 1 } else { 1 };
+                let n = distinct(op);
+                let choices = if n >= 2 { n + 1 } else { 1 };
                 acc.into_iter()
                     .flat_map(|p| {
-                        (0..choices).map(move |n| {
+                        (0..choices).map(move |c| {
                             let mut p = p.clone();
-                            p.push(n);
+                            p.push(c);
                             p
                         })
                     })
                     .collect()
             })
         };
-        // A thread's steps: (operation, lookups of an aborted attempt or `None` for the whole
-        // operation).
-        let steps = |ops: &[Op], prefix: &[usize]| -> Vec<(usize, Option<usize>)> {
+        let steps = |ops: &[Op], prefix: &[usize]| -> Vec<(usize, Step)> {
             (0..ops.len())
                 .flat_map(|i| {
-                    let aborted = (prefix[i] > 0).then_some((i, Some(prefix[i])));
-                    aborted.into_iter().chain([(i, None)])
+                    let n = distinct(&ops[i]);
+                    let mut v = Vec::new();
+                    if n < 2 {
+                        v.push((i, Step::Whole));
+                        return v;
+                    }
+                    if prefix[i] > 0 {
+                        v.push((i, Step::Aborted(prefix[i])));
+                    }
+                    v.extend((0..n).map(|k| (i, Step::Lookup(k))));
+                    v.push((i, Step::Decide));
+                    v
                 })
                 .collect()
         };
@@ -624,21 +635,56 @@ fn linearizable(config: Config, scenario: fn(&AppRateLimiter) -> Scenario) {
                             let _ = on_model(&mut m, op);
                         }
                         let mut next = [0, 0];
+                        // Per thread, the group in its lookups: what they saw, and the victims
+                        // they made (with the lookup that made each).
+                        let mut seen: [Vec<txgate_ratelimit::model::Seen>; 2] = [vec![], vec![]];
+                        let mut made: [Vec<(usize, (u32, u64))>; 2] = [vec![], vec![]];
                         let same = (0..n0 + n1).all(|i| {
                             let t = (order >> i & 1) as usize;
-                            let (op, lookups) = st[t][next[t]];
+                            let (op, step) = st[t][next[t]];
                             next[t] += 1;
                             let op_ = &s.threads[t][op];
-                            match lookups {
-                                Some(n) => {
-                                    let (k, dt) = match op_ {
-                                        Op::Admit(k, _, dt) => (k, *dt),
-                                        Op::Penalize(k) => (k, 0),
-                                    };
+                            let (k, c, dt) = match op_ {
+                                Op::Admit(k, c, dt) => (k, Some(*c), *dt),
+                                Op::Penalize(k) => (k, None, 0),
+                            };
+                            match step {
+                                Step::Whole => on_model(&mut m, op_) == got[t][op],
+                                Step::Aborted(n) => {
                                     m.lookup_keys(k, n, T0 + dt);
                                     true
                                 }
-                                None => on_model(&mut m, op_) == got[t][op],
+                                Step::Lookup(j) => {
+                                    if j == 0 {
+                                        seen[t].clear();
+                                        made[t].clear();
+                                    }
+                                    let (key, index) = m.group_keys(k)[j];
+                                    let before = m.victims().len();
+                                    seen[t].push(m.lookup_step(key, index, T0 + dt));
+                                    made[t].extend(m.victims()[before..].iter().map(|&v| (j, v)));
+                                    true
+                                }
+                                Step::Decide => {
+                                    let own: Vec<bool> = m
+                                        .group_keys(k)
+                                        .iter()
+                                        .enumerate()
+                                        .map(|(i, (key, _))| {
+                                            // Evicted by a later lookup of the same attempt.
+                                            made[t].iter().any(|&(j, v)| {
+                                                j > i && v == (key.shard(), key.hash())
+                                            })
+                                        })
+                                        .collect();
+                                    match c {
+                                        Some(c) => {
+                                            let d = m.decide_step(&seen[t], &own, cost(c), T0 + dt);
+                                            d.is_some() && d == got[t][op]
+                                        }
+                                        None => m.penalize_step(&seen[t], &own, T0).is_some(),
+                                    }
+                                }
                             }
                         });
                         same && (
@@ -653,6 +699,19 @@ fn linearizable(config: Config, scenario: fn(&AppRateLimiter) -> Scenario) {
             "no sequential order gives {got:?} ending in {outcome:?}"
         );
     });
+}
+
+/// A step of the sequential model in the checker.
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    /// A single key's operation, whole.
+    Whole,
+    /// The lookups of the first `n` keys of a group's aborted attempt.
+    Aborted(usize),
+    /// The lookup of a group's `j`-th key (canonical order) in its last attempt.
+    Lookup(usize),
+    /// A group's admit-or-drop (or penalty) step.
+    Decide,
 }
 
 /// One shard of `capacity` keys, L = `limit` per 1 s window, as a config.
@@ -885,6 +944,19 @@ fn linearizable_b_a_dropped_hit_that_writes_nothing() {
             setup: vec![admit(&[w], 1), admit(&[w], 1), admit(&[v], 1)],
             threads: [vec![admit(&[b], 1)], vec![admit(&[w], 1)]],
             keys: vec![v, w, b],
+        }
+    });
+}
+/// Scenario D (shard of 2, L = 2; x at 2, a at 1): a group {a, b} races an admission of x. The
+/// group's lookups may evict x before the group takes effect (E2): x then comes back fresh.
+#[test]
+fn linearizable_d_a_groups_lookups_before_it_takes_effect() {
+    linearizable(one_shard(2, 2), |l| {
+        let [x, a, b] = keys(l);
+        Scenario {
+            setup: vec![admit(&[x], 2), admit(&[a], 1)],
+            threads: [vec![admit(&[a, b], 1)], vec![admit(&[x], 1)]],
+            keys: vec![x, a, b],
         }
     });
 }
