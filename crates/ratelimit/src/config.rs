@@ -48,6 +48,10 @@ pub struct Config {
     pub shards: usize,
     /// The 16-byte salt of key derivation; `None` (the default) draws one from the OS.
     pub salt: Option<[u8; 16]>,
+    /// Tests only: every shard evicts by CLOCK in sets of this many ways (2 to 31), two ways per
+    /// key, however small (see `Config::with_clock_ways`).
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub(crate) clock_ways: Option<usize>,
 }
 
 impl Default for Config {
@@ -58,6 +62,7 @@ impl Default for Config {
             window: Duration::from_secs(10),
             shards: 128,
             salt: None,
+            clock_ways: None,
         }
     }
 }
@@ -93,6 +98,16 @@ impl Config {
     #[must_use]
     pub fn with_shards(mut self, shards: usize) -> Self {
         self.shards = shards;
+        self
+    }
+
+    /// Tests only (hidden, not a stable API): every shard evicts by CLOCK in sets of `ways` ways
+    /// (clamped to 2..=31), two ways per key, as shards of more than 64 keys do with 31, so that a
+    /// CLOCK shard can be small enough for a model checker. `None`: the normal geometry.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn with_clock_ways(mut self, ways: Option<usize>) -> Self {
+        self.clock_ways = ways.map(|w| w.clamp(2, 31));
         self
     }
 
@@ -205,6 +220,8 @@ pub(crate) struct Validated {
     pub(crate) limits: Limits,
     pub(crate) capacity: usize,
     pub(crate) salt: [u8; 16],
+    /// The CLOCK test geometry (`Config::with_clock_ways`).
+    pub(crate) clock_ways: Option<usize>,
 }
 
 impl Config {
@@ -235,7 +252,7 @@ impl Config {
             });
         }
         let capacity = self.max_size / self.shards;
-        if crate::table::Shard::bytes_for(capacity)
+        if crate::table::Shard::bytes_for(capacity, self.clock_ways)
             .and_then(|b| b.checked_mul(self.shards))
             .is_none_or(|b| b > isize::MAX as usize)
         {
@@ -265,6 +282,7 @@ impl Config {
             limits: Limits::new(window_ns, limit, (limit / 4).max(1)),
             capacity,
             salt,
+            clock_ways: self.clock_ways,
         })
     }
 }

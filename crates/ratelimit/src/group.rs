@@ -67,6 +67,9 @@ pub(crate) enum Kind {
     Admit,
     /// One penalty each (never fails).
     Penalize,
+    /// The eviction of one key to make room for a new one (one entry): the victim's word, as
+    /// the planner read it, becomes final (`EVICTED`) if the operation succeeds. See `table.rs`.
+    Evict,
 }
 
 struct Entry {
@@ -90,6 +93,18 @@ pub(crate) struct GroupOp {
     limits: Limits,
     /// One per node. Invariant: filled before the operation is shared, then only `old` changes.
     entries: Vec<Entry>,
+    /// Evictions: the new node whose insertion the eviction makes room for (its way is
+    /// `Node::way`). Invariant: written before the operation is shared, never after.
+    pub(crate) insert: *mut Node,
+    /// Evictions: the set's claim word before the claim (`free(X)`), restored by an abort.
+    /// Invariant: as `insert`.
+    pub(crate) prev: *mut Node,
+    /// Evictions in an LRU shard: the victim way's recency stamp when it was planned. Invariant:
+    /// as `insert`.
+    pub(crate) stamp: u64,
+    /// Evictions in an LRU shard: the new node's recency stamp, drawn before the claim; every
+    /// completion raises the way's stamp to it (idempotent).
+    pub(crate) tick: AtomicU64,
 }
 
 // SAFETY: the raw node pointers are only dereferenced under a guard that protects them (see the
@@ -175,6 +190,10 @@ impl GroupOp {
                 at,
                 limits,
                 entries: Vec::new(),
+                insert: std::ptr::null_mut(),
+                prev: std::ptr::null_mut(),
+                stamp: 0,
+                tick: AtomicU64::new(0),
             })
         });
         op.status = AtomicU8::new(UNDECIDED);
@@ -188,7 +207,131 @@ impl GroupOp {
             node,
             old: AtomicU64::new(FROZEN),
         }));
+        op.insert = std::ptr::null_mut();
+        op.prev = std::ptr::null_mut();
+        op.stamp = 0;
+        op.tick = AtomicU64::new(0);
         Box::into_raw(op)
+    }
+
+    /// A new undecided eviction of `victim` for the insertion of `insert` into a set whose claim
+    /// word was `prev`; `stamp`: the victim way's recency stamp (LRU shards). Unshared: the
+    /// caller publishes it with [`GroupOp::install_victim`].
+    pub(crate) fn eviction(
+        victim: *const Node,
+        insert: *mut Node,
+        prev: *mut Node,
+        stamp: u64,
+        limits: Limits,
+    ) -> *mut Self {
+        let at = Instant {
+            interval: 0,
+            offset: 0,
+        };
+        let op = Self::new(Kind::Evict, 1, at, limits, &[victim]);
+        // SAFETY: just allocated and unshared.
+        let this = unsafe { &mut *op };
+        this.insert = insert;
+        this.prev = prev;
+        this.stamp = stamp;
+        op
+    }
+
+    /// Owner of an eviction: replaces the victim's counts word `word` (as planned) with the
+    /// operation's marker, storing `word` first, without settling the entry (the claim and, in an
+    /// LRU shard, the stamp check settle it: [`GroupOp::settle`]). `false`: the word changed since
+    /// the plan.
+    pub(crate) fn install_victim(
+        op: *const Self,
+        node: &Node,
+        word: u64,
+        guard: &Guard<'_>,
+    ) -> bool {
+        guard.check(op);
+        // SAFETY: the owner's operation stays allocated until the owner retires it.
+        let this = unsafe { &*op };
+        // Relaxed: published by the install below.
+        this.entries[0].old.store(word, Ordering::Relaxed);
+        // SeqCst on success: in an LRU shard the owner then loads the victim way's stamp; an
+        // access stores the stamp and then loads this word (both SeqCst), so in the single total
+        // order either the access sees the marker or the owner sees the new stamp (the
+        // store-buffer pattern, C++20 [atomics.order] p4); Release within it publishes the
+        // operation's fields to whoever meets the marker. Relaxed on failure: the plan is
+        // abandoned.
+        node.state
+            .compare_exchange(word, Self::marker(op), Ordering::SeqCst, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// An eviction's entry settled: its marker is in place and its claim held (and, in an LRU
+    /// shard, the stamp unchanged), so a resolver may decide it `SUCCEEDED`.
+    pub(crate) fn settle(op: *const Self, guard: &Guard<'_>) {
+        guard.check(op);
+        // SAFETY: as in `install_victim`; a helper calls it under the guard that loaded `op`.
+        let this = unsafe { &*op };
+        // Release: a resolver that reads it (Acquire) decides on a settled operation.
+        this.settled.store(this.entries.len(), Ordering::Release);
+    }
+
+    /// Decides the operation `target` if it is still undecided; returns whether it succeeded
+    /// (the decision, by whoever made it).
+    pub(crate) fn decide(op: *const Self, target: bool, guard: &Guard<'_>) -> bool {
+        guard.check(op);
+        // SAFETY: called under a guard that loaded `op` from a claim word or owns it.
+        let this = unsafe { &*op };
+        let target = if target { SUCCEEDED } else { FAILED };
+        // AcqRel (failure Acquire): as in `finish`.
+        match this
+            .status
+            .compare_exchange(UNDECIDED, target, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => target == SUCCEEDED,
+            Err(now) => now == SUCCEEDED,
+        }
+    }
+
+    /// The victim, its planned word and the new node of an eviction.
+    pub(crate) fn eviction_parts(
+        op: *const Self,
+        guard: &Guard<'_>,
+    ) -> (*const Node, u64, *mut Node) {
+        guard.check(op);
+        // SAFETY: as in `decide`.
+        let this = unsafe { &*op };
+        // Relaxed: published by the marker's install, which happens before the claim that the
+        // caller loaded the operation from (Release/Acquire).
+        (
+            this.entries[0].node,
+            this.entries[0].old.load(Ordering::Relaxed),
+            this.insert,
+        )
+    }
+
+    /// Replaces a decided eviction's marker on its victim `node` with the decided word (final,
+    /// `EVICTED`, if it succeeded; the planned word if not). Idempotent: a later call finds the
+    /// marker gone.
+    pub(crate) fn replace(op: *const Self, node: &Node, guard: &Guard<'_>) {
+        guard.check(op);
+        // SAFETY: as in `decide`.
+        let this = unsafe { &*op };
+        // Acquire: pairs with the decision's Release.
+        let status = this.status.load(Ordering::Acquire);
+        debug_assert_ne!(status, UNDECIDED);
+        // Relaxed: as in `eviction_parts`.
+        let old = this.entries[0].old.load(Ordering::Relaxed);
+        let value = if status == SUCCEEDED {
+            this.apply(old)
+        } else {
+            old
+        };
+        // Release on success: as in `resolve`. Acquire on failure: as in `finish` (the owner
+        // retires the operation after this).
+        let _ = node.state.compare_exchange(
+            Self::marker(op),
+            value,
+            Ordering::Release,
+            Ordering::Acquire,
+        );
     }
 
     /// The marker word of the operation at `op`.
@@ -202,6 +345,10 @@ impl GroupOp {
 
     /// The new counts word of an entry whose old word is `old` (the operation succeeded).
     fn apply(&self, old: u64) -> u64 {
+        if self.kind == Kind::Evict {
+            // Final: the counts as planned, never to change again.
+            return old | state::EVICTED;
+        }
         let c = state::counts(old);
         let next = match self.kind {
             Kind::Admit => state::admit(c, self.at, &self.limits, self.cost).unwrap_or_else(|| {
@@ -209,8 +356,11 @@ impl GroupOp {
                 c
             }),
             Kind::Penalize => state::penalize(c, self.at, &self.limits),
+            Kind::Evict => unreachable!("returned above"),
         };
-        state::pack(next)
+        // The reference bit as the lookup left it (set for a key that was found, clear for one
+        // the group's lookup created: a new key's bit starts clear).
+        state::pack(next) | (old & state::TOUCHED)
     }
 
     /// Owner: settles entry `i` on the node's counts word `word` (neither marker nor evicted):

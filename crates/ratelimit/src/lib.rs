@@ -21,20 +21,36 @@
 //! - A group is admitted iff for every distinct non-zero app id in it
 //!   `prev * (window - offset) / window + cur + 1 <= L` (integer floor division), where
 //!   `L = rate_per_second x window` ([`AppRateLimiter::limit`]). Admitted: each app's `cur += 1`.
-//! - A dropped group changes no counter (go-algorand increments the apps checked before the
-//!   failing one).
-//! - Admission is linearizable while no key is evicted: every concurrent history of admissions
-//!   and penalties then has the outcome of a sequential one, each taking effect at one instant.
-//!   So `N` threads racing on a key with limit `L` admit exactly `L` in a window (admissions of
-//!   cost one) unless the key is evicted (go-algorand reads, compares and adds in three steps
-//!   and can admit more), a group is all-or-nothing, and no caller is ever dropped because of a
-//!   count that is later taken back.
-//! - Evictions are not linearizable yet. A new key's victim is chosen from a scan made before
-//!   the eviction takes effect, so a key used in between (its recency refreshed, or a stale key
-//!   admitted) can still be evicted, where the rule below would have kept it; an admission it
-//!   was given stands, but its count leaves with it. And a group looks its keys up (creating and
-//!   evicting) before it takes effect, so an attempt that another operation aborts may already
-//!   have evicted a key. Single-threaded, victims are exactly the rule's.
+//! - A dropped group changes no count (go-algorand increments the apps checked before the
+//!   failing one), but like every access it leaves each key it touched current: rolled to `now`
+//!   and stored, its recency refreshed.
+//! - Linearizable, evictions included. Every concurrent history of admissions, penalties,
+//!   insertions and evictions has the outcome of a sequential run of [`model::Model`] (the rule
+//!   below, exactly), each step taking effect at one instant:
+//!   - **E0**: admissions and penalties are linearizable. So `N` threads racing on a key with
+//!     limit `L` admit exactly `L` in a window (admissions of cost one) while the key stays
+//!     (go-algorand reads, compares and adds in three steps and can admit more), a group is
+//!     all-or-nothing, and no caller is ever dropped because of a count that is later taken back.
+//!   - **E1**: each eviction takes effect at one instant, atomically with the insertion that
+//!     causes it, and its victim is the rule's choice in the state of that instant: in shards of
+//!     up to 64 keys (searched whole) a stale key first, else the least recently used; in larger
+//!     shards CLOCK, with the reference bit in the key's own state word (a victim has had no
+//!     access since a sweep last passed it; a sweep's clearing of a bit is a step of its own).
+//!     Every access that takes effect before the eviction (admitted, dropped, penalty) is a use;
+//!     every access after it finds the key absent and starts it afresh.
+//!   - **E2**: a group is its per-key lookup steps (each a touch, an insertion, or an insertion
+//!     with an eviction, under E1), then one atomic admit-or-drop step; the lookups of an
+//!     attempt that another operation aborts stand (go-algorand also creates and evicts keys for
+//!     groups it drops).
+//!   - **E3** (a bounded escape, forcing an eviction after failed commits) is not used: an
+//!     insertion whose victim keeps being used plans again, so an insertion and the uses of its
+//!     victim are obstruction-free against each other.
+//!
+//!   Known limit (the `table` module's `# Protocol` states it): in shards of up to 64 keys,
+//!   recency is the order in which accesses draw their recency ticks, which for accesses to
+//!   different keys that overlap in time can differ from the order in which they take effect, so
+//!   an eviction comparing two such keys may take the other one (the model checker finds one
+//!   such history: a weighted group racing an evicting insertion into its shard).
 //! - A weighted admission ([`AppRateLimiter::admit_n`]) of cost `c` (`1..=L`) asks
 //!   `prev * (window - offset) / window + cur + c <= L` of every app and adds `c` to each; a
 //!   cost above `L` is refused with [`InsufficientCapacity`]. A cost of 1 is [`admit`](AppRateLimiter::admit).
@@ -42,9 +58,11 @@
 //! - Every attempt refreshes each touched key's recency. A new key evicts only when its shard
 //!   is full: a stale key first (its interval older than the previous one), else the least
 //!   recently used. Shards of up to 64 keys are searched whole, so they evict only when full, by
-//!   that rule (exactly, without concurrent use of the shard's keys: see above). Larger shards are sets of 31 ways (32 words with the set's claim word) with two ways per key; a new key
-//!   evicts in its own set by CLOCK (second chance, an LRU approximation), when the shard is full
-//!   or, rarely, when its set is (measured by the `bytes_per_key` example: see the README).
+//!   that rule. Larger shards are sets of 31 ways (32 words with the set's claim word) with two
+//!   ways per key; a new key evicts in its own set by CLOCK (second chance, an LRU
+//!   approximation; the reference bit is in the key's state word, set by every access, a new
+//!   key's clear), when the shard is full or, rarely, when its set is (measured by the
+//!   `bytes_per_key` example: see the README).
 //!
 //! # Example
 //!
@@ -87,9 +105,12 @@
 //! # Guarantees and costs
 //!
 //! - No lock in txgate's code on any path. A tracked key's admission is a set scan (tags in the
-//!   slot pointers spare dereferencing other keys' nodes), one compare-and-swap on the key's
-//!   packed 64-bit state, and its recency bit. A new key is one claim of its set, one slot switch
-//!   and the claim's release: duplicates of a key cannot arise (see the `table` module source).
+//!   slot pointers spare dereferencing other keys' nodes) and one compare-and-swap on the key's
+//!   packed 64-bit state, which also carries its CLOCK reference bit (a dropped hit writes only
+//!   when it rolls the key or sets the bit); in a shard of up to 64 keys, also its recency stamp.
+//!   A new key is one claim of its set, one slot switch and the claim's release; one that evicts
+//!   adds a marker on its victim and its resolution (a one-entry multi-word compare-and-swap):
+//!   duplicates of a key cannot arise (the `table` module's `# Protocol` section).
 //!   Beneath it, seize takes a mutex when a thread first enters (its thread ids) and, where the
 //!   `membarrier` system call is missing, in the barrier it runs once per 512 retirements; a new
 //!   key's node comes from a per-thread cache or the allocator.
@@ -108,8 +129,8 @@
 //! - The hit path (an existing key) allocates nothing; a new key allocates one node; a group
 //!   reuses its operation record after warm-up.
 //! - Time is the caller's (`now_ns`, nanoseconds since the Unix epoch; see [`Clock`]). Intervals
-//!   are compared modulo 2^30, so a key untouched for a multiple of 2^30 windows, give or take
-//!   one, aliases (340 years at 10 s windows, 12 days at 1 ms).
+//!   are compared modulo 2^29, so a key untouched for a multiple of 2^29 windows, give or take
+//!   one, aliases (170 years at 10 s windows, 6.2 days at 1 ms).
 //! - Limits per window above 65,535 are rejected (16-bit packed counters).
 //! - 64-bit targets keep a 16-bit key tag in the top bits of node pointers, which needs heap
 //!   addresses below 2^48 (true of user space on x86-64 and AArch64 without pointer tagging); a
@@ -129,8 +150,10 @@
 //!   `remaining` and `retry_after`.
 //! - `node`: a tracked key's node and the compare-and-swap loops on its state word.
 //! - `table`: one shard's lock-free set-associative table (tagged slot pointers, set claims,
-//!   CLOCK and LRU eviction) and its structural validator.
-//! - `group`: the multi-word compare-and-swap that applies a group to all its keys at once.
+//!   CLOCK and LRU eviction) and its structural validator; its module docs hold the `# Protocol`
+//!   (states, numbered invariants, linearization points, progress, known limits).
+//! - `group`: the multi-word compare-and-swap that applies a group to all its keys at once, and
+//!   commits an eviction (one entry).
 //! - [`model`]: a single-threaded reference model for differential tests and fuzzing (hidden).
 //! - `stress` (tests only): threaded trials against the linearizability rules.
 

@@ -15,7 +15,7 @@ use crate::group::{self, GroupOp, Kind};
 use crate::node::{Node, Update};
 use crate::origin::{self, AppKey, Origin};
 use crate::small_buf::SmallBuf;
-use crate::state::{self, Counts, EVICTED, Instant, Limits, MARKER};
+use crate::state::{self, Counts, EVICTED, Instant, Limits, MARKER, TOUCHED};
 use crate::table::{Shard, Victim};
 
 /// Retired nodes batched per thread before a reclamation pass (seize's batch). seize runs one
@@ -104,7 +104,7 @@ impl AppRateLimiter {
         let shard_seed = u64::from_le_bytes(v.salt[..8].try_into().expect("8 bytes"))
             ^ u64::from_le_bytes(v.salt[8..].try_into().expect("8 bytes")).rotate_left(17);
         let table_error = || ConfigError::TableTooLarge {
-            bytes: Shard::bytes_for(v.capacity)
+            bytes: Shard::bytes_for(v.capacity, v.clock_ways)
                 .and_then(|b| b.checked_mul(config.shards))
                 .unwrap_or(usize::MAX),
         };
@@ -114,7 +114,7 @@ impl AppRateLimiter {
             .map_err(|_| table_error())?;
         for _ in 0..config.shards {
             shards.push(CachePadded::new(
-                Shard::new(v.capacity).map_err(|_| table_error())?,
+                Shard::new(v.capacity, v.clock_ways).map_err(|_| table_error())?,
             ));
         }
         Ok(Self {
@@ -580,6 +580,24 @@ impl AppRateLimiter {
                         }
                     }
                     Err(c) => {
+                        // A dropped access leaves its key current too: its interval rolled
+                        // and written (the crate's rule "on access, roll"), so that a key in
+                        // use is never evicted as stale, and its reference bit set. A write
+                        // only when that changes the word (a new interval, or the first access
+                        // since a CLOCK sweep). Relaxed on success, SeqCst on failure: as in
+                        // `Node::update`; a failure re-decides on the newer word.
+                        let rolled = state::pack(state::roll(c, at).0) | TOUCHED;
+                        if rolled != word
+                            && let Err(now) = got.node.state.compare_exchange_weak(
+                                word,
+                                rolled,
+                                Ordering::Relaxed,
+                                Ordering::SeqCst,
+                            )
+                        {
+                            word = now;
+                            continue;
+                        }
                         self.count(guard, Counter::Dropped, 1);
                         return Decision::drop(m.index, state::retry_after(c, at, limits, cost));
                     }
@@ -605,7 +623,8 @@ impl AppRateLimiter {
         let limits = &self.limits;
         let update = node.update(guard, |c| match state::admit(c, at, limits, cost) {
             Some(next) => (Some(next), Ok(next)),
-            None => (None, Err(c)),
+            // Dropped: the key rolled to `at` all the same (as in `admit_one`).
+            None => (Some(state::roll(c, at).0), Err(c)),
         });
         match update {
             Update::Done(Ok(next)) => {
@@ -621,8 +640,7 @@ impl AppRateLimiter {
             }
             Update::Evicted(_) => {
                 // Evicted by an insertion in flight: finish it, then look again.
-                let evicted = self.shard(&m).settle(m.hash, guard);
-                self.count(guard, Counter::Evicted, u64::from(evicted));
+                self.shard(&m).settle(m.hash, guard);
                 None
             }
         }
@@ -644,10 +662,7 @@ impl AppRateLimiter {
                 .update(guard, |c| (Some(state::penalize(c, at, limits)), ()))
             {
                 Update::Done(()) => return,
-                Update::Evicted(_) => {
-                    let evicted = shard.settle(m.hash, guard);
-                    self.count(guard, Counter::Evicted, u64::from(evicted));
-                }
+                Update::Evicted(_) => shard.settle(m.hash, guard),
             }
         }
     }
@@ -676,6 +691,12 @@ impl AppRateLimiter {
                     .shard(m)
                     .get_or_insert(m.hash, Self::fresh(at), at, guard);
                 self.count(guard, Counter::Evicted, u64::from(got.evicted));
+                if !got.inserted {
+                    // The lookup is an access: the key rolls to `at` whatever the group's
+                    // outcome (a dropped group leaves its keys current). Found evicted since:
+                    // the entry loop below decides what that means.
+                    let _ = got.node.update(guard, |c| (Some(state::roll(c, at).0), ()));
+                }
                 nodes.push(got.node);
                 if let Some(v) = got.victim {
                     victims.push(v);
@@ -768,7 +789,7 @@ impl AppRateLimiter {
                             at,
                             limits,
                         ),
-                        Kind::Penalize => state::remaining(c, at, limits),
+                        Kind::Penalize | Kind::Evict => state::remaining(c, at, limits),
                     })
                     .min();
                 return Decision::admit(remaining);

@@ -1,14 +1,24 @@
 //! A plain single-threaded reference model of the limiter, for differential tests and fuzzing.
 //!
-//! One `HashMap` per shard plus an exact LRU order (a global access counter): no atomics, no
-//! sets, no reclamation. It uses the same window arithmetic as the real table (`crate::state`),
-//! the same shards and keys (it takes [`AppKey`]s derived by a real
+//! Per shard a `HashMap` of keys plus the table's geometry (sets, ways in fill order, spare
+//! room): no atomics, no reclamation. It uses the same window arithmetic as the real table
+//! (`crate::state`), the same shards and keys (it takes [`AppKey`]s derived by a real
 //! [`AppRateLimiter`](crate::AppRateLimiter)), the same canonical order for the keys of a group
-//! (sorted by shard, then hash), and it evicts by the rule: on a new key in a full shard, a stale
-//! key first, else the least recently used, each chosen by exact recency. The real limiter takes
-//! the same decisions whenever its evictions match the model's, which is always the case
-//! single-threaded when every shard holds at most 64 keys (one set, searched whole) or never
-//! fills.
+//! (sorted by shard, then hash), and it evicts by the rule, exactly:
+//!
+//! - every access (admitted, dropped, penalty) rolls the key to its instant, stores it and
+//!   refreshes its recency: an exact LRU order (a global access counter) and the key's CLOCK
+//!   reference bit;
+//! - a shard of up to 64 keys is one set: a new key in a full shard evicts a stale key first,
+//!   else the least recently used;
+//! - a larger shard (or one built with the CLOCK test geometry) is sets of ways, two per key of
+//!   capacity: a new key takes a unit of spare room to join a non-empty set, and evicts in its
+//!   own set when none is left or the set is full, by CLOCK: the sweep starts at the way drawn
+//!   from the key's hash bits 16..48, clears the reference bits it passes and takes the first
+//!   way whose bit was clear (the start way if all were set). A new key's bit starts clear.
+//!
+//! Single-threaded the real limiter takes exactly these decisions and evictions; concurrently,
+//! its histories are checked against interleavings of this model's operations (`tests/loom.rs`).
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
@@ -18,10 +28,34 @@ use crate::decision::{Decision, InsufficientCapacity, Stats};
 use crate::origin::AppKey;
 use crate::state::{self, Counts, Instant, Limits};
 
+/// What a group's lookup step saw of one key ([`Model::lookup_step`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Seen {
+    key: AppKey,
+    index: usize,
+    counts: Counts,
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Entry {
     counts: Counts,
+    /// The access counter at the key's last access (LRU order).
     last: u64,
+    /// The CLOCK reference bit: an access since a sweep last passed the key.
+    touched: bool,
+}
+
+/// One shard: its keys and the table's geometry.
+#[derive(Clone, Debug)]
+struct Shard {
+    entries: HashMap<u64, Entry>,
+    /// Each set's keys in way order (ways fill in order; an eviction replaces in place).
+    sets: Vec<Vec<u64>>,
+    ways: usize,
+    /// Exact LRU over one set (shards of up to 64 keys) rather than CLOCK.
+    lru: bool,
+    /// CLOCK shards: units of room beyond each set's first key.
+    spare: usize,
 }
 
 /// The reference model of [`AppRateLimiter`](crate::AppRateLimiter) over pre-derived keys.
@@ -29,9 +63,11 @@ struct Entry {
 pub struct Model {
     limits: Limits,
     capacity: usize,
-    shards: Vec<HashMap<u64, Entry>>,
+    shards: Vec<Shard>,
     tick: u64,
     stats: Stats,
+    /// The keys evicted so far, in order, as `(shard, hash)`.
+    victims: Vec<(u32, u64)>,
 }
 
 impl Model {
@@ -42,12 +78,22 @@ impl Model {
     /// The same [`ConfigError`]s as [`AppRateLimiter::new`](crate::AppRateLimiter::new).
     pub fn new(config: &Config) -> Result<Self, ConfigError> {
         let v = config.validate()?;
+        let (sets, ways, lru) =
+            crate::table::Shard::geometry(v.capacity, v.clock_ways).expect("validated geometry");
+        let shard = Shard {
+            entries: HashMap::new(),
+            sets: vec![Vec::new(); sets],
+            ways,
+            lru,
+            spare: if lru { 0 } else { v.capacity - sets },
+        };
         Ok(Self {
             limits: v.limits,
             capacity: v.capacity,
-            shards: vec![HashMap::new(); config.shards],
+            shards: vec![shard; config.shards],
             tick: 0,
             stats: Stats::default(),
+            victims: Vec::new(),
         })
     }
 
@@ -95,14 +141,19 @@ impl Model {
             .into_iter()
             .map(|(key, index)| (key, index, self.touch(&key, at)))
             .collect();
+        Ok(self.decide(&seen, cost, at))
+    }
+
+    /// The admit-or-drop step of a group whose keys were looked up with counts `seen`.
+    fn decide(&mut self, seen: &[(AppKey, usize, Counts)], cost: u16, at: Instant) -> Decision {
         let mut next = Vec::with_capacity(seen.len());
-        for &(key, index, counts) in &seen {
+        for &(key, index, counts) in seen {
             match state::admit(counts, at, &self.limits, cost) {
                 Some(c) => next.push((key, c)),
                 None => {
                     self.stats.dropped += 1;
                     let wait = state::retry_after(counts, at, &self.limits, cost);
-                    return Ok(Decision::drop(index, wait));
+                    return Decision::drop(index, wait);
                 }
             }
         }
@@ -111,12 +162,77 @@ impl Model {
             .map(|(_, c)| state::remaining(*c, at, &self.limits))
             .min();
         for (key, counts) in next {
-            if let Some(e) = self.shard_mut(&key).get_mut(&key.hash) {
+            if let Some(e) = self.shard_mut(&key).entries.get_mut(&key.hash) {
                 e.counts = counts;
             }
         }
         self.stats.admitted += 1;
-        Ok(Decision::admit(remaining))
+        Decision::admit(remaining)
+    }
+
+    /// E2, step by step (for the model checker): a group's distinct keys in canonical order,
+    /// each with the index of its first occurrence.
+    pub fn group_keys(&self, keys: &[AppKey]) -> Vec<(AppKey, usize)> {
+        self.canonical(keys)
+    }
+
+    /// E2, step by step: one lookup of a group's key (from [`Model::group_keys`]) at `now_ns`:
+    /// created (evicting) or touched; returns what the lookup saw.
+    pub fn lookup_step(&mut self, key: AppKey, index: usize, now_ns: u64) -> Seen {
+        let at = self.limits.instant(now_ns);
+        Seen {
+            key,
+            index,
+            counts: self.touch(&key, at),
+        }
+    }
+
+    /// E2, step by step: a group's admit-or-drop step after its lookups `seen` (canonical
+    /// order); `own[i]`: key `i` was evicted by the group's own later lookups (its counts as seen
+    /// decide, and nothing is stored for it). `None` if a key is missing otherwise (the real
+    /// group aborts and looks its keys up again), or the cost exceeds `L`.
+    pub fn decide_step(
+        &mut self,
+        seen: &[Seen],
+        own: &[bool],
+        cost: NonZeroU32,
+        now_ns: u64,
+    ) -> Option<Decision> {
+        let cost = self.limits.cost(cost).ok()?;
+        let at = self.limits.instant(now_ns);
+        let seen = self.current(seen, own)?;
+        Some(self.decide(&seen, cost, at))
+    }
+
+    /// E2, step by step: a group penalty's step after its lookups, as [`Model::decide_step`].
+    pub fn penalize_step(&mut self, seen: &[Seen], own: &[bool], now_ns: u64) -> Option<()> {
+        let at = self.limits.instant(now_ns);
+        let limits = self.limits;
+        for (key, _, counts) in self.current(seen, own)? {
+            if let Some(e) = self.shard_mut(&key).entries.get_mut(&key.hash) {
+                e.counts = state::penalize(counts, at, &limits);
+            }
+        }
+        Some(())
+    }
+
+    /// The counts a group's decision reads: each tracked key's current counts, a key its own
+    /// lookups evicted as seen; `None` if another key is missing.
+    fn current(&self, seen: &[Seen], own: &[bool]) -> Option<Vec<(AppKey, usize, Counts)>> {
+        seen.iter()
+            .zip(own)
+            .map(|(s, &own)| {
+                let tracked = self.shards[self.shard_index(&s.key)]
+                    .entries
+                    .get(&s.key.hash)
+                    .map(|e| e.counts);
+                match (tracked, own) {
+                    (Some(c), false) => Some((s.key, s.index, c)),
+                    (None, true) => Some((s.key, s.index, s.counts)),
+                    _ => None,
+                }
+            })
+            .collect()
     }
 
     /// The model of [`AppRateLimiter::penalize_keys`](crate::AppRateLimiter::penalize_keys).
@@ -129,7 +245,7 @@ impl Model {
             .collect();
         let limits = self.limits;
         for (key, counts) in seen {
-            if let Some(e) = self.shard_mut(&key).get_mut(&key.hash) {
+            if let Some(e) = self.shard_mut(&key).entries.get_mut(&key.hash) {
                 e.counts = state::penalize(counts, at, &limits);
             }
         }
@@ -141,7 +257,7 @@ impl Model {
             .shards
             .iter()
             .enumerate()
-            .flat_map(|(i, m)| m.keys().map(move |&k| (i as u32, k)))
+            .flat_map(|(i, m)| m.entries.keys().map(move |&k| (i as u32, k)))
             .collect();
         keys.sort_unstable();
         keys
@@ -150,7 +266,7 @@ impl Model {
     /// Counters, as [`AppRateLimiter::stats`](crate::AppRateLimiter::stats) reports them.
     pub fn stats(&self) -> Stats {
         Stats {
-            entries: self.shards.iter().map(HashMap::len).sum(),
+            entries: self.shards.iter().map(|s| s.entries.len()).sum(),
             ..self.stats
         }
     }
@@ -158,6 +274,7 @@ impl Model {
     /// Current `(prev, cur)` of a tracked key, unrolled.
     pub fn counts(&self, key: &AppKey) -> Option<(u16, u16)> {
         self.shards[self.shard_index(key)]
+            .entries
             .get(&key.hash)
             .map(|e| (e.counts.prev, e.counts.cur))
     }
@@ -166,37 +283,105 @@ impl Model {
         key.shard as usize & (self.shards.len() - 1)
     }
 
-    fn shard_mut(&mut self, key: &AppKey) -> &mut HashMap<u64, Entry> {
+    fn shard_mut(&mut self, key: &AppKey) -> &mut Shard {
         let i = self.shard_index(key);
         &mut self.shards[i]
     }
 
-    /// Creates (evicting if the shard is full) or refreshes a key; returns its stored counts.
+    /// The lookup steps of a group attempt that another operation aborts (E2 in the crate docs):
+    /// the first `n` of the group's distinct keys, in canonical order, created (evicting) or
+    /// touched at `now_ns`, as the real limiter's lookups do before it decides; nothing else.
+    pub fn lookup_keys(&mut self, keys: &[AppKey], n: usize, now_ns: u64) {
+        let at = self.limits.instant(now_ns);
+        for (key, _) in self.canonical(keys).into_iter().take(n) {
+            self.touch(&key, at);
+        }
+    }
+
+    /// The keys evicted so far, in order, as `(shard, hash)`.
+    pub fn victims(&self) -> &[(u32, u64)] {
+        &self.victims
+    }
+
+    /// Creates (evicting if the shard or, in a CLOCK shard, its set is full) or refreshes a key;
+    /// returns its stored counts.
     fn touch(&mut self, key: &AppKey, at: Instant) -> Counts {
         self.tick += 1;
         let tick = self.tick;
         let capacity = self.capacity;
         let i = self.shard_index(key);
         let shard = &mut self.shards[i];
-        if let Some(e) = shard.get_mut(&key.hash) {
+        if let Some(e) = shard.entries.get_mut(&key.hash) {
+            // Every access leaves its key current: rolled to `at` (and, in the callers, the
+            // admission or penalty applied to the rolled counts, which decide the same), its
+            // recency and reference bit refreshed.
             e.last = tick;
+            e.touched = true;
+            e.counts = state::roll(e.counts, at).0;
             return e.counts;
         }
-        if shard.len() >= capacity {
-            let victim = shard
-                .iter()
-                .min_by_key(|(_, e)| (!state::is_stale(e.counts, at), e.last))
-                .map(|(&k, _)| k)
-                .expect("a full shard is not empty");
-            shard.remove(&victim);
-            self.stats.evicted += 1;
-        }
+        let set = ((u128::from(key.hash) * shard.sets.len() as u128) >> 64) as usize;
+        let len = shard.sets[set].len();
+        // Room without eviction, as the table's `room`.
+        let room = if len == shard.ways {
+            false
+        } else if shard.lru {
+            len < capacity
+        } else if len == 0 {
+            true
+        } else if shard.spare > 0 {
+            shard.spare -= 1;
+            true
+        } else {
+            false
+        };
         let counts = Counts {
             interval: at.interval,
             prev: 0,
             cur: 0,
         };
-        shard.insert(key.hash, Entry { counts, last: tick });
+        let entry = Entry {
+            counts,
+            last: tick,
+            touched: false,
+        };
+        if room {
+            shard.sets[set].push(key.hash);
+            shard.entries.insert(key.hash, entry);
+            return counts;
+        }
+        let way = if shard.lru {
+            // A stale key first, else the least recently used.
+            (0..len)
+                .min_by_key(|&w| {
+                    let e = &shard.entries[&shard.sets[set][w]];
+                    (!state::is_stale(e.counts, at), e.last)
+                })
+                .expect("a full set is not empty")
+        } else {
+            // CLOCK from the way drawn from hash bits 16..48.
+            let start = ((((key.hash >> 16) & 0xFFFF_FFFF) * len as u64) >> 32) as usize;
+            let mut way = start;
+            let mut chosen = start;
+            for _ in 0..len {
+                let e = shard
+                    .entries
+                    .get_mut(&shard.sets[set][way])
+                    .expect("a set's keys are tracked");
+                if !e.touched {
+                    chosen = way;
+                    break;
+                }
+                e.touched = false;
+                way = if way + 1 == len { 0 } else { way + 1 };
+            }
+            chosen
+        };
+        let victim = std::mem::replace(&mut shard.sets[set][way], key.hash);
+        shard.entries.remove(&victim);
+        shard.entries.insert(key.hash, entry);
+        self.stats.evicted += 1;
+        self.victims.push((i as u32, victim));
         counts
     }
 }

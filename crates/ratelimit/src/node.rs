@@ -7,7 +7,7 @@ use txgate_sync::reclaim::{Guard, Reclaim};
 use txgate_sync::sync::{AtomicU64, Ordering};
 
 use crate::group;
-use crate::state::{self, Counts, EVICTED, MARKER};
+use crate::state::{self, Counts, EVICTED, MARKER, TOUCHED};
 
 /// One tracked key. Nodes live on the heap, are published in one slot of their set's table and
 /// retired through the collector once an eviction replaced them.
@@ -106,7 +106,8 @@ impl Node {
     }
 
     /// Applies `f` to the node's counts with a compare-and-swap loop: `f` returns the new counts
-    /// (`None`: leave them) and a result. A group operation in flight on the node is resolved
+    /// (`None`: leave them) and a result. A write sets the reference bit (`TOUCHED`); a word that
+    /// would not change is not written. A group operation in flight on the node is resolved
     /// first (decided or aborted, see [`crate::group`]), so `f` always sees counts that no
     /// in-flight operation can take back.
     #[inline]
@@ -126,27 +127,33 @@ impl Node {
                 return Update::Evicted(state::counts(word));
             }
             let (next, out) = f(state::counts(word));
-            let Some(next) = next else {
+            // An access: the reference bit set in the same write.
+            let Some(next) = next
+                .map(|c| state::pack(c) | TOUCHED)
+                .filter(|&next| next != word)
+            else {
+                // Nothing to change (`None`, or the counts as they are, already touched): no
+                // write.
                 return Update::Done(out);
             };
             // Relaxed on success: the word is self-contained, no other memory is published
             // through it; the exactness of the counts needs only the atomicity of the CAS.
             // SeqCst on failure: the newer word may be a marker (see `load`).
-            match self.state.compare_exchange_weak(
-                word,
-                state::pack(next),
-                Ordering::Relaxed,
-                Ordering::SeqCst,
-            ) {
+            match self
+                .state
+                .compare_exchange_weak(word, next, Ordering::Relaxed, Ordering::SeqCst)
+            {
                 Ok(_) => return Update::Done(out),
                 Err(now) => word = now,
             }
         }
     }
 
-    /// Marks the node evicted (terminal), resolving any group operation on it first. Returns
-    /// whether this call set the flag (exactly one caller does) and the final (evicted) word.
-    pub(crate) fn mark_evicted(&self, guard: &Guard<'_>) -> (bool, u64) {
+    /// A CLOCK sweep passing the node: clears its reference bit, resolving a multi-word
+    /// operation on it first. `Ok(())`: the bit was set (now clear); `Err(word)`: it was clear
+    /// in `word` (the key had no access since a sweep last passed it: a victim); `None`: the
+    /// node is evicted.
+    pub(crate) fn sweep(&self, guard: &Guard<'_>) -> Option<Result<(), u64>> {
         let mut word = self.load();
         loop {
             if word & MARKER != 0 {
@@ -155,19 +162,19 @@ impl Node {
                 continue;
             }
             if word & EVICTED != 0 {
-                return (false, word);
+                return None;
             }
-            // Release on success: the flag is set while the evicting insertion holds its set's
-            // claim; a reader that sees the flag (its load acquires) then sees that claim (or a later
-            // claim word) and completes it instead of finding this node in its slot again.
-            // SeqCst on failure: as in `update`.
+            if word & TOUCHED == 0 {
+                return Some(Err(word));
+            }
+            // Relaxed on success: the bit publishes nothing. SeqCst on failure: as in `update`.
             match self.state.compare_exchange_weak(
                 word,
-                word | EVICTED,
-                Ordering::Release,
+                word & !TOUCHED,
+                Ordering::Relaxed,
                 Ordering::SeqCst,
             ) {
-                Ok(_) => return (true, word | EVICTED),
+                Ok(_) => return Some(Ok(())),
                 Err(now) => word = now,
             }
         }

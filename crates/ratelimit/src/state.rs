@@ -1,13 +1,15 @@
 //! The packed per-key state word and the sliding-window arithmetic.
 //!
-//! A key's state is `(interval, prev, cur)`, packed with two flags into one `u64` so that
+//! A key's state is `(interval, prev, cur)`, packed with three flags into one `u64` so that
 //! check-and-increment is a single compare-and-swap:
 //!
 //! ```text
-//! bit  63      MARKER   the word is a group operation in flight (bits 0..63 its address; see
-//!                       `group.rs`); resolved before anyone reads the counts
+//! bit  63      MARKER   the word is a multi-word operation in flight (bits 0..63 its address;
+//!                       see `group.rs`); resolved before anyone reads the counts
 //! bit  62      EVICTED  the node left the table: terminal, no count changes after it
-//! bits 61..32  interval now / window, truncated to 30 bits (compared modulo 2^30)
+//! bit  61      TOUCHED  the key was accessed since a CLOCK sweep last passed it (the reference
+//!                       bit); set by every access, cleared only by a sweep
+//! bits 60..32  interval now / window, truncated to 29 bits (compared modulo 2^29)
 //! bits 31..16  prev     admissions counted in the previous interval (saturating at 65,535)
 //! bits 15..0   cur      admissions counted in the current interval (saturating at 65,535)
 //! ```
@@ -24,7 +26,7 @@ use crate::decision::InsufficientCapacity;
 /// The largest count a 16-bit counter holds; also the largest limit per window we accept.
 pub(crate) const COUNTER_MAX: u16 = u16::MAX;
 
-const INTERVAL_BITS: u32 = 30;
+const INTERVAL_BITS: u32 = 29;
 const INTERVAL_MASK: u32 = (1 << INTERVAL_BITS) - 1;
 const INTERVAL_SHIFT: u32 = 32;
 const PREV_SHIFT: u32 = 16;
@@ -32,11 +34,13 @@ const PREV_SHIFT: u32 = 16;
 pub(crate) const MARKER: u64 = 1 << 63;
 /// The node was evicted: its counts are final.
 pub(crate) const EVICTED: u64 = 1 << 62;
+/// The key was accessed since a CLOCK sweep last passed it (its reference bit).
+pub(crate) const TOUCHED: u64 = 1 << 61;
 
 /// The counts of one key, unpacked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub(crate) struct Counts {
-    /// `now / window`, truncated to 30 bits.
+    /// `now / window`, truncated to 29 bits.
     pub(crate) interval: u32,
     /// Admissions in the interval before `interval`.
     pub(crate) prev: u16,
@@ -44,14 +48,15 @@ pub(crate) struct Counts {
     pub(crate) cur: u16,
 }
 
-/// Packs counts into a state word (no flags).
+/// Packs counts into a state word (no flags; an access adds [`TOUCHED`]).
 #[inline]
 pub(crate) fn pack(c: Counts) -> u64 {
     debug_assert!(c.interval <= INTERVAL_MASK);
     (u64::from(c.interval) << INTERVAL_SHIFT) | (u64::from(c.prev) << PREV_SHIFT) | u64::from(c.cur)
 }
 
-/// The counts of a state word that is not a marker (the evicted flag is ignored).
+/// The counts of a state word that is not a marker (the evicted and touched flags are
+/// ignored).
 #[inline]
 pub(crate) fn counts(word: u64) -> Counts {
     debug_assert_eq!(word & MARKER, 0);
@@ -64,13 +69,13 @@ pub(crate) fn counts(word: u64) -> Counts {
 
 /// A point in time as the window arithmetic sees it, made only by [`Limits::instant`].
 ///
-/// Invariants: `interval <= INTERVAL_MASK` (30 bits: [`pack`] stores it as is, and intervals are
-/// compared modulo 2^30 by `distance`); `offset < window_ns` of the [`Limits`] that made it, so
+/// Invariants: `interval <= INTERVAL_MASK` (29 bits: [`pack`] stores it as is, and intervals are
+/// compared modulo 2^29 by `distance`); `offset < window_ns` of the [`Limits`] that made it, so
 /// `window_ns - offset` in `Limits::weighted` is in `1..=window_ns` and the previous interval's
 /// weight never exceeds `prev`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Instant {
-    /// `now / window`, truncated to 30 bits.
+    /// `now / window`, truncated to 29 bits.
     pub(crate) interval: u32,
     /// `now % window`, in nanoseconds.
     pub(crate) offset: u64,
@@ -143,7 +148,7 @@ impl Limits {
     }
 }
 
-/// Signed distance in intervals from `from` to `to`, modulo 2^30 (in `-2^29..2^29`).
+/// Signed distance in intervals from `from` to `to`, modulo 2^29 (in `-2^28..2^28`).
 #[inline]
 fn distance(from: u32, to: u32) -> i32 {
     let d = to.wrapping_sub(from) & INTERVAL_MASK;
@@ -159,8 +164,8 @@ fn distance(from: u32, to: u32) -> i32 {
 /// Same interval: keep. Next interval: `prev = cur, cur = 0`. Older: both 0 (go-algorand's
 /// sliding window). A caller one interval *behind* the key (its clock lags another caller's) is
 /// counted in the key's interval at offset 0, the most conservative estimate; a caller further
-/// behind resets the key like an older interval does (intervals are compared modulo 2^30, so a
-/// key "ahead" by two intervals or more is far more likely one idle for almost 2^30 windows than
+/// behind resets the key like an older interval does (intervals are compared modulo 2^29, so a
+/// key "ahead" by two intervals or more is far more likely one idle for almost 2^29 windows than
 /// a clock that far off).
 #[inline]
 pub(crate) fn roll(c: Counts, at: Instant) -> (Counts, u64) {
@@ -186,7 +191,7 @@ pub(crate) fn roll(c: Counts, at: Instant) -> (Counts, u64) {
     }
 }
 
-/// Stale: the key's interval is older than the previous one (or, modulo 2^30, more than one
+/// Stale: the key's interval is older than the previous one (or, modulo 2^29, more than one
 /// interval ahead), so its state is worth nothing (the first choice for eviction).
 #[inline]
 pub(crate) fn is_stale(c: Counts, at: Instant) -> bool {
@@ -213,8 +218,8 @@ pub(crate) fn admit(c: Counts, at: Instant, limits: &Limits, cost: u16) -> Optio
     })
 }
 
-/// An admission of weight `cost` decided on a counts word: `Ok((the word after it, admissions
-/// left after it))`, or `Err(the counts)` if the window does not allow it. One roll and one
+/// An admission of weight `cost` decided on a counts word: `Ok((the word after it, with
+/// [`TOUCHED`] set, admissions left after it))`, or `Err(the counts)` if the window does not allow it. One roll and one
 /// estimate, for the hit path.
 #[inline]
 pub(crate) fn check(
@@ -232,7 +237,11 @@ pub(crate) fn check(
             cur: rolled.cur + cost,
             ..rolled
         };
-        Ok((pack(next), (u64::from(limits.limit) - used) as u16))
+        // An access: the reference bit set in the same write.
+        Ok((
+            pack(next) | TOUCHED,
+            (u64::from(limits.limit) - used) as u16,
+        ))
     } else {
         Err(c)
     }
@@ -324,21 +333,22 @@ mod tests {
             cur: 1,
         };
         let w = pack(c);
-        assert_eq!(w & (MARKER | EVICTED), 0);
+        assert_eq!(w & (MARKER | EVICTED | TOUCHED), 0);
+        assert_eq!(counts(w | TOUCHED), c);
         assert_eq!(counts(w), c);
         assert_eq!(counts(w | EVICTED), c);
     }
 
     #[test]
-    fn interval_distance_wraps_modulo_2_pow_30() {
+    fn interval_distance_wraps_modulo_2_pow_29() {
         assert_eq!(distance(INTERVAL_MASK, 0), 1);
         assert_eq!(distance(0, INTERVAL_MASK), -1);
         assert_eq!(distance(5, 3), -2);
         let l = limits(10);
-        // An interval 2^30 later aliases to the same one: the documented horizon.
+        // An interval 2^29 later aliases to the same one: the documented horizon.
         assert_eq!(
             l.instant(0).interval,
-            l.instant((1 << 30) * 10 * SEC).interval
+            l.instant((1 << 29) * 10 * SEC).interval
         );
     }
 
@@ -409,7 +419,7 @@ mod tests {
         assert_eq!(admit(fresh, at0, &l, 4).map(|n| n.cur), Some(4));
         assert_eq!(
             check(pack(Counts { cur: 4, ..fresh }), at0, &l, 6),
-            Ok((pack(Counts { cur: 10, ..fresh }), 0))
+            Ok((pack(Counts { cur: 10, ..fresh }) | TOUCHED, 0))
         );
         assert_eq!(
             check(pack(Counts { cur: 5, ..fresh }), at0, &l, 6),

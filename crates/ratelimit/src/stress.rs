@@ -20,6 +20,7 @@ fn limiter(rate: u64, max_size: usize, shards: usize) -> AppRateLimiter {
         max_size,
         shards,
         salt: Some([1; 16]),
+        ..Config::default()
     })
     .unwrap()
 }
@@ -398,5 +399,81 @@ fn small_shards_never_evict_with_room() {
         assert!(l.admit(&[9], &origin(1000), T0).is_admit());
         assert_eq!((l.stats().evicted, l.stats().entries), (1, cap));
         l.validate();
+    }
+}
+
+/// The user's view of evictions: while threads flood a shard with new keys, one thread keeps
+/// sending on a key at its limit (L = 3, one window). Each time the key is evicted it starts
+/// afresh, so it gets at most L admissions per window plus L for each eviction of it; and since
+/// every eviction is exact at its instant, an admission is never lost with its count: the key's
+/// decisions, in its thread's order, are incarnations of exactly `remaining` L-1, L-2, ..., 0
+/// and then drops until the next incarnation's L-1 (a lost count would repeat a `remaining`, an
+/// eviction of a key that had just been admitted without the rule's say would break the
+/// drops-only-at-0 rule). At most one incarnation more than the shard's evictions; the
+/// structural validator after every trial. LRU shards and CLOCK (test geometry) shards.
+#[test]
+fn a_key_at_its_limit_keeps_its_count_while_others_flood_its_shard() {
+    let trials = if cfg!(miri) { 1 } else { 40 };
+    let (flooders, per, hits) = if cfg!(miri) {
+        (1, 20, 20)
+    } else {
+        (3, 400, 600)
+    };
+    for trial in 0..trials {
+        let clock = trial % 2 == 1;
+        let config = Config {
+            rate_per_second: 3, // L = 3 per 1 s window
+            window: Duration::from_secs(1),
+            max_size: 4,
+            shards: 1,
+            salt: Some([2; 16]),
+            ..Config::default()
+        }
+        .with_clock_ways(clock.then_some(4));
+        let l = AppRateLimiter::new(config).unwrap();
+        let hot = l.app_key(1, &origin(u64::MAX));
+        let results = race(flooders + 1, |t| {
+            if t == 0 {
+                (0..hits).map(|_| l.admit_key(hot, T0)).collect::<Vec<_>>()
+            } else {
+                for i in 0..per {
+                    let k = l.app_key(1, &origin((trial * 10 + t as u64) * 1_000_000 + i));
+                    assert!(l.admit_key(k, T0).is_admit());
+                }
+                Vec::new()
+            }
+        });
+        l.validate();
+        let mut incarnations = 0u64;
+        let mut admitted = 0u64;
+        // The `remaining` the next admission of this incarnation must report.
+        let mut next: Option<u16> = None;
+        for (i, d) in results[0].iter().enumerate() {
+            match *d {
+                Decision::Admit {
+                    remaining: Some(r), ..
+                } => {
+                    admitted += 1;
+                    if r == 2 {
+                        incarnations += 1;
+                    } else {
+                        assert_eq!(Some(r), next, "trial {trial} call {i}: {:?}", results[0]);
+                    }
+                    next = r.checked_sub(1);
+                }
+                Decision::Drop { .. } => {
+                    assert_eq!(next, None, "trial {trial} call {i}: a drop with room left");
+                }
+                _ => unreachable!("{d:?}"),
+            }
+        }
+        let s = l.stats();
+        assert!(admitted <= 3 * incarnations, "trial {trial}");
+        assert!(
+            incarnations <= 1 + s.evicted,
+            "trial {trial}: {incarnations} incarnations, {} evictions",
+            s.evicted
+        );
+        assert_eq!(s.entries, 4, "trial {trial}");
     }
 }

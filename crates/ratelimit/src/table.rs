@@ -21,49 +21,123 @@
 //!   with twice the mean load; measured by the `bytes_per_key` example). A set that is still
 //!   empty when the units run out keeps its one key of room unused until a key of its own comes
 //!   (at full load a set is empty with probability e^-15.5, 2e-7). The victim is chosen by
-//!   CLOCK (second chance) over the set's ways: a reference bit per way, the low bit of its slot
-//!   pointer, is set on access (only when clear, so hits rarely write) and cleared as the sweep
-//!   passes; the sweep starts at a position drawn from the new key's hash.
+//!   CLOCK (second chance) over the set's ways: a reference bit per key, `TOUCHED` in its state
+//!   word, is set by every access (in the write the access makes anyway, or alone when clear) and
+//!   cleared as a sweep passes; the sweep starts at a position drawn from the new key's hash.
+//! - The CLOCK test geometry (`Config::with_clock_ways`) gives any shard CLOCK sets of a chosen
+//!   number of ways, so that the model checker can run CLOCK on a shard of two keys.
 //!
-//! # Insertion: one claim per set
+//! # Protocol
 //!
-//! Every change of a set's membership goes through the set's *claim word*. While no insertion is
-//! in flight it holds `free(X)`, the address of the last insertion's node `X` with its low bit
-//! set (or `free(null)`); an insertion publishes itself by replacing that word with its new node
-//! `N` (compare-and-swap), then places `N` in its way, then frees the word (`free(N)`).
+//! The whole correctness argument of the limiter's concurrent paths, in one place. SAFETY and
+//! ordering comments elsewhere cite the invariants by number (I1 ... I8).
 //!
-//! A thread that misses a key reads the claim word, and if it is free it scans the set and plans:
-//! the way (the first empty one, or a victim) and the node. Its compare-and-swap of the claim
-//! word succeeds only if the word still holds the `free(X)` it read, i.e. no insertion into the
-//! set completed or began since: the scan it planned on is still the set's membership, so the
-//! key is still missing and the planned way still holds the planned victim. The claim does not
-//! cover the victim's recency or counts: a hit on it between the scan and the eviction (which
-//! writes no claim word) does not change the plan, so under concurrency a victim can be a key
-//! that the rule would have kept by then. Two insertions of one key cannot both succeed (the
-//! second's claim fails, and its rescan finds the first's node): duplicates cannot arise.
-//! `free(X)` cannot recur while the planner's guard is alive: `X` is in the table while it is
-//! the last insertion, so it is retired only after the planner entered, and its address is not
-//! reused before the planner's guard drops.
+//! ## States and transitions
 //!
-//! The plan is carried out by whoever meets the claim: the owner, or any thread that needs the
-//! set (it completes the insertion before planning its own), so no thread waits for another.
-//! Completing reads the way's slot `v` and then checks that the claim word still holds `N`; if
-//! so, `v` is the victim (or empty) of `N`'s plan, or `N` itself. The victim is marked evicted
-//! (terminal: a stale reader's later compare-and-swap on it fails, and it looks the key up
-//! again), the slot is switched from `v` to `N` (one thread succeeds, and it retires `v`), and
-//! the claim word is freed. Every step is a compare-and-swap that succeeds at most once, so a
-//! late helper changes nothing.
+//! - **A set's claim word** (`AtomicPtr` before the set's slots):
+//!   - `free(X)` (`X` with its low bit set): no insertion in flight; `X` is the node of the last
+//!     insertion that completed in the set (or null).
+//!   - `N` (a node, low two bits clear): the insertion of `N` into an empty way is in flight.
+//!   - `E | 2` (an eviction record, [`GroupOp`] of kind `Evict`): an insertion that evicts is in
+//!     flight.
 //!
-//! A new node is born holding its key's first admission (or penalty), so a single-key admission
-//! of a new key costs the claim, the slot switch and the release of the claim.
+//!   `free(X) -> N` and `free(X) -> E | 2`: the planner's compare-and-swap (its owner). `N ->
+//!   free(N)`: any thread that completes it, once `N` is in its way. `E | 2 -> free(N)` (`N`
+//!   the new node) once `E` succeeded and `N` is in its way, `E | 2 -> free(X)` (the word it
+//!   replaced) once `E` failed: any thread that completes it.
+//! - **A slot** (one way): `null -> N` (an empty way's insertion, any completer) or `v -> N`
+//!   (an eviction's victim replaced by its new node, any completer, only after the eviction
+//!   succeeded). Never back to null; the thread whose compare-and-swap took `v` out retires it.
+//! - **A node's state word** ([`crate::state`]): counts words (`interval, prev, cur` and the
+//!   reference bit `TOUCHED`), changed by accesses (compare-and-swap); `counts -> marker(G)` by a
+//!   group's owner and back to counts by whoever resolves it; `w -> marker(E)` by an eviction's
+//!   owner (`w` the victim's word as planned, `TOUCHED` clear in a CLOCK shard), then `->
+//!   w | EVICTED` (terminal) if `E` succeeded or `-> w` if it failed, by whoever resolves it;
+//!   `TOUCHED` cleared by a CLOCK sweep.
+//! - **An operation record** ([`GroupOp`], a group or an eviction): `status` `UNDECIDED ->
+//!   SUCCEEDED | FAILED`, once, by compare-and-swap, by the owner or any thread that meets one of
+//!   its markers (or, for an eviction, its claim); `settled` advanced by the owner only (a group:
+//!   after each marker; an eviction: once its marker is in place, its claim held and, in an LRU
+//!   shard, its stamp checked); retired by its owner once no marker of it and no claim word
+//!   leads to it.
+//!
+//! ## Invariants
+//!
+//! - **I1** A node is published in one slot, once, and retired exactly once: by the thread
+//!   whose compare-and-swap took it out of its slot, or, for the new node of an eviction that
+//!   failed, by that eviction's owner. A record is retired once, by its owner.
+//! - **I2** While a set's claim word holds `N`, way `N.way` is empty or holds `N`, and no other
+//!   slot of the set changes: every change of a set's slots happens while its claim word holds
+//!   that change's claim. Each set's non-null slots are a prefix of its ways.
+//! - **I3** While a claim word holds `E | 2`, `E`'s marker is on its victim (installed before the
+//!   claim), the victim is in `E`'s way, and no slot of the set changes until `E` is decided; a
+//!   failed `E` restores the claim word it replaced, with the set's slots as they were.
+//! - **I4** An eviction commits the victim's word as planned: its marker replaces exactly that
+//!   word, so it succeeds only if no access wrote the word since the plan read it. Every access
+//!   writes a key's word unless the word already shows it (same interval, reference bit set),
+//!   and in a CLOCK shard the planned word has the bit clear, so every access after the plan
+//!   read it fails the eviction. A sweep's clearing of a bit is itself a step.
+//! - **I5** In an LRU shard a key's recency is its way's stamp: each access raises it to a fresh
+//!   tick while the key's node is still in the way (so a late access never makes a newer node
+//!   look used), and a new key's stamp is drawn before its insertion takes effect.
+//! - **I6** In an LRU shard an eviction decides `SUCCEEDED` only after it checked, after its
+//!   marker was installed, that the victim way's stamp is the one it planned on; an access raises
+//!   the stamp before it loads the key's word. Both sides are SeqCst, so in the single total
+//!   order either the access sees the marker (and resolves it: a use before the eviction aborts
+//!   it) or the eviction sees the new stamp (and fails).
+//! - **I7** A marker's record stays allocated while any thread can load the marker: it is
+//!   retired only after every marker of it was replaced (seize frees it once every guard that
+//!   could have loaded one has dropped).
+//! - **I8** `free(X)` does not recur while a planner that loaded it holds its guard, except as
+//!   restored by a failed eviction, which changed no slot: so when a planner's claim succeeds, the
+//!   set's membership is the one its scan saw (the key is still missing, the planned way still
+//!   empty or holding the planned victim). Duplicates of a key cannot arise.
+//!
+//! ## Linearization points
+//!
+//! - **Hit, admitted**: its compare-and-swap on the key's word (which also rolls the key and
+//!   sets its reference bit).
+//! - **Hit, dropped**: its load of the word, or the compare-and-swap that rolls the key or sets
+//!   its bit when that changes the word.
+//! - **New key, empty way**: the claim's compare-and-swap (the node is born holding its first
+//!   admission or penalty).
+//! - **New key with an eviction, and the eviction**: one instant, the decision of the eviction's
+//!   record (`UNDECIDED -> SUCCEEDED`): the victim's marker is in place (its word unchanged since
+//!   the plan, I4, I6) and the claim held (the membership unchanged since the scan, I8).
+//! - **Group admitted**: the decision `UNDECIDED -> SUCCEEDED` (all markers in place); its
+//!   lookups are steps of their own before it (E2).
+//! - **Group dropped**: the load of the failing key's word while the group is undecided (every
+//!   earlier key still holds its marker).
+//! - **Penalty**: as an admitted hit (one key) or an admitted group (several).
+//! - **Weighted admission**: as an admission of its cost.
+//!
+//! ## Progress
+//!
+//! Operations on keys that no group or eviction is applying to are lock-free, and so are
+//! insertions among themselves (any thread that needs a set completes the insertion in flight
+//! in it). A group, or an eviction, in flight is aborted by any operation that needs its victim
+//! or one of its keys before it is settled; so a group and the operations on its keys, and an
+//! eviction and the uses of its victim, are only obstruction-free against each other (E3, a
+//! forced eviction after failed commits, is not used).
+//!
+//! ## Known limits
+//!
+//! - In an LRU shard, recency is the order of the ticks accesses draw (I5), which for accesses
+//!   to different keys that overlap in time may differ from the order of their linearization
+//!   points (a new key draws its tick before its claim, a hit before its word action); an
+//!   eviction that compares such keys may then take the other one. The loom checker finds one
+//!   such history: a weighted group {a, b} racing an evicting insertion of c into their shard of
+//!   two, where c's tick is drawn before the group's lookup of b but c takes effect after it,
+//!   so the group's re-insertion of a evicts c where the model evicts b.
 //!
 //! Nothing on the hit path allocates.
 
 use txgate_sync::reclaim::Guard;
 use txgate_sync::sync::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
+use crate::group::GroupOp;
 use crate::node::Node;
-use crate::state::{self, Counts, Instant};
+use crate::state::{self, Counts, Instant, Limits};
 
 /// Shards of at most this many keys are one set searched whole (exact LRU, never an early
 /// eviction).
@@ -98,19 +172,16 @@ fn tagged(node: *mut Node, key: u64) -> *mut Node {
     }
 }
 
-/// The CLOCK reference bit of a slot value (nodes are 8-byte aligned).
-const REFERENCED: usize = 1;
-
-/// The node pointer of a slot value (without tag or reference bit).
+/// The node pointer of a slot value (without its tag).
 #[inline]
 fn untag(slot: *mut Node) -> *mut Node {
     #[cfg(target_pointer_width = "64")]
     {
-        slot.map_addr(|a| a & ((1 << TAG_SHIFT) - 1) & !REFERENCED)
+        slot.map_addr(|a| a & ((1 << TAG_SHIFT) - 1))
     }
     #[cfg(not(target_pointer_width = "64"))]
     {
-        slot.map_addr(|a| a & !REFERENCED)
+        slot
     }
 }
 
@@ -132,6 +203,16 @@ fn may_hold(slot: *mut Node, key: u64) -> bool {
 #[inline]
 fn free(x: *mut Node) -> *mut Node {
     x.map_addr(|a| a | 1)
+}
+
+/// The bit of a claim word that names an eviction operation (a [`GroupOp`]) rather than an
+/// empty way's new node (records are 8-byte aligned).
+const EVICTION: usize = 2;
+
+/// The claim word of eviction `op`.
+#[inline]
+fn tag_eviction(op: *mut GroupOp) -> *mut Node {
+    op.cast::<Node>().map_addr(|a| a | EVICTION)
 }
 
 /// Whether a claim word is an insertion in flight (an untagged node pointer) rather than free.
@@ -157,8 +238,9 @@ struct Hit<'g> {
 pub(crate) struct Victim {
     /// The replaced node (evicted).
     pub(crate) node: *const Node,
-    /// Its final state word, if the inserting call retired it itself (then it must not read it
-    /// again: seize's protection of a pointer ends when its own thread retires it).
+    /// Its final state word (its planned word with `EVICTED`): the caller must not read the node
+    /// again (seize's protection of a pointer ends when its own thread retires it, which this
+    /// call may have done).
     pub(crate) retired: Option<u64>,
 }
 
@@ -170,8 +252,7 @@ pub(crate) struct Got<'g> {
     pub(crate) inserted: bool,
     /// The node this call's own insertion replaced, if any (it is evicted).
     pub(crate) victim: Option<Victim>,
-    /// Nodes this call marked evicted (its own insertion's victim, or one of an insertion it
-    /// completed for another thread).
+    /// Keys this call's own insertion evicted (0 or 1; an eviction is counted by its owner).
     pub(crate) evicted: u32,
 }
 
@@ -199,36 +280,57 @@ pub(crate) struct Shard {
     spare: AtomicUsize,
     /// Keys tracked (exact when no insertion is in flight).
     entries: AtomicUsize,
-    /// Small shards: the recency stamp of each way (the shard clock at its last access).
+    /// Exact LRU (one set searched whole) rather than CLOCK. Invariant: fixed at construction.
+    lru: bool,
+    /// LRU shards: the recency stamp of each way (the shard clock at its last access).
     stamps: Box<[AtomicU64]>,
-    /// Small shards: the recency clock.
+    /// LRU shards: the recency clock.
     tick: AtomicU64,
+    /// The limits an eviction operation carries (it applies no window arithmetic).
+    no_limits: Limits,
 }
 
 impl Shard {
     /// The bytes of the table of a shard of `capacity` keys (`None` if that overflows).
-    pub(crate) fn bytes_for(capacity: usize) -> Option<usize> {
-        let (sets, ways) = Self::geometry(capacity)?;
+    pub(crate) fn bytes_for(capacity: usize, clock_ways: Option<usize>) -> Option<usize> {
+        let (sets, ways, lru) = Self::geometry(capacity, clock_ways)?;
         let lines = sets.checked_mul((1 + ways).div_ceil(8))?;
-        let stamps = if sets == 1 { ways * 8 } else { 0 };
+        let stamps = if lru { ways * 8 } else { 0 };
         lines.checked_mul(64)?.checked_add(stamps)
     }
 
-    /// Sets and ways of a shard of `capacity` keys.
-    fn geometry(capacity: usize) -> Option<(usize, usize)> {
-        if capacity <= SMALL_SHARD {
-            Some((1, capacity))
-        } else {
-            Some((capacity.checked_mul(WAYS_PER_KEY)?.div_ceil(WAYS), WAYS))
+    /// Sets, ways and policy (exact LRU?) of a shard of `capacity` keys. `clock_ways` (a test
+    /// knob, 2 to 31) forces CLOCK sets of that many ways, two ways per key as in large shards,
+    /// so that a CLOCK shard can be small enough for a model checker.
+    pub(crate) fn geometry(
+        capacity: usize,
+        clock_ways: Option<usize>,
+    ) -> Option<(usize, usize, bool)> {
+        match clock_ways {
+            Some(ways) => Some((
+                capacity.checked_mul(WAYS_PER_KEY)?.div_ceil(ways),
+                ways,
+                false,
+            )),
+            None if capacity <= SMALL_SHARD => Some((1, capacity, true)),
+            None => Some((
+                capacity.checked_mul(WAYS_PER_KEY)?.div_ceil(WAYS),
+                WAYS,
+                false,
+            )),
         }
     }
 
-    /// An empty shard holding at most `capacity` keys, or `Err` if its table cannot be
-    /// allocated (its size: [`Shard::bytes_for`]).
-    pub(crate) fn new(capacity: usize) -> Result<Self, std::collections::TryReserveError> {
+    /// An empty shard holding at most `capacity` keys (`clock_ways`: see
+    /// [`Shard::geometry`]), or `Err` if its table cannot be allocated (its size:
+    /// [`Shard::bytes_for`]).
+    pub(crate) fn new(
+        capacity: usize,
+        clock_ways: Option<usize>,
+    ) -> Result<Self, std::collections::TryReserveError> {
         debug_assert!(capacity >= 2);
-        let (sets, ways) = Self::geometry(capacity).expect("capacity checked by the config");
-        let small = sets == 1;
+        let (sets, ways, lru) =
+            Self::geometry(capacity, clock_ways).expect("capacity checked by the config");
         let stride = (1 + ways).next_multiple_of(8);
         let mut words = Vec::new();
         words.try_reserve_exact(sets * stride / 8)?;
@@ -244,12 +346,18 @@ impl Shard {
             ways,
             stride,
             capacity,
-            spare: AtomicUsize::new(if small { 0 } else { capacity - sets }),
+            spare: AtomicUsize::new(if lru {
+                0
+            } else {
+                capacity.saturating_sub(sets)
+            }),
             entries: AtomicUsize::new(0),
-            stamps: (0..if small { ways } else { 0 })
+            lru,
+            stamps: (0..if lru { ways } else { 0 })
                 .map(|_| AtomicU64::new(0))
                 .collect(),
             tick: AtomicU64::new(0),
+            no_limits: Limits::new(1, 1, 1),
         };
         for set in 0..sets {
             // Relaxed: not shared yet.
@@ -269,11 +377,6 @@ impl Shard {
     /// Bytes of the table (slots, sets, stamps), for the memory report.
     pub(crate) fn table_bytes(&self) -> usize {
         std::mem::size_of_val(&*self.words) + std::mem::size_of_val(&*self.stamps)
-    }
-
-    #[inline]
-    fn small(&self) -> bool {
-        self.sets == 1
     }
 
     /// All words, as one slice.
@@ -366,27 +469,38 @@ impl Shard {
         }
     }
 
-    /// Marks a way as just used (`slot`: its value as the caller loaded it).
+    /// The next recency tick of an LRU shard.
+    #[inline]
+    fn next_tick(&self) -> u64 {
+        // SeqCst: the shard's recency order is the order of these ticks (a read-modify-write,
+        // so ticks are distinct and increasing under concurrency).
+        self.tick.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    /// Marks a way as just used in an LRU shard (a CLOCK shard's reference bit is in the key's
+    /// state word, set by the access itself). `slot`: the way's value as the caller loaded it;
+    /// the stamp is raised only while the way still holds it (I5), so a late touch never makes a
+    /// newer node look used.
     #[inline]
     fn touch(&self, set: usize, way: usize, slot: *mut Node) {
-        if self.small() {
-            // Relaxed: the clock publishes no memory; a read-modify-write, so that the ticks of
-            // a small shard are distinct and increasing even under concurrency (a load and a
-            // store could move the clock back and make later accesses look older).
-            let tick = self.tick.fetch_add(1, Ordering::Relaxed) + 1;
-            // Relaxed: a recency stamp publishes no memory; the maximum, so that racing accesses
-            // of one way leave the latest tick.
-            self.stamps[way].fetch_max(tick, Ordering::Relaxed);
-        } else if slot.addr() & REFERENCED == 0 {
-            // Set the reference bit, only when clear so that hits rarely write. Relaxed (success
-            // and failure): the bit publishes nothing; a failure means the slot changed (another
-            // reference, or a replacement) and the bit is a heuristic.
-            let _ = self.slot(set, way).compare_exchange(
-                slot,
-                slot.map_addr(|a| a | REFERENCED),
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            );
+        if !self.lru {
+            return;
+        }
+        let tick = self.next_tick();
+        let stamp = &self.stamps[way];
+        // SeqCst (the load, the slot's and the compare-and-swap): an eviction installs its
+        // marker on the victim and then loads this stamp; an access raises the stamp and then
+        // loads the victim's word: in the single total order one of them sees the other (I6).
+        let mut seen = stamp.load(Ordering::SeqCst);
+        while seen < tick {
+            if self.slot(set, way).load(Ordering::SeqCst) != slot {
+                // The node left its way (replaced): its access finds it evicted.
+                return;
+            }
+            match stamp.compare_exchange_weak(seen, tick, Ordering::SeqCst, Ordering::SeqCst) {
+                Ok(_) => return,
+                Err(now) => seen = now,
+            }
         }
     }
 
@@ -436,13 +550,13 @@ impl Shard {
         mut scanned: Option<usize>,
         guard: &'g Guard<'_>,
     ) -> Got<'g> {
-        let mut evicted = 0;
         let claim = self.claim(set);
-        // A node allocated for an insertion whose claim failed, reused by the retry.
+        // A node allocated for an insertion whose claim failed, reused by the retry (never one
+        // that an eviction published: see below).
         let mut spare: Option<Box<Node>> = None;
         loop {
             if is_claim(c) {
-                evicted += self.complete(set, c, guard).0;
+                self.complete(set, c, guard);
                 // Acquire: as in `get_or_insert`.
                 c = guard.protect(claim, Ordering::Acquire);
                 continue;
@@ -452,20 +566,24 @@ impl Shard {
                 None => {
                     let (hit, len) = self.scan(set, key, guard);
                     if let Some(hit) = hit {
-                        return self.found(set, hit, evicted);
+                        return self.found(set, hit, 0);
                     }
                     len
                 }
             };
             // The plan: the first empty way, or a victim (module docs).
-            let (way, unit) = match self.room(len) {
-                Some(unit) => (len, unit),
-                None => (self.victim(set, len, key, at, guard), false),
+            let (way, unit, plan) = match self.room(len) {
+                Some(unit) => (len, unit, None),
+                None => match self.victim(set, len, key, at, guard) {
+                    Some((way, victim, word, stamp)) => (way, false, Some((victim, word, stamp))),
+                    None => {
+                        // A stale plan (the set changed under the scan): look again.
+                        // Acquire: as in `get_or_insert`.
+                        c = guard.protect(claim, Ordering::Acquire);
+                        continue;
+                    }
+                },
             };
-            let adds = way == len;
-            // Relaxed: read only to name the victim to the caller; the claim below validates
-            // the plan.
-            let victim = (!adds).then(|| untag(self.slot(set, way).load(Ordering::Relaxed)));
             let mut node = match spare.take() {
                 Some(mut b) => {
                     *b = Node::new(key, born);
@@ -474,57 +592,135 @@ impl Shard {
                 None => Node::boxed(key, born),
             };
             node.way = way as u8;
-            node.adds = adds;
+            node.adds = plan.is_none();
             let ptr = Box::into_raw(node);
             #[cfg(target_pointer_width = "64")]
             assert!(
                 ptr.addr() >> TAG_SHIFT == 0,
                 "txgate-ratelimit needs heap addresses below 2^48 (key tags use the top 16 bits)"
             );
-            // AcqRel on success: Release publishes the node (key, counts, plan) to whoever loads
-            // the claim and completes it; Acquire keeps our completion after the claim. SeqCst
-            // on failure: the newer claim word is the next one we act on (complete it, or plan
-            // on the scan it orders), as if loaded by `protect`, whose SeqCst it matches.
-            match claim.compare_exchange(c, ptr, Ordering::AcqRel, Ordering::SeqCst) {
-                Ok(_) => {
-                    let (marked, retired) = self.complete(set, ptr, guard);
-                    evicted += marked;
-                    return Got {
-                        // SAFETY: our node, published in our set and not retired before our
-                        // guard drops (it can only be evicted by a later insertion).
-                        node: unsafe { self.deref(ptr, guard) },
-                        inserted: true,
-                        victim: victim.map(|v| Victim {
-                            node: v.cast_const(),
-                            retired,
-                        }),
-                        evicted,
-                    };
+            let Some((victim, word, stamp)) = plan else {
+                // The new key's recency, drawn before the insertion takes effect (its claim), so
+                // that no access after it looks older (I5). The way is empty until then.
+                if self.lru {
+                    let tick = self.next_tick();
+                    // SeqCst: as in `touch`.
+                    self.stamps[way].fetch_max(tick, Ordering::SeqCst);
                 }
-                Err(now) => {
-                    if unit {
-                        // Relaxed: a count of room; the claims order the slots themselves.
-                        self.spare.fetch_add(1, Ordering::Relaxed);
+                // An empty way: the claim is the insertion (I2).
+                // AcqRel on success: Release publishes the node (key, counts, plan) to whoever
+                // loads the claim and completes it; Acquire keeps our completion after the claim.
+                // SeqCst on failure: the newer claim word is the next one we act on (complete
+                // it, or plan on the scan it orders), as if loaded by `protect`, whose SeqCst it
+                // matches.
+                match claim.compare_exchange(c, ptr, Ordering::AcqRel, Ordering::SeqCst) {
+                    Ok(_) => {
+                        self.complete(set, ptr, guard);
+                        return Got {
+                            // SAFETY: our node, published in our set and not retired before our
+                            // guard drops (it can only be evicted by a later insertion).
+                            node: unsafe { self.deref(ptr, guard) },
+                            inserted: true,
+                            victim: None,
+                            evicted: 0,
+                        };
                     }
-                    // SAFETY: the claim failed, so the node was never published: still ours.
-                    spare = Some(unsafe { Box::from_raw(ptr) });
-                    c = now;
+                    Err(now) => {
+                        if unit {
+                            // Relaxed: a count of room; the claims order the slots themselves.
+                            self.spare.fetch_add(1, Ordering::Relaxed);
+                        }
+                        // SAFETY: the claim failed, so the node was never published: still ours.
+                        spare = Some(unsafe { Box::from_raw(ptr) });
+                        c = now;
+                        continue;
+                    }
                 }
+            };
+            // An eviction: a one-entry multi-word compare-and-swap on the victim's word,
+            // committed together with the claim (module docs, "Eviction").
+            let op = GroupOp::eviction(victim, ptr, c, stamp, self.no_limits);
+            // SAFETY: `victim` was loaded under `guard` from our slot.
+            let victim_node = unsafe { self.deref(victim.cast_mut(), guard) };
+            if !GroupOp::install_victim(op, victim_node, word, guard) {
+                // The victim was used (or swept) since the plan: plan again. Nothing was shared.
+                // SAFETY: no marker of `op` was installed: no other thread saw it.
+                unsafe { GroupOp::recycle(op) };
+                // SAFETY: never published.
+                spare = Some(unsafe { Box::from_raw(ptr) });
+                // Acquire: as in `get_or_insert`.
+                c = guard.protect(claim, Ordering::Acquire);
+                continue;
             }
+            if self.lru {
+                // The new key's recency, drawn before the eviction takes effect (I5).
+                // SAFETY: ours; shared fields are atomic.
+                let this = unsafe { &*op };
+                // Relaxed: published by the claim below.
+                this.tick.store(self.next_tick(), Ordering::Relaxed);
+            }
+            // AcqRel on success: Release publishes the operation and the new node to whoever
+            // loads the claim (I3); Acquire orders our completion after it. SeqCst on failure:
+            // as above.
+            if let Err(now) =
+                claim.compare_exchange(c, tag_eviction(op), Ordering::AcqRel, Ordering::SeqCst)
+            {
+                // Another insertion claimed the set: take the marker back (nobody decides it
+                // `SUCCEEDED`: it is not settled) and plan again on the newer claim word.
+                let _ = GroupOp::decide(op, false, guard);
+                GroupOp::replace(op, victim_node, guard);
+                // SAFETY: (1) from `Box::into_raw`, retired once; (2) its only marker is
+                // replaced and it was never in a claim word: no thread entering now can load it.
+                unsafe { guard.retire(op) };
+                // SAFETY: the claim failed: resolvers of the marker never read the new node, so
+                // it is still ours alone.
+                spare = Some(unsafe { Box::from_raw(ptr) });
+                c = now;
+                continue;
+            }
+            // In an LRU shard the victim must not have been used since the plan (I6).
+            // SeqCst: see `install_victim`.
+            let fresh = !self.lru || self.stamps[way].load(Ordering::SeqCst) == stamp;
+            if fresh {
+                GroupOp::settle(op, guard);
+            } else {
+                let _ = GroupOp::decide(op, false, guard);
+            }
+            let evicted = self.complete(set, tag_eviction(op), guard);
+            // SAFETY: (1) from `Box::into_raw`, retired once; (2) `complete` returned after the
+            // marker was replaced and the claim word moved past the operation (I3), so no thread
+            // entering now can load it.
+            unsafe { guard.retire(op) };
+            if evicted {
+                return Got {
+                    // SAFETY: our node, placed in its way by the completion.
+                    node: unsafe { self.deref(ptr, guard) },
+                    inserted: true,
+                    victim: Some(Victim {
+                        node: victim,
+                        retired: Some(word | state::EVICTED),
+                    }),
+                    evicted: 1,
+                };
+            }
+            // Aborted: the victim was used first. The new node was published through the
+            // operation, so it goes to the collector; plan again.
+            // SAFETY: (1) from `Box::into_raw`, retired once; (2) it was never in a slot and the
+            // claim word no longer leads to it.
+            unsafe { guard.retire(ptr) };
+            // Acquire: as in `get_or_insert`.
+            c = guard.protect(claim, Ordering::Acquire);
         }
     }
 
     /// Completes whatever insertion holds `key`'s set now, so that a node found evicted (which
     /// only an insertion in flight does) is out of its slot before the caller looks again.
-    /// Returns the nodes this call marked evicted.
-    pub(crate) fn settle(&self, key: u64, guard: &Guard<'_>) -> u32 {
+    pub(crate) fn settle(&self, key: u64, guard: &Guard<'_>) {
         let set = self.set_of(key);
         // Acquire: as in `get_or_insert`.
         let c = guard.protect(self.claim(set), Ordering::Acquire);
         if is_claim(c) {
-            self.complete(set, c, guard).0
-        } else {
-            0
+            self.complete(set, c, guard);
         }
     }
 
@@ -535,7 +731,7 @@ impl Shard {
         if len == self.ways {
             return None;
         }
-        if self.small() {
+        if self.lru {
             return (len < self.capacity).then_some(false);
         }
         if len == 0 {
@@ -549,117 +745,168 @@ impl Shard {
             .map(|_| true)
     }
 
-    /// The way to evict in a full set of `len` nodes, for new key `key`.
-    fn victim(&self, set: usize, len: usize, key: u64, at: Instant, guard: &Guard<'_>) -> usize {
+    /// A node's counts word, with any multi-word operation on it resolved first.
+    fn word(node: &Node, guard: &Guard<'_>) -> u64 {
+        loop {
+            let word = node.load();
+            if word & state::MARKER == 0 {
+                return word;
+            }
+            crate::group::resolve(node, word, guard);
+        }
+    }
+
+    /// The victim in a full set of `len` nodes, for new key `key`: its way, node, counts word
+    /// (the one its eviction must still find, I4) and its way's recency stamp (LRU shards).
+    /// `None` if a node is found evicted: the planner's scan is stale.
+    fn victim(
+        &self,
+        set: usize,
+        len: usize,
+        key: u64,
+        at: Instant,
+        guard: &Guard<'_>,
+    ) -> Option<(usize, *const Node, u64, u64)> {
         debug_assert!(len > 0);
-        if self.small() {
+        if self.lru {
             // Exact: a stale key first, then the least recently used (the reference model's
             // rule), over the whole shard.
-            let mut best = (true, u64::MAX, 0);
+            let mut best = (true, u64::MAX, 0, std::ptr::null(), 0);
             for way in 0..len {
                 // Acquire: as in `scan`.
                 let slot = guard.protect(self.slot(set, way), Ordering::Acquire);
+                let ptr = untag(slot);
                 // SAFETY: loaded under `guard` from our slot; the prefix is non-null.
-                let node = unsafe { self.deref(untag(slot), guard) };
-                let (counts, _) = node.counts(guard);
-                // Relaxed: a recency stamp.
-                let stamp = self.stamps[way].load(Ordering::Relaxed);
-                let rank = (!state::is_stale(counts, at), stamp, way);
-                if rank < best {
+                let node = unsafe { self.deref(ptr, guard) };
+                // SeqCst: the stamp the eviction checks again after its marker (I6).
+                let stamp = self.stamps[way].load(Ordering::SeqCst);
+                let word = Self::word(node, guard);
+                if word & state::EVICTED != 0 {
+                    return None;
+                }
+                let rank = (
+                    !state::is_stale(state::counts(word), at),
+                    stamp,
+                    way,
+                    ptr.cast_const(),
+                    word,
+                );
+                if (rank.0, rank.1, rank.2) < (best.0, best.1, best.2) {
                     best = rank;
                 }
             }
-            return best.2;
+            return Some((best.2, best.3, best.4, best.1));
         }
         // CLOCK (second chance) from a position drawn from hash bits 16..48 of the new key,
         // which pick neither its set (the high bits) nor its tag (the low 16): the first way
-        // whose reference bit is clear; the bits passed are cleared. If every bit was set, the
-        // start way (now cleared) goes.
+        // whose key's reference bit (`TOUCHED`, in its state word) is clear; the sweep clears the
+        // bits it passes (each clearing a step of its own, I4). If every bit was set, the start
+        // way's key goes once its bit reads clear (the sweep goes round again).
         let start = ((((key >> 16) & 0xFFFF_FFFF) * len as u64) >> 32) as usize;
         let mut way = start;
-        for _ in 0..len {
-            // Relaxed: the bit is a heuristic and the claim validates the plan.
-            let slot = self.slot(set, way).load(Ordering::Relaxed);
-            if slot.addr() & REFERENCED == 0 {
-                return way;
+        loop {
+            // Acquire: as in `scan`.
+            let slot = guard.protect(self.slot(set, way), Ordering::Acquire);
+            let ptr = untag(slot);
+            // SAFETY: loaded under `guard` from our slot; the prefix is non-null.
+            let node = unsafe { self.deref(ptr, guard) };
+            match node.sweep(guard) {
+                None => return None,
+                Some(Ok(())) => {}
+                Some(Err(word)) => return Some((way, ptr.cast_const(), word, 0)),
             }
-            // Relaxed (success and failure): as in `touch`.
-            let _ = self.slot(set, way).compare_exchange(
-                slot,
-                slot.map_addr(|a| a & !REFERENCED),
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            );
             way = if way + 1 == len { 0 } else { way + 1 };
         }
-        start
     }
 
-    /// Carries out the insertion of `n`, the claim of `set` when the caller loaded it (steps in
-    /// the module docs; every step is idempotent). Returns the nodes this call marked evicted,
-    /// and the victim's final state word if this call retired it (the caller must not read a
-    /// node it retired itself).
-    fn complete(&self, set: usize, n: *mut Node, guard: &Guard<'_>) -> (u32, Option<u64>) {
-        // SAFETY: `n` was loaded under `guard` from the set's claim word.
+    /// Carries out the insertion that claim word `c` names (an empty way's node, or an eviction
+    /// operation), as loaded from `set`'s claim word (steps in the module docs; every step is a
+    /// compare-and-swap that succeeds at most once, so a late helper changes nothing). Returns
+    /// whether it was an eviction that succeeded.
+    fn complete(&self, set: usize, c: *mut Node, guard: &Guard<'_>) -> bool {
+        let claim = self.claim(set);
+        if c.addr() & EVICTION == 0 {
+            // SAFETY: `c` was loaded under `guard` from the set's claim word.
+            let node = unsafe { self.deref(c, guard) };
+            let slot = self.slot(set, usize::from(node.way));
+            // Acquire: as in `scan`.
+            let v = guard.protect(slot, Ordering::Acquire);
+            // An empty way's insertion: the way is empty while the claim holds `c` (I2), or
+            // holds `c` once placed. AcqRel on success: Release publishes the node to the
+            // Acquire loads of `scan`. Relaxed on failure: placed by another thread.
+            if v.is_null() && claim.load(Ordering::Acquire) == c {
+                let _ = slot.compare_exchange(
+                    v,
+                    tagged(c, node.key),
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                );
+            }
+            // Release on success: every change of this insertion happens before the next
+            // planner's Acquire load of the freed word. Relaxed on failure: another thread freed
+            // it.
+            if claim
+                .compare_exchange(c, free(c), Ordering::Release, Ordering::Relaxed)
+                .is_ok()
+            {
+                // Relaxed: a statistic, counted once by the thread that freed the claim.
+                self.entries.fetch_add(1, Ordering::Relaxed);
+            }
+            return false;
+        }
+        let op: *const GroupOp = c.map_addr(|a| a & !EVICTION).cast();
+        let (victim, _, n) = GroupOp::eviction_parts(op, guard);
+        // SAFETY: the new node was published through the operation, which the caller loaded
+        // from the claim word under `guard`; it is retired only after the claim moved past it.
         let node = unsafe { self.deref(n, guard) };
         let way = usize::from(node.way);
         let slot = self.slot(set, way);
-        let claim = self.claim(set);
-        let mut evicted = 0;
-        let mut retired = None;
-        loop {
-            // Acquire: as in `scan`.
-            let v = guard.protect(slot, Ordering::Acquire);
-            // Acquire: if the claim still holds `n` (installed once, freed once), it held it
-            // when `v` was loaded, so `v` is `n`'s victim, empty, or `n` itself. A later
-            // insertion's slot change would have made this load see a later claim word.
-            if claim.load(Ordering::Acquire) != n {
-                return (evicted, None);
-            }
-            if untag(v) == n {
-                break;
-            }
-            let mut last = 0;
-            if !v.is_null() {
-                // SAFETY: loaded under `guard` from our slot.
-                let victim = unsafe { self.deref(untag(v), guard) };
-                let (marked, word) = victim.mark_evicted(guard);
-                evicted += u32::from(marked);
-                last = word;
-            }
+        // Undecided, so the claim still holds `c` and the marker is in place (I3): decide. In an
+        // LRU shard the victim's way must not have been used since the plan (I6); SeqCst: see
+        // `GroupOp::install_victim`. (The owner settles or aborts before it completes, so this
+        // is a helper's decision.)
+        // SAFETY: `op` was loaded under `guard` from the claim word.
+        let stamp = unsafe { &*op }.stamp;
+        let fresh = !self.lru || self.stamps[way].load(Ordering::SeqCst) == stamp;
+        let evicts = GroupOp::decide(op, fresh, guard);
+        // Acquire: as in `scan`.
+        let v = guard.protect(slot, Ordering::Acquire);
+        if untag(v) == victim.cast_mut() {
+            // SAFETY: the victim is still in its way, so not retired before `guard` entered.
+            let victim_node = unsafe { self.deref(victim.cast_mut(), guard) };
+            GroupOp::replace(op, victim_node, guard);
             // AcqRel on success: Release publishes `n` to the Acquire loads of `scan`; Acquire
-            // orders our retirement of `v` after its publication. Relaxed on failure: we look
-            // again.
-            if slot
-                .compare_exchange(v, tagged(n, node.key), Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
+            // orders our retirement of `v` after its publication. Relaxed on failure: done by
+            // another thread.
+            if evicts
+                && slot
+                    .compare_exchange(v, tagged(n, node.key), Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
             {
-                if !v.is_null() {
-                    // SAFETY: (1) `v` came from `Box::into_raw` and our compare-and-swap is the
-                    // one that took it out of its only slot, so it is retired once; (2) a node
-                    // is published once, so no thread entering after this can load it.
-                    unsafe { guard.retire(untag(v)) };
-                    retired = Some(last);
-                }
-                break;
+                // SAFETY: (1) `v` came from `Box::into_raw` and our compare-and-swap is the one
+                // that took it out of its only slot, so it is retired once; (2) a node is
+                // published once, so no thread entering after this can load it.
+                unsafe { guard.retire(untag(v)) };
             }
         }
-        if self.small() {
-            // A new key is the most recently used (larger shards: its reference bit starts
-            // clear, so a key never seen again goes first).
-            self.touch(set, way, std::ptr::null_mut());
+        if evicts && self.lru {
+            // The new key's recency, drawn by the owner before the claim (I5); the same value
+            // from every completer.
+            // SAFETY: as `stamp` above.
+            let tick = unsafe { &*op }.tick.load(Ordering::Relaxed);
+            // SeqCst: as in `touch`.
+            self.stamps[way].fetch_max(tick, Ordering::SeqCst);
         }
-        // Release on success: every change of this insertion happens before the next planner's
-        // Acquire load of the freed word. Relaxed on failure: another thread freed it.
-        if claim
-            .compare_exchange(n, free(n), Ordering::Release, Ordering::Relaxed)
-            .is_ok()
-            && node.adds
-        {
-            // Relaxed: a statistic, counted once by the thread that freed the claim.
-            self.entries.fetch_add(1, Ordering::Relaxed);
-        }
-        (evicted, retired)
+        // Release on success: as above. Relaxed on failure: another thread freed it. An abort
+        // restores the claim word it replaced: the set's ways are as they were (I3).
+        let freed = if evicts {
+            free(n)
+        } else {
+            // SAFETY: as `stamp` above.
+            unsafe { &*op }.prev
+        };
+        let _ = claim.compare_exchange(c, freed, Ordering::Release, Ordering::Relaxed);
+        evicts
     }
 
     /// The hashes of the keys in this shard, in slot order.
@@ -701,10 +948,6 @@ impl Shard {
                     set,
                     "way {way}: key in a foreign set"
                 );
-                assert!(
-                    !self.small() || slot.addr() & REFERENCED == 0,
-                    "a reference bit in a small shard"
-                );
                 // Relaxed: quiescent.
                 let word = node.state.load(Ordering::Relaxed);
                 assert_eq!(word & state::MARKER, 0, "a group operation left a marker");
@@ -729,7 +972,7 @@ impl Shard {
             self.capacity
         );
         assert_eq!(self.entries(), total, "entries counter");
-        if !self.small() {
+        if !self.lru {
             // Relaxed: quiescent.
             let spare = self.spare.load(Ordering::Relaxed);
             assert_eq!(spare, self.capacity - self.sets - extra, "spare room");

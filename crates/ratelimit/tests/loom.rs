@@ -513,7 +513,8 @@ fn weighted_groups_on_the_same_keys_admit_exactly_one_with_its_cost() {
 // A linearizability check against the reference model: two threads run their operations on the
 // real limiter; every interleaving of the two sequences (each thread's order kept) is replayed
 // on `Model` from the same start, and one of them must give every decision (with its details),
-// the tracked keys and every key's stored counts.
+// the tracked keys and every key's stored counts. A group is its lookup steps and its decision
+// step, preceded perhaps by the lookups of one aborted attempt (E2 in the crate docs).
 
 use txgate_ratelimit::model::Model;
 
@@ -562,7 +563,21 @@ struct Scenario {
 /// Runs `scenario` (built on the limiter of `config`) under loom and checks that some
 /// interleaving of the two threads' operations on the model gives what the limiter gave.
 fn linearizable(config: Config, scenario: fn(&AppRateLimiter) -> Scenario) {
-    loom::model(move || {
+    linearizable_within(None, config, scenario);
+}
+
+/// [`linearizable`] with loom's preemption bound raised to at least `bound` (for histories that
+/// need that many preemptions), whatever `LOOM_MAX_PREEMPTIONS` says.
+fn linearizable_within(
+    bound: Option<usize>,
+    config: Config,
+    scenario: fn(&AppRateLimiter) -> Scenario,
+) {
+    let mut builder = loom::model::Builder::new();
+    if let Some(bound) = bound {
+        builder.preemption_bound = Some(builder.preemption_bound.map_or(bound, |b| b.max(bound)));
+    }
+    builder.check(move || {
         let l = Arc::new(AppRateLimiter::new(config.clone()).unwrap());
         let s = scenario(&l);
         for op in &s.setup {
@@ -579,32 +594,138 @@ fn linearizable(config: Config, scenario: fn(&AppRateLimiter) -> Scenario) {
             s.keys.iter().map(|k| l.counts(*k)).collect(),
         );
         l.validate();
-        let (n0, n1) = (s.threads[0].len(), s.threads[1].len());
-        // Bit i of `order` set: the i-th operation of the merge is thread 1's next one.
-        let explained = (0u32..1 << (n0 + n1))
-            .filter(|order| order.count_ones() as usize == n1)
-            .any(|order| {
-                let mut m = Model::new(&config).unwrap();
-                for op in &s.setup {
-                    let _ = on_model(&mut m, op);
-                }
-                let mut next = [0, 0];
-                let same = (0..n0 + n1).all(|i| {
-                    let t = (order >> i & 1) as usize;
-                    let d = on_model(&mut m, &s.threads[t][next[t]]);
-                    next[t] += 1;
-                    d == got[t][next[t] - 1]
-                });
-                same && (
-                    m.tracked_keys(),
-                    s.keys.iter().map(|k| m.counts(k)).collect(),
-                ) == outcome
-            });
+        // E2: a group of two keys or more is its lookup steps, then its admit-or-drop step,
+        // each a step of its own; it may first have run the lookups of one attempt that another
+        // operation aborted (a prefix of its keys, one more step).
+        let distinct = |op: &Op| -> usize {
+            let k = match op {
+                Op::Admit(k, ..) | Op::Penalize(k) => k,
+            };
+            Model::new(&config).unwrap().group_keys(k).len()
+        };
+        let prefixes = |ops: &[Op]| -> Vec<Vec<usize>> {
+            ops.iter().fold(vec![vec![]], |acc, op| {
+                let n = distinct(op);
+                let choices = if n >= 2 { n + 1 } else { 1 };
+                acc.into_iter()
+                    .flat_map(|p| {
+                        (0..choices).map(move |c| {
+                            let mut p = p.clone();
+                            p.push(c);
+                            p
+                        })
+                    })
+                    .collect()
+            })
+        };
+        let steps = |ops: &[Op], prefix: &[usize]| -> Vec<(usize, Step)> {
+            (0..ops.len())
+                .flat_map(|i| {
+                    let n = distinct(&ops[i]);
+                    let mut v = Vec::new();
+                    if n < 2 {
+                        v.push((i, Step::Whole));
+                        return v;
+                    }
+                    if prefix[i] > 0 {
+                        v.push((i, Step::Aborted(prefix[i])));
+                    }
+                    v.extend((0..n).map(|k| (i, Step::Lookup(k))));
+                    v.push((i, Step::Decide));
+                    v
+                })
+                .collect()
+        };
+        let explained = prefixes(&s.threads[0]).iter().any(|p0| {
+            prefixes(&s.threads[1]).iter().any(|p1| {
+                let st = [steps(&s.threads[0], p0), steps(&s.threads[1], p1)];
+                let (n0, n1) = (st[0].len(), st[1].len());
+                // Bit i of `order` set: the i-th step of the merge is thread 1's next one.
+                (0u32..1 << (n0 + n1))
+                    .filter(|order| order.count_ones() as usize == n1)
+                    .any(|order| {
+                        let mut m = Model::new(&config).unwrap();
+                        for op in &s.setup {
+                            let _ = on_model(&mut m, op);
+                        }
+                        let mut next = [0, 0];
+                        // Per thread, the group in its lookups: what they saw, and the victims
+                        // they made (with the lookup that made each).
+                        let mut seen: [Vec<txgate_ratelimit::model::Seen>; 2] = [vec![], vec![]];
+                        let mut made: [Vec<(usize, (u32, u64))>; 2] = [vec![], vec![]];
+                        let same = (0..n0 + n1).all(|i| {
+                            let t = (order >> i & 1) as usize;
+                            let (op, step) = st[t][next[t]];
+                            next[t] += 1;
+                            let op_ = &s.threads[t][op];
+                            let (k, c, dt) = match op_ {
+                                Op::Admit(k, c, dt) => (k, Some(*c), *dt),
+                                Op::Penalize(k) => (k, None, 0),
+                            };
+                            match step {
+                                Step::Whole => on_model(&mut m, op_) == got[t][op],
+                                Step::Aborted(n) => {
+                                    m.lookup_keys(k, n, T0 + dt);
+                                    true
+                                }
+                                Step::Lookup(j) => {
+                                    if j == 0 {
+                                        seen[t].clear();
+                                        made[t].clear();
+                                    }
+                                    let (key, index) = m.group_keys(k)[j];
+                                    let before = m.victims().len();
+                                    seen[t].push(m.lookup_step(key, index, T0 + dt));
+                                    made[t].extend(m.victims()[before..].iter().map(|&v| (j, v)));
+                                    true
+                                }
+                                Step::Decide => {
+                                    let own: Vec<bool> = m
+                                        .group_keys(k)
+                                        .iter()
+                                        .enumerate()
+                                        .map(|(i, (key, _))| {
+                                            // Evicted by a later lookup of the same attempt.
+                                            made[t].iter().any(|&(j, v)| {
+                                                j > i && v == (key.shard(), key.hash())
+                                            })
+                                        })
+                                        .collect();
+                                    match c {
+                                        Some(c) => {
+                                            let d = m.decide_step(&seen[t], &own, cost(c), T0 + dt);
+                                            d.is_some() && d == got[t][op]
+                                        }
+                                        None => m.penalize_step(&seen[t], &own, T0).is_some(),
+                                    }
+                                }
+                            }
+                        });
+                        same && (
+                            m.tracked_keys(),
+                            s.keys.iter().map(|k| m.counts(k)).collect(),
+                        ) == outcome
+                    })
+            })
+        });
         assert!(
             explained,
             "no sequential order gives {got:?} ending in {outcome:?}"
         );
     });
+}
+
+/// A step of the sequential model in the checker.
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    /// A single key's operation, whole.
+    Whole,
+    /// The lookups of the first `n` keys of a group's aborted attempt.
+    Aborted(usize),
+    /// The lookup of a group's `j`-th key (canonical order) in its last attempt.
+    Lookup(usize),
+    /// A group's admit-or-drop (or penalty) step.
+    Decide,
 }
 
 /// One shard of `capacity` keys, L = `limit` per 1 s window, as a config.
@@ -663,6 +784,194 @@ fn linearizable_weighted_calls_across_an_interval_roll() {
                 vec![Op::Admit(vec![a], 1, 1_000_000_000)],
             ],
             keys: vec![a, b],
+        }
+    });
+}
+
+const SEC: u64 = 1_000_000_000;
+
+/// One shard of `capacity` keys evicting by CLOCK in sets of `ways` ways (the test geometry),
+/// L = `limit` per 1 s window.
+fn clock_shard(limit: u64, capacity: usize, ways: usize) -> Config {
+    config(limit, capacity, 1).with_clock_ways(Some(ways))
+}
+
+/// Distinct keys of one peer's apps 1, 2, ... (all in the one shard of a one-shard limiter).
+fn keys<const N: usize>(l: &AppRateLimiter) -> [AppKey; N] {
+    std::array::from_fn(|i| l.app_key(1, &peer(i as u8)))
+}
+
+/// Scenario A (one shard of 2, L = 1): b was admitted two windows before y, so it is stale;
+/// thread 1 admits a new key c while thread 2 admits b. Every order keeps b (stale only until
+/// its admission makes it current, or evicted before it and admitted afresh) and the history
+/// must be one of them: an eviction planned on b's stale state never lands after b's admission.
+#[test]
+fn linearizable_a_stale_victim_used_before_its_eviction() {
+    linearizable(one_shard(1, 2), |l| {
+        let [b, y, c] = keys(l);
+        Scenario {
+            setup: vec![admit(&[b], 1), Op::Admit(vec![y], 1, 2 * SEC)],
+            threads: [
+                vec![Op::Admit(vec![c], 1, 2 * SEC)],
+                vec![Op::Admit(vec![b], 1, 2 * SEC)],
+            ],
+            keys: vec![b, y, c],
+        }
+    });
+}
+
+/// Scenario B (shard {v, w} full, w least recently used, L = 1): thread 1 admits a new key b
+/// while thread 2 hits w and is dropped. The dropped hit is a use: if it comes first, v goes.
+#[test]
+fn linearizable_b_a_dropped_hit_on_the_victim() {
+    linearizable(one_shard(1, 2), |l| {
+        let [v, w, b] = keys(l);
+        Scenario {
+            setup: vec![admit(&[w], 1), admit(&[v], 1)],
+            threads: [vec![admit(&[b], 1)], vec![admit(&[w], 1)]],
+            keys: vec![v, w, b],
+        }
+    });
+}
+
+/// Scenario C (weighted, L = 4, shard {a stale, x}): a group {a, b} of cost 3 races an
+/// admission of cost 2 on a.
+#[test]
+fn linearizable_c_a_weighted_group_and_its_stale_key() {
+    linearizable(one_shard(4, 2), |l| {
+        let [a, x, b] = keys(l);
+        Scenario {
+            setup: vec![admit(&[a], 1), Op::Admit(vec![x], 1, 2 * SEC)],
+            threads: [
+                vec![Op::Admit(vec![a, b], 3, 2 * SEC)],
+                vec![Op::Admit(vec![a], 2, 2 * SEC)],
+            ],
+            keys: vec![a, x, b],
+        }
+    });
+}
+
+/// An eviction racing an admission of its victim (shard {v, w} full, v least recently used,
+/// L = 2): the admission lands before the eviction (then w goes) or the key comes back fresh.
+#[test]
+fn linearizable_an_admission_of_the_victim() {
+    linearizable(one_shard(2, 2), |l| {
+        let [v, w, n] = keys(l);
+        Scenario {
+            setup: vec![admit(&[v], 1), admit(&[w], 1)],
+            threads: [vec![admit(&[n], 1)], vec![admit(&[v], 1)]],
+            keys: vec![v, w, n],
+        }
+    });
+}
+
+/// An eviction racing a penalty of its victim (shard {v, w}, v least recently used, L = 4,
+/// penalty 1).
+#[test]
+fn linearizable_a_penalty_of_the_victim() {
+    linearizable(one_shard(4, 2), |l| {
+        let [v, w, n] = keys(l);
+        Scenario {
+            setup: vec![admit(&[v], 1), admit(&[w], 1)],
+            threads: [vec![admit(&[n], 1)], vec![Op::Penalize(vec![v])]],
+            keys: vec![v, w, n],
+        }
+    });
+}
+
+/// Two insertions of new keys into a full shard of 2 (L = 1) race: each evicts the least
+/// recently used key at its instant.
+#[test]
+fn linearizable_two_evicting_insertions() {
+    linearizable(one_shard(1, 2), |l| {
+        let [v, w, m, n] = keys(l);
+        Scenario {
+            setup: vec![admit(&[v], 1), admit(&[w], 1)],
+            threads: [vec![admit(&[m], 1)], vec![admit(&[n], 1)]],
+            keys: vec![v, w, m, n],
+        }
+    });
+}
+
+/// A CLOCK shard under the checker (one set of 4 ways holding 2 keys, L = 1): a new key's
+/// insertion sweeps the reference bits while another thread hits (dropped) a key it may pass.
+/// A victim must have had no access since the sweep last passed it.
+#[test]
+fn linearizable_a_clock_shard_sweep_and_a_hit() {
+    linearizable(clock_shard(1, 2, 4), |l| {
+        let [v, w, n] = keys(l);
+        Scenario {
+            // v and w admitted (reference bits clear: new keys), then both hit (bits set).
+            setup: vec![
+                admit(&[v], 1),
+                admit(&[w], 1),
+                admit(&[v], 1),
+                admit(&[w], 1),
+            ],
+            threads: [vec![admit(&[n], 1)], vec![admit(&[v], 1)]],
+            keys: vec![v, w, n],
+        }
+    });
+}
+
+/// A CLOCK shard: an insertion races an admission of the key it would evict (bits clear).
+#[test]
+fn linearizable_a_clock_shard_eviction_and_an_admission_of_its_victim() {
+    linearizable(clock_shard(2, 2, 4), |l| {
+        let [v, w, n] = keys(l);
+        Scenario {
+            setup: vec![admit(&[v], 1), admit(&[w], 1)],
+            threads: [vec![admit(&[n], 1)], vec![admit(&[v], 1), admit(&[w], 1)]],
+            keys: vec![v, w, n],
+        }
+    });
+}
+
+/// A CLOCK shard (one set of 4 ways holding 2 keys, L = 2; both keys' reference bits clear): a
+/// new key's sweep starts at the way its hash draws, whose key another thread admits meanwhile.
+/// Admitted first, that key is a use since the sweep (its bit set): the sweep passes it and the
+/// other key goes. An eviction that took the key after that admission would be explained by no
+/// order (its count would leave with it). Three preemptions: the sweep, the whole admission in
+/// between, and the eviction's commit.
+#[test]
+fn linearizable_a_clock_sweep_racing_a_use_of_its_start_key() {
+    linearizable_within(Some(3), clock_shard(2, 2, 4), |l| {
+        let [v, w, n] = keys(l);
+        // Ways fill in order: v in way 0, w in way 1; the sweep of n starts at way `start`.
+        let start = (((n.hash() >> 16) & 0xFFFF_FFFF) * 2) >> 32;
+        let first = if start == 0 { v } else { w };
+        Scenario {
+            setup: vec![admit(&[v], 1), admit(&[w], 1)],
+            threads: [vec![admit(&[n], 1)], vec![admit(&[first], 1)]],
+            keys: vec![v, w, n],
+        }
+    });
+}
+
+/// Scenario B with a dropped hit that writes nothing (L = 1; w already dropped once, so its
+/// reference bit is set and its interval current): only its recency stamp shows the use, and an
+/// eviction planned on w before it must still fail.
+#[test]
+fn linearizable_b_a_dropped_hit_that_writes_nothing() {
+    linearizable(one_shard(1, 2), |l| {
+        let [v, w, b] = keys(l);
+        Scenario {
+            setup: vec![admit(&[w], 1), admit(&[w], 1), admit(&[v], 1)],
+            threads: [vec![admit(&[b], 1)], vec![admit(&[w], 1)]],
+            keys: vec![v, w, b],
+        }
+    });
+}
+/// Scenario D (shard of 2, L = 2; x at 2, a at 1): a group {a, b} races an admission of x. The
+/// group's lookups may evict x before the group takes effect (E2): x then comes back fresh.
+#[test]
+fn linearizable_d_a_groups_lookups_before_it_takes_effect() {
+    linearizable(one_shard(2, 2), |l| {
+        let [x, a, b] = keys(l);
+        Scenario {
+            setup: vec![admit(&[x], 2), admit(&[a], 1)],
+            threads: [vec![admit(&[a, b], 1)], vec![admit(&[x], 1)]],
+            keys: vec![x, a, b],
         }
     });
 }

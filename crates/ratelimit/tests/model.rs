@@ -1,7 +1,8 @@
 //! Differential test: the lock-free limiter against the plain reference model
 //! (`txgate_ratelimit::model`), same operations and clock, same decisions and tracked keys after
-//! every step. Shards of at most 64 keys are one set searched whole (exact LRU), and large
-//! shards never fill here, so the two must agree exactly, decisions' details included.
+//! every step. Single-threaded the limiter evicts exactly as the model (LRU in shards of up to
+//! 64 keys, CLOCK in larger ones and in the CLOCK test geometry), so the two must agree
+//! exactly, decisions' details included.
 #![cfg(not(loom))]
 
 use std::num::NonZeroU32;
@@ -165,6 +166,29 @@ proptest! {
             .with_window(Duration::from_secs(window_s))
             .with_shards(1)
             .with_salt(Some([7; 16]));
+        run(config, &ops, start)?;
+    }
+
+    /// CLOCK shards small enough to fill constantly (the test geometry: sets of 2 to 6 ways, two
+    /// ways per key): the model's CLOCK, reference bits in the keys' state, exactly.
+    #[test]
+    fn clock_shards_match_the_model_exactly(
+        shards_log in 0u32..2,
+        capacity in 2usize..=8,
+        ways in 2usize..=6,
+        rate in 1u64..4,
+        window_s in 1u64..4,
+        start in 0u64..1_000_000_000_000,
+        ops in prop::collection::vec(op(6), 1..if cfg!(miri) { 12 } else { 200 }),
+    ) {
+        let shards = 1usize << shards_log;
+        let config = Config::default()
+            .with_max_size(capacity * shards)
+            .with_rate_per_second(rate)
+            .with_window(Duration::from_secs(window_s))
+            .with_shards(shards)
+            .with_salt(Some([6; 16]))
+            .with_clock_ways(Some(ways));
         run(config, &ops, start)?;
     }
 

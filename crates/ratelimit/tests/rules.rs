@@ -200,28 +200,57 @@ fn eviction_is_exact_lru_in_small_shards() {
 
 #[test]
 fn eviction_prefers_stale_keys_over_recent_ones() {
-    let l = small(1); // L = 10
+    let l = small(1); // L = 10, window 10 s, 4 keys per shard
     let a: Vec<AppKey> = (0..5).map(|i| l.app_key(1, &peer(i))).collect();
-    // An app in another shard, for a group that touches a[0] without changing its counts.
+    let (t1, t2) = (T0 + 10 * SEC, T0 + 20 * SEC);
+    for key in &a[1..4] {
+        assert!(l.admit_key(*key, t1).is_admit());
+    }
+    // a[0] is created last, by a caller one window behind: the most recently used key, in
+    // interval T0's, which is stale two windows on.
+    assert!(l.admit_key(a[0], T0).is_admit());
+    // At t2 a[1..4] are current (one interval back) and a[0] is stale: it goes first, where
+    // least-recently-used order alone would take a[1].
+    assert!(l.admit_key(a[4], t2).is_admit());
+    assert_eq!(tracked(&l, &a), [false, true, true, true, true]);
+}
+
+/// Every access leaves its key current, a dropped one too (single-key or a group): its interval
+/// is rolled and stored, so a key in use is never evicted as stale.
+#[test]
+fn a_dropped_access_leaves_its_key_current() {
+    let l = small(1); // L = 10, window 10 s, 4 keys per shard
+    let a: Vec<AppKey> = (0..5).map(|i| l.app_key(1, &peer(i))).collect();
     let b = (2..)
         .map(|app| l.app_key(app, &peer(0)))
         .find(|k| k.shard() != a[0].shard())
         .unwrap();
-    for key in &a[..4] {
-        assert!(l.admit_key(*key, T0).is_admit());
-    }
-    let t2 = T0 + 20 * SEC; // two windows later: every key admitted at T0 is stale
-    for key in [a[3], a[2], a[1]] {
-        assert!(l.admit_key(key, t2).is_admit()); // rolled and stored: no longer stale
-    }
+    let (t1, t2) = (T0 + 10 * SEC, T0 + 20 * SEC);
     assert_eq!(
-        (0..10).filter(|_| l.admit_key(b, t2).is_admit()).count(),
+        (0..10).filter(|_| l.admit_key(a[0], T0).is_admit()).count(),
         10
     );
-    // a[0] becomes the most recently used key, but the dropped group stores nothing: still stale.
-    assert!(l.admit_keys(&[a[0], b], t2).is_drop());
+    for key in &a[1..4] {
+        assert!(l.admit_key(*key, T0).is_admit());
+    }
+    // At t1 (offset 0) a[2] and a[3] are used first; then a[0], whose 10 in the previous
+    // interval weigh fully, is dropped, and so is a group {a[1], b} on b (full at t1).
+    assert!(l.admit_key(a[2], t1).is_admit());
+    assert!(l.admit_key(a[3], t1).is_admit());
+    assert!(l.admit_key(a[0], t1).is_drop());
+    assert_eq!(
+        (0..10).filter(|_| l.admit_key(b, t1).is_admit()).count(),
+        10
+    );
+    assert!(l.admit_keys(&[a[1], b], t1).is_drop());
+    // The drops stored the rolled counts: (prev, cur) = (10, 0) and (1, 0).
+    assert_eq!(l.counts(a[0]), Some((10, 0)));
+    assert_eq!(l.counts(a[1]), Some((1, 0)));
+    // At t2 no key is stale (all in t1's interval), so a new key evicts the least recently
+    // used, a[2]. Had the drops left a[0] and a[1] in T0's interval, a[0] would have gone as
+    // stale.
     assert!(l.admit_key(a[4], t2).is_admit());
-    assert_eq!(tracked(&l, &a), [false, true, true, true, true]);
+    assert_eq!(tracked(&l, &a), [true, true, false, true, true]);
 }
 
 #[test]
@@ -468,15 +497,15 @@ fn keys_equal_after_shard_reduction_are_one_key() {
 fn callers_far_behind_reset_the_key() {
     let l = limiter(1, 10); // L = 10
     assert_eq!(admitted(&l, &[1], &peer(1), T0 + 30 * SEC, 10), 10);
-    // Three intervals behind: the key is reset to the caller's interval (modulo 2^30 a key that
-    // far ahead is one idle for almost 2^30 windows).
+    // Three intervals behind: the key is reset to the caller's interval (modulo 2^29 a key that
+    // far ahead is one idle for almost 2^29 windows).
     assert_eq!(admitted(&l, &[1], &peer(1), T0 + 5 * SEC, 10), 10);
     assert!(l.admit(&[1], &peer(1), T0 + 5 * SEC).is_drop());
 }
 
 #[test]
 fn a_key_idle_for_half_the_interval_modulus_admits() {
-    // Window 1 us, L = 1: a key idle for 2^29 + 10 windows (537 s) must not be mistaken for one
+    // Window 1 us, L = 1: a key idle for 2^28 + 10 windows (268 s) must not be mistaken for one
     // ahead of the caller.
     let l = AppRateLimiter::new(
         Config::default()
@@ -488,7 +517,7 @@ fn a_key_idle_for_half_the_interval_modulus_admits() {
     )
     .unwrap();
     assert!(l.admit(&[1], &peer(1), T0).is_admit());
-    let later = T0 + ((1 << 29) + 10) * 1000;
+    let later = T0 + ((1 << 28) + 10) * 1000;
     assert!(l.admit(&[1], &peer(1), later).is_admit());
 }
 
