@@ -328,27 +328,19 @@ fn unreadable_archive_is_a_clear_error() {
 
 /// Writes a tar of dataset2's rounds 0..=20, with round 10's bytes replaced when `corrupt`.
 fn dataset2_tar(blocks: &Path, out: &Path, corrupt: bool) {
-    let mut builder = tar::Builder::new(std::fs::File::create(out).unwrap());
-    for raw in txgate_algorand::source::BlockSource::open(blocks).unwrap() {
-        let raw = raw.unwrap();
-        let round = raw.round.unwrap();
-        if round > 20 {
-            continue;
-        }
-        let bytes = if corrupt && round == 10 {
-            b"\x82\xa5block\x81\xa3rnd\xc1 not msgpack".to_vec()
-        } else {
-            raw.bytes
-        };
-        let mut header = tar::Header::new_gnu();
-        header.set_size(bytes.len() as u64);
-        header.set_mode(0o644);
-        header.set_cksum();
-        builder
-            .append_data(&mut header, format!("blocks/{round}"), &bytes[..])
-            .unwrap();
-    }
-    builder.finish().unwrap();
+    let rounds = txgate_algorand::source::BlockSource::open(blocks)
+        .unwrap()
+        .map(|raw| raw.unwrap())
+        .map(|raw| (raw.round.unwrap(), raw.bytes))
+        .filter(|&(round, _)| round <= 20)
+        .map(|(round, bytes)| {
+            if corrupt && round == 10 {
+                (round, b"\x82\xa5block\x81\xa3rnd\xc1 not msgpack".to_vec())
+            } else {
+                (round, bytes)
+            }
+        });
+    common::write_block_tar(out, rounds);
 }
 
 #[test]

@@ -89,22 +89,17 @@ fn a_bit_flipped_block_file_is_refused_by_txids_and_replay() {
 
 /// A tar of dataset2's rounds 0..=5, round 2 flipped when `flip`.
 fn tar_of(blocks: &BTreeMap<u64, Vec<u8>>, out: &Path, flip: bool) {
-    let mut builder = tar::Builder::new(std::fs::File::create(out).unwrap());
-    for round in 0..=5u64 {
-        let bytes = if flip && round == 2 {
-            flipped_round_2(blocks)
-        } else {
-            blocks[&round].clone()
-        };
-        let mut header = tar::Header::new_gnu();
-        header.set_size(bytes.len() as u64);
-        header.set_mode(0o644);
-        header.set_cksum();
-        builder
-            .append_data(&mut header, format!("blocks/{round}"), &bytes[..])
-            .unwrap();
-    }
-    builder.finish().unwrap();
+    common::write_block_tar(
+        out,
+        (0..=5u64).map(|round| {
+            let bytes = if flip && round == 2 {
+                flipped_round_2(blocks)
+            } else {
+                blocks[&round].clone()
+            };
+            (round, bytes)
+        }),
+    );
 }
 
 #[test]

@@ -114,3 +114,19 @@ pub(crate) fn dataset2_txn_counts() -> BTreeMap<u64, u64> {
     }
     counts
 }
+
+/// Writes `blocks` (round, bytes) as an uncompressed tar of files `blocks/<round>`, the layout of
+/// an algod block archive.
+pub(crate) fn write_block_tar(out: &Path, blocks: impl IntoIterator<Item = (u64, Vec<u8>)>) {
+    let mut builder = tar::Builder::new(std::fs::File::create(out).unwrap());
+    for (round, bytes) in blocks {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(bytes.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        builder
+            .append_data(&mut header, format!("blocks/{round}"), &bytes[..])
+            .unwrap();
+    }
+    builder.finish().unwrap();
+}
