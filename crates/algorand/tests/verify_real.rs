@@ -17,7 +17,7 @@ const DATASET2: &str = "algorand-sdk-testing/private_blocks/dataset2.tar.bz2";
 const BETANET: &str = "algorand-indexer/blocks/stpf_block_high_index.block";
 
 fn dataset2() -> Vec<(u64, Vec<u8>)> {
-    BlockSource::open(&data_file(DATASET2))
+    BlockSource::open(data_file(DATASET2))
         .unwrap()
         .map(|r| {
             let r = r.unwrap();
