@@ -975,3 +975,72 @@ fn linearizable_d_a_groups_lookups_before_it_takes_effect() {
         }
     });
 }
+
+/// A CLOCK shard (one set of 4 ways holding 2 keys, L = 1; both reference bits clear): a new
+/// key's sweep starts at the way its hash draws, whose key another thread hits and is dropped.
+/// A dropped hit is a use, and when its interval is current it writes only the reference bit:
+/// if it comes first the sweep must pass that key and evict the other one.
+#[test]
+fn linearizable_a_dropped_hit_that_only_sets_the_reference_bit_is_a_use() {
+    linearizable(clock_shard(1, 2, 4), |l| {
+        let [v, w, n] = keys(l);
+        let start = (((n.hash() >> 16) & 0xFFFF_FFFF) * 2) >> 32;
+        let first = if start == 0 { v } else { w };
+        Scenario {
+            setup: vec![admit(&[v], 1), admit(&[w], 1)],
+            threads: [vec![admit(&[n], 1)], vec![admit(&[first], 1)]],
+            keys: vec![v, w, n],
+        }
+    });
+}
+
+/// `n` distinct keys of the one shard per set of a shard of `sets` sets (a set: the high bits
+/// of the key's hash, as the table picks it), from one peer's apps.
+fn keys_by_set(l: &AppRateLimiter, sets: u64, n: usize) -> Vec<Vec<AppKey>> {
+    let set = |k: &AppKey| ((u128::from(k.hash()) * u128::from(sets)) >> 64) as u64;
+    (0..sets)
+        .map(|s| {
+            (0..=255u8)
+                .map(|i| l.app_key(1, &peer(i)))
+                .filter(|k| set(k) == s)
+                .take(n)
+                .collect()
+        })
+        .collect()
+}
+
+/// CLOCK over two sets sharing one spare unit (capacity 3 in sets of 3 ways: 2 sets, each with
+/// one key of room, and 1 unit; L = 1): a1 in set 0 and b1 in set 1, then new keys a2 and b2
+/// race. The one that takes the unit is inserted; the other evicts its set's key.
+#[test]
+fn linearizable_clock_two_sets_race_for_one_spare_unit() {
+    linearizable(clock_shard(1, 3, 3), |l| {
+        let by = keys_by_set(l, 2, 2);
+        let (a1, a2, b1, b2) = (by[0][0], by[0][1], by[1][0], by[1][1]);
+        Scenario {
+            setup: vec![admit(&[a1], 1), admit(&[b1], 1)],
+            threads: [vec![admit(&[a2], 1)], vec![admit(&[b2], 1)]],
+            keys: vec![a1, a2, b1, b2],
+        }
+    });
+}
+
+/// CLOCK with an early eviction (capacity 9 in sets of 3 ways: 6 sets, 3 spare units; L = 1):
+/// set 0 holds a1..a3 (two units taken, one left), so a new key a4 of set 0 evicts although a
+/// unit remains, while another thread inserts b1 into set 1 (one key of room of its own) and
+/// hits a1.
+#[test]
+fn linearizable_clock_a_full_set_evicts_while_a_unit_remains() {
+    linearizable(clock_shard(1, 9, 3), |l| {
+        let by = keys_by_set(l, 6, 4);
+        let (a, b1) = (&by[0], by[1][0]);
+        Scenario {
+            setup: vec![admit(&[a[0]], 1), admit(&[a[1]], 1), admit(&[a[2]], 1)],
+            threads: [
+                vec![admit(&[a[3]], 1)],
+                vec![admit(&[b1], 1), admit(&[a[0]], 1)],
+            ],
+            keys: vec![a[0], a[1], a[2], a[3], b1],
+        }
+    });
+}
