@@ -107,7 +107,9 @@
 //! - **Group admitted**: the decision `UNDECIDED -> SUCCEEDED` (all markers in place); its
 //!   lookups are steps of their own before it (E2).
 //! - **Group dropped**: the load of the failing key's word while the group is undecided (every
-//!   earlier key still holds its marker).
+//!   earlier key still holds its marker). Every write of a key's counts is Release, so a load
+//!   that sees counts written after an abort of the group (by the aborting thread, or any
+//!   thread that acquired the abort) is followed by a status load that sees the abort.
 //! - **Penalty**: as an admitted hit (one key) or an admitted group (several).
 //! - **Weighted admission**: as an admission of its cost.
 //!

@@ -203,6 +203,40 @@ fn a_dropped_group_names_a_key_over_its_limit_at_one_instant() {
     });
 }
 
+/// As [`a_dropped_group_names_a_key_over_its_limit_at_one_instant`], with the write to b a
+/// penalty (L = 2, penalty 1; both keys at 1): the other thread admits a (aborting the group if
+/// its marker is there) and then penalizes b. Sequentially the group is admitted first, or a's
+/// admission comes first and the group drops on a (index 0); a drop naming b would rest on b's
+/// penalty, written after the group's abort.
+#[test]
+fn a_dropped_group_never_names_a_penalty_written_after_its_abort() {
+    loom::model(|| {
+        let l = sharded(2, 8, 4);
+        let (a, b) = ordered_pair(&l);
+        assert!(l.admit_key(a, T0).is_admit());
+        assert!(l.admit_key(b, T0).is_admit());
+        let t = {
+            let l = l.clone();
+            thread::spawn(move || {
+                let sa = l.admit_key(a, T0);
+                l.penalize_keys(&[b], T0);
+                sa
+            })
+        };
+        let group = l.admit_keys(&[a, b], T0);
+        let sa = t.join().unwrap();
+        match group {
+            Decision::Admit { .. } => assert!(sa.is_drop(), "{sa:?}"),
+            Decision::Drop { index, .. } => {
+                assert!(sa.is_admit(), "{sa:?}");
+                assert_eq!(index, 0, "{group:?} {sa:?}");
+            }
+            _ => unreachable!(),
+        }
+        l.validate();
+    });
+}
+
 /// Recency in a small shard under concurrency: a thread refreshing a while the main thread
 /// refreshes b, c, b cannot move the shard's clock back, so after c and a are used again a new
 /// key d evicts b, the least recently used in every order of the accesses.
