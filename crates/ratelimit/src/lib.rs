@@ -16,8 +16,10 @@
 //! `interval = now / window`, `offset = now % window`:
 //!
 //! - On access, same interval: keep; next interval: `prev = cur, cur = 0`; older: both 0. A
-//!   caller whose clock is one interval behind the key's is counted in the key's interval at
-//!   offset 0; further behind resets the key.
+//!   caller whose clock is behind the key's (by up to 2^20 intervals) is counted in the key's
+//!   interval at offset 0 and leaves the key's interval as it is: a key never rolls backwards.
+//!   Intervals are kept modulo 2^29, so a key more than 2^20 intervals "ahead" is taken as one
+//!   idle for almost 2^29 windows and reset.
 //! - A group is admitted iff for every distinct non-zero app id in it
 //!   `prev * (window - offset) / window + cur + 1 <= L` (integer floor division), where
 //!   `L = rate_per_second x window` ([`AppRateLimiter::limit`]). Admitted: each app's `cur += 1`.
@@ -56,7 +58,9 @@
 //!   cost above `L` is refused with [`InsufficientCapacity`]. A cost of 1 is [`admit`](AppRateLimiter::admit).
 //! - [`AppRateLimiter::penalize`] adds `max(1, L / 4)` to each app's `cur`.
 //! - Every attempt refreshes each touched key's recency. A new key evicts only when its shard
-//!   is full: a stale key first (its interval older than the previous one), else the least
+//!   is full: a stale key first (its interval older than the inserting caller's previous one;
+//!   a key ahead of the caller is current, so an access never makes a key stale while callers'
+//!   clocks are within 2^20 windows of each other), else the least
 //!   recently used. Shards of up to 64 keys are searched whole, so they evict only when full, by
 //!   that rule. Larger shards are sets of 31 ways (32 words with the set's claim word) with two
 //!   ways per key; a new key evicts in its own set by CLOCK (second chance, an LRU

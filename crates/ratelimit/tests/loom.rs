@@ -1078,3 +1078,29 @@ fn linearizable_clock_a_full_set_evicts_while_a_unit_remains() {
         }
     });
 }
+
+/// A caller behind never makes a key stale (shard of 3 in way order u, w, v, all used at
+/// T0 + 2 s, recency w < v < u; L = 3): thread 1 inserts n while thread 2
+/// admits u two intervals behind and then uses w. If the behind access rolled u back to T0's
+/// interval, u would turn stale after n's plan read it as current, and n would evict v where
+/// every order evicts the stale u. A key never rolls backwards, so u stays current and v, the
+/// least recently used, goes in every order.
+#[test]
+fn linearizable_a_caller_behind_never_makes_a_key_stale_under_a_plan() {
+    linearizable(one_shard(3, 3), |l| {
+        let [u, w, v, n] = keys(l);
+        Scenario {
+            setup: vec![
+                Op::Admit(vec![u], 1, 2 * SEC),
+                Op::Admit(vec![w], 1, 2 * SEC),
+                Op::Admit(vec![v], 1, 2 * SEC),
+                Op::Admit(vec![u], 1, 2 * SEC),
+            ],
+            threads: [
+                vec![Op::Admit(vec![n], 1, 2 * SEC)],
+                vec![Op::Admit(vec![u], 1, 0), Op::Admit(vec![w], 1, 2 * SEC)],
+            ],
+            keys: vec![u, w, v, n],
+        }
+    });
+}
