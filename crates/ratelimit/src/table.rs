@@ -79,7 +79,11 @@
 //!   read it fails the eviction. A sweep's clearing of a bit is itself a step.
 //! - **I5** In an LRU shard a key's recency is its way's stamp: each access raises it to a fresh
 //!   tick while the key's node is still in the way (so a late access never makes a newer node
-//!   look used), and a new key's stamp is drawn before its insertion takes effect.
+//!   look used). A new key's stamp is written only after its insertion took effect and only on
+//!   its own way: an eviction's tick (drawn before its claim, kept in its record) by its
+//!   completers once it succeeded; an empty way's first tick (drawn by a completer after the
+//!   claim) by compare-and-swap from 0, the stamp of a way no node was ever placed in, before
+//!   the claim is freed. A failed claim writes no stamp.
 //! - **I6** In an LRU shard an eviction decides `SUCCEEDED` only after it checked, after its
 //!   marker was installed, that the victim way's stamp is the one it planned on; an access raises
 //!   the stamp before it loads the key's word. Both sides are SeqCst, so in the single total
@@ -126,7 +130,8 @@
 //!
 //! - In an LRU shard, recency is the order of the ticks accesses draw (I5), which for accesses
 //!   to different keys that overlap in time may differ from the order of their linearization
-//!   points (a new key draws its tick before its claim, a hit before its word action); an
+//!   points (an evicting insertion draws its tick before its claim, an insertion into an
+//!   empty way just after it, a hit before its word action); an
 //!   eviction that compares such keys may then take the other one. The loom checker finds one
 //!   such history: a weighted group {a, b} racing an evicting insertion of c into their shard of
 //!   two, where c's tick is drawn before the group's lookup of b but c takes effect after it,
@@ -602,14 +607,8 @@ impl Shard {
                 "txgate-ratelimit needs heap addresses below 2^48 (key tags use the top 16 bits)"
             );
             let Some((victim, word, stamp)) = plan else {
-                // The new key's recency, drawn before the insertion takes effect (its claim), so
-                // that no access after it looks older (I5). The way is empty until then.
-                if self.lru {
-                    let tick = self.next_tick();
-                    // SeqCst: as in `touch`.
-                    self.stamps[way].fetch_max(tick, Ordering::SeqCst);
-                }
-                // An empty way: the claim is the insertion (I2).
+                // An empty way: the claim is the insertion (I2); its recency is stamped by its
+                // completion, after the claim (I5).
                 // AcqRel on success: Release publishes the node (key, counts, plan) to whoever
                 // loads the claim and completes it; Acquire keeps our completion after the claim.
                 // SeqCst on failure: the newer claim word is the next one we act on (complete
@@ -843,6 +842,20 @@ impl Shard {
                     Ordering::AcqRel,
                     Ordering::Relaxed,
                 );
+            }
+            if self.lru {
+                // The new key's recency, drawn after its insertion took effect (the claim) and
+                // stamped before the claim is freed (I5). A way's stamp is 0 only while no node
+                // was ever placed in it (ways are never emptied, ticks start at 1), so only the
+                // first completer's tick lands, and only on this node: a late completer finds the
+                // stamp set (every completer tried before it frees the claim). An access to the
+                // node that raised the stamp first is a later use.
+                // SeqCst (the load and the compare-and-swap): as in `touch`.
+                let stamp = &self.stamps[usize::from(node.way)];
+                if stamp.load(Ordering::SeqCst) == 0 {
+                    let tick = self.next_tick();
+                    let _ = stamp.compare_exchange(0, tick, Ordering::SeqCst, Ordering::SeqCst);
+                }
             }
             // Release on success: every change of this insertion happens before the next
             // planner's Acquire load of the freed word. Relaxed on failure: another thread freed

@@ -1104,3 +1104,39 @@ fn linearizable_a_caller_behind_never_makes_a_key_stale_under_a_plan() {
         }
     });
 }
+
+/// A failed claim leaves no recency on another key's way (shard of 3, L = 1; q tracked):
+/// thread 1 inserts x then z while thread 2 inserts y and then uses q. Thread 1 may find way 1
+/// empty, lose its claim to y's, and insert x into way 2; z then evicts the least recently used
+/// key, y (inserted before q's use in every order that keeps thread 2's order), never q.
+#[test]
+fn linearizable_a_failed_claim_leaves_no_recency_on_another_keys_way() {
+    linearizable(one_shard(1, 3), |l| {
+        let [q, y, x, z] = keys(l);
+        Scenario {
+            setup: vec![admit(&[q], 1)],
+            threads: [
+                vec![admit(&[x], 1), admit(&[z], 1)],
+                vec![admit(&[y], 1), admit(&[q], 1)],
+            ],
+            keys: vec![q, y, x, z],
+        }
+    });
+}
+
+/// A late hit never raises the recency of the key that replaced its node (shard of 2, L = 2;
+/// y then q used, y least recent): thread 1 admits y while thread 2 inserts n (evicting y) and
+/// then uses q. If thread 1 found y's node before the eviction and draws its tick after q's
+/// use, its stamp must not land on n, now in y's way: y comes back fresh and evicts n, the
+/// least recently used, not q.
+#[test]
+fn linearizable_a_late_hit_never_stamps_the_node_that_replaced_its_key() {
+    linearizable(one_shard(2, 2), |l| {
+        let [y, q, n] = keys(l);
+        Scenario {
+            setup: vec![admit(&[y], 1), admit(&[q], 1)],
+            threads: [vec![admit(&[y], 1)], vec![admit(&[n], 1), admit(&[q], 1)]],
+            keys: vec![y, q, n],
+        }
+    });
+}
