@@ -52,7 +52,11 @@
 //!   recency is the order in which accesses draw their recency ticks, which for accesses to
 //!   different keys that overlap in time can differ from the order in which they take effect, so
 //!   an eviction comparing two such keys may take the other one (the model checker finds one
-//!   such history: a weighted group racing an evicting insertion into its shard).
+//!   such history: a weighted group racing an evicting insertion into its shard). In larger
+//!   (CLOCK) shards a spare unit of room is reserved before the set's claim and given back if
+//!   the claim fails, so an insertion into another set racing that failed claim may evict
+//!   although the shard has room at its instant (an early eviction, never a wrong victim in
+//!   its set; the protocol's known limits give the exact condition).
 //! - A weighted admission ([`AppRateLimiter::admit_n`]) of cost `c` (`1..=L`) asks
 //!   `prev * (window - offset) / window + cur + c <= L` of every app and adds `c` to each; a
 //!   cost above `L` is refused with [`InsufficientCapacity`]. A cost of 1 is [`admit`](AppRateLimiter::admit).

@@ -136,6 +136,18 @@
 //!   such history: a weighted group {a, b} racing an evicting insertion of c into their shard of
 //!   two, where c's tick is drawn before the group's lookup of b but c takes effect after it,
 //!   so the group's re-insertion of a evicts c where the model evicts b.
+//! - In a CLOCK shard a spare unit is taken before the claim that uses it and given back if
+//!   that claim fails (another insertion claimed the same set first): a tentative reservation.
+//!   While it is held, an insertion into another set that finds no unit left evicts, although
+//!   at its instant the shard has a unit free. Exact condition: the shard's spare units are
+//!   down to the ones held by insertions whose claims then fail, and another set's insertion
+//!   finds none in that window. The effect is an eviction that comes early (the shard holds
+//!   fewer keys than its capacity, by at most the number of such failed claims in flight); its
+//!   victim is still CLOCK's choice in its own set. Taking the unit under the claim would need
+//!   the unit count and the set's claim word changed at one instant (a multi-word
+//!   compare-and-swap with a record per new key, like an eviction's), which every new key
+//!   would pay for. The loom model of this history is kept in the suite, ignored, with this
+//!   reason.
 //!
 //! Nothing on the hit path allocates.
 

@@ -1140,3 +1140,27 @@ fn linearizable_a_late_hit_never_stamps_the_node_that_replaced_its_key() {
         }
     });
 }
+
+/// CLOCK, two sets sharing one spare unit (capacity 3 in sets of 3 ways; L = 1; a1 in set 0, b1
+/// in set 1): thread 1 inserts a2 (set 0) while thread 2 inserts b2 (set 1) and then a2. Thread
+/// 1 may reserve the unit, lose set 0's claim to thread 2's a2 and give the unit back, after b2
+/// found none and evicted b1: b2's instant had a unit free, so no order explains it. The known
+/// limit of the table's protocol ("Known limits": a spare unit is a tentative reservation).
+#[test]
+#[ignore = "known limit, documented in the table module's protocol: a CLOCK spare unit is \
+            reserved before the set's claim, so a racing insertion into another set may evict \
+            early"]
+fn linearizable_clock_spare_unit_held_by_a_failing_claim() {
+    linearizable(clock_shard(1, 3, 3), |l| {
+        let by = keys_by_set(l, 2, 2);
+        let (a1, a2, b1, b2) = (by[0][0], by[0][1], by[1][0], by[1][1]);
+        Scenario {
+            setup: vec![admit(&[a1], 1), admit(&[b1], 1)],
+            threads: [
+                vec![admit(&[a2], 1)],
+                vec![admit(&[b2], 1), admit(&[a2], 1)],
+            ],
+            keys: vec![a1, a2, b1, b2],
+        }
+    });
+}
