@@ -136,6 +136,11 @@
 //!   such history: a weighted group {a, b} racing an evicting insertion of c into their shard of
 //!   two, where c's tick is drawn before the group's lookup of b but c takes effect after it,
 //!   so the group's re-insertion of a evicts c where the model evicts b.
+//! - A CLOCK sweep that is abandoned (its claim failed, or the key turned out present) leaves
+//!   the bits it cleared, and the insertion's next sweep starts again at its start way: those
+//!   clearings are sweep steps (E1) of an insertion that does not happen, or that restarts.
+//!   The loom checker interleaves the sweep steps of one sweep per new key
+//!   (`Model::sweep_step`, up to three) and at most one aborted attempt per group, not these.
 //! - In a CLOCK shard a spare unit is taken before the claim that uses it and given back if
 //!   that claim fails (another insertion claimed the same set first): a tentative reservation.
 //!   While it is held, an insertion into another set that finds no unit left evicts, although

@@ -637,10 +637,31 @@ fn linearizable_within(
             };
             Model::new(&config).unwrap().group_keys(k).len()
         };
+        // E1 in a CLOCK shard: a new key's insertion may first take sweep steps of its own
+        // (each clearing one reference bit), up to `SWEEP_STEPS`, interleaved with the other
+        // thread's steps. Offered to single-key operations on keys the set-up left untracked.
+        let after_setup = {
+            let mut m = Model::new(&config).unwrap();
+            for op in &s.setup {
+                let _ = on_model(&mut m, op);
+            }
+            m
+        };
+        let sweeps = |op: &Op| -> usize {
+            let k = match op {
+                Op::Admit(k, ..) | Op::Penalize(k) => k,
+            };
+            let new = distinct(op) == 1 && after_setup.counts(&k[0]).is_none();
+            if after_setup.clock() && new {
+                SWEEP_STEPS
+            } else {
+                0
+            }
+        };
         let prefixes = |ops: &[Op]| -> Vec<Vec<usize>> {
             ops.iter().fold(vec![vec![]], |acc, op| {
                 let n = distinct(op);
-                let choices = if n >= 2 { n + 1 } else { 1 };
+                let choices = if n >= 2 { n + 1 } else { sweeps(op) + 1 };
                 acc.into_iter()
                     .flat_map(|p| {
                         (0..choices).map(move |c| {
@@ -658,6 +679,7 @@ fn linearizable_within(
                     let n = distinct(&ops[i]);
                     let mut v = Vec::new();
                     if n < 2 {
+                        v.extend((0..prefix[i]).map(|_| (i, Step::Sweep)));
                         v.push((i, Step::Whole));
                         return v;
                     }
@@ -698,6 +720,7 @@ fn linearizable_within(
                             };
                             match step {
                                 Step::Whole => on_model(&mut m, op_) == got[t][op],
+                                Step::Sweep => m.sweep_step(&k[0]),
                                 Step::Aborted(n) => {
                                     m.lookup_keys(k, n, T0 + dt);
                                     true
@@ -749,11 +772,18 @@ fn linearizable_within(
     });
 }
 
+/// The most sweep steps the checker lets a CLOCK insertion take before its eviction: enough for
+/// a sweep to go round a set of two keys once and a half (clear both bits, then the start key's
+/// again after a use set it).
+const SWEEP_STEPS: usize = 3;
+
 /// A step of the sequential model in the checker.
 #[derive(Clone, Copy, Debug)]
 enum Step {
     /// A single key's operation, whole.
     Whole,
+    /// One step of the CLOCK sweep of a single key's insertion, before it (clears one bit).
+    Sweep,
     /// The lookups of the first `n` keys of a group's aborted attempt.
     Aborted(usize),
     /// The lookup of a group's `j`-th key (canonical order) in its last attempt.
@@ -1161,6 +1191,29 @@ fn linearizable_clock_spare_unit_held_by_a_failing_claim() {
                 vec![admit(&[b2], 1), admit(&[a2], 1)],
             ],
             keys: vec![a1, a2, b1, b2],
+        }
+    });
+}
+
+/// A CLOCK sweep that goes round again (one set of 4 ways holding v and w, L = 4, both bits
+/// set): a new key n's sweep clears both bits, the key at its start way is admitted meanwhile
+/// (its bit set again), and the sweep clears it again and evicts the other key. Each clearing is
+/// a step of its own (E1), so the checker interleaves the admission between them.
+#[test]
+fn linearizable_a_clock_sweep_going_round_after_a_use_of_its_start_key() {
+    linearizable(clock_shard(3, 2, 4), |l| {
+        let [v, w, n] = keys(l);
+        let start = (((n.hash() >> 16) & 0xFFFF_FFFF) * 2) >> 32;
+        let first = if start == 0 { v } else { w };
+        Scenario {
+            setup: vec![
+                admit(&[v], 1),
+                admit(&[w], 1),
+                admit(&[v], 1),
+                admit(&[w], 1),
+            ],
+            threads: [vec![admit(&[n], 1)], vec![admit(&[first], 1)]],
+            keys: vec![v, w, n],
         }
     });
 }
