@@ -595,6 +595,8 @@ impl Shard {
                     len
                 }
             };
+            #[cfg(any(debug_assertions, loom))]
+            self.check_free_word(set, c, guard);
             // The plan: the first empty way, or a victim (module docs).
             let (way, unit, plan) = match self.room(len) {
                 Some(unit) => (len, unit, None),
@@ -739,6 +741,32 @@ impl Shard {
         let c = guard.protect(self.claim(set), Ordering::Acquire);
         if is_claim(c) {
             self.complete(set, c, guard);
+        }
+    }
+
+    /// Checks (debug builds and loom) that the free claim word `c` of `set` names the node of
+    /// the set's last completed insertion, which is in one of its ways, or null for a set that
+    /// never had one (I3: a failed eviction restores the word it replaced; I8). Checked only if
+    /// the claim word still holds `c` after the ways were read, so that no insertion completed
+    /// in between.
+    #[cfg(any(debug_assertions, loom))]
+    fn check_free_word(&self, set: usize, c: *mut Node, guard: &Guard<'_>) {
+        let last = c.map_addr(|a| a & !1);
+        let mut found = last.is_null();
+        for way in 0..self.ways {
+            // Acquire: as in `scan`.
+            let slot = guard.protect(self.slot(set, way), Ordering::Acquire);
+            if slot.is_null() {
+                break;
+            }
+            found |= untag(slot) == last;
+        }
+        // Acquire: as in `get_or_insert`.
+        if guard.protect(self.claim(set), Ordering::Acquire) == c {
+            assert!(
+                found,
+                "set {set}: a free claim word names no node of the set"
+            );
         }
     }
 
@@ -964,6 +992,12 @@ impl Shard {
             // Relaxed: quiescent.
             let c = self.claim(set).load(Ordering::Relaxed);
             assert!(!is_claim(c), "set {set}: an insertion is still in flight");
+            // `free(X)`: X is the node of the last insertion that completed in the set, so it
+            // is in one of the set's ways (an eviction of it would have completed a later
+            // insertion), or null if none did; a failed eviction restored the word it replaced
+            // (I3).
+            let last = c.map_addr(|a| a & !1);
+            let mut last_found = last.is_null();
             let mut len = 0;
             for way in 0..self.ways {
                 // Relaxed: quiescent.
@@ -971,6 +1005,7 @@ impl Shard {
                 if slot.is_null() {
                     break;
                 }
+                last_found |= untag(slot) == last;
                 len += 1;
                 // SAFETY: loaded under `guard` from our slot.
                 let node = unsafe { self.deref(untag(slot), guard) };
@@ -995,6 +1030,10 @@ impl Shard {
                 let slot = self.slot(set, way).load(Ordering::Relaxed);
                 assert!(slot.is_null(), "set {set}: way {way} after an empty way");
             }
+            assert!(
+                last_found && last.is_null() == (len == 0),
+                "set {set}: the claim word names no node of the set"
+            );
             total += len;
             extra += len.saturating_sub(1);
         }
