@@ -1,7 +1,9 @@
 //! loom models of the lock-free paths (run with `RUSTFLAGS="--cfg loom"`, see the workspace
 //! README). Reclamation is txgate-sync's loom stand-in, which poisons a retired node as soon as
-//! every guard alive at its retirement has dropped and makes any later access panic; it adds no
-//! happens-before edge of its own. Each model ends with the structural validator.
+//! every guard alive at its retirement has dropped and makes any later access panic; its only
+//! ordering is seize's Linux barriers (a fence at each retirement, and the fence `membarrier`
+//! runs in every other thread, modelled before that thread's next guard entry), none on guard
+//! entry. Each model ends with the structural validator.
 #![cfg(loom)]
 
 use std::num::NonZeroU32;
