@@ -406,7 +406,9 @@ impl GroupOp {
     pub(crate) fn undecided(op: *const Self, guard: &Guard<'_>) -> bool {
         guard.check(op);
         // SAFETY: as in `install`.
-        // Acquire: pairs with the decision's AcqRel.
+        // Acquire: pairs with the decision's AcqRel. The caller's load of the failing key's
+        // word before this acquired any count written after an abort (those writes are Release,
+        // `Node::update`), so such a count comes with the abort visible here.
         unsafe { &*op }.status.load(Ordering::Acquire) == UNDECIDED
     }
 

@@ -16,8 +16,10 @@
 //! `interval = now / window`, `offset = now % window`:
 //!
 //! - On access, same interval: keep; next interval: `prev = cur, cur = 0`; older: both 0. A
-//!   caller whose clock is one interval behind the key's is counted in the key's interval at
-//!   offset 0; further behind resets the key.
+//!   caller whose clock is behind the key's (by up to 2^20 intervals) is counted in the key's
+//!   interval at offset 0 and leaves the key's interval as it is: a key never rolls backwards.
+//!   Intervals are kept modulo 2^29, so a key more than 2^20 intervals "ahead" is taken as one
+//!   idle for almost 2^29 windows and reset.
 //! - A group is admitted iff for every distinct non-zero app id in it
 //!   `prev * (window - offset) / window + cur + 1 <= L` (integer floor division), where
 //!   `L = rate_per_second x window` ([`AppRateLimiter::limit`]). Admitted: each app's `cur += 1`.
@@ -35,7 +37,9 @@
 //!     causes it, and its victim is the rule's choice in the state of that instant: in shards of
 //!     up to 64 keys (searched whole) a stale key first, else the least recently used; in larger
 //!     shards CLOCK, with the reference bit in the key's own state word (a victim has had no
-//!     access since a sweep last passed it; a sweep's clearing of a bit is a step of its own).
+//!     access since a sweep last passed it; a sweep's clearing of a bit is a step of its own,
+//!     [`model::Model::sweep_step`], and the sweep's eviction goes on from where its steps
+//!     left it, round the set again if a use set a bit it had cleared).
 //!     Every access that takes effect before the eviction (admitted, dropped, penalty) is a use;
 //!     every access after it finds the key absent and starts it afresh.
 //!   - **E2**: a group is its per-key lookup steps (each a touch, an insertion, or an insertion
@@ -50,13 +54,19 @@
 //!   recency is the order in which accesses draw their recency ticks, which for accesses to
 //!   different keys that overlap in time can differ from the order in which they take effect, so
 //!   an eviction comparing two such keys may take the other one (the model checker finds one
-//!   such history: a weighted group racing an evicting insertion into its shard).
+//!   such history: a weighted group racing an evicting insertion into its shard). In larger
+//!   (CLOCK) shards a spare unit of room is reserved before the set's claim and given back if
+//!   the claim fails, so an insertion into another set racing that failed claim may evict
+//!   although the shard has room at its instant (an early eviction, never a wrong victim in
+//!   its set; the protocol's known limits give the exact condition).
 //! - A weighted admission ([`AppRateLimiter::admit_n`]) of cost `c` (`1..=L`) asks
 //!   `prev * (window - offset) / window + cur + c <= L` of every app and adds `c` to each; a
 //!   cost above `L` is refused with [`InsufficientCapacity`]. A cost of 1 is [`admit`](AppRateLimiter::admit).
 //! - [`AppRateLimiter::penalize`] adds `max(1, L / 4)` to each app's `cur`.
 //! - Every attempt refreshes each touched key's recency. A new key evicts only when its shard
-//!   is full: a stale key first (its interval older than the previous one), else the least
+//!   is full: a stale key first (its interval older than the inserting caller's previous one;
+//!   a key ahead of the caller is current, so an access never makes a key stale while callers'
+//!   clocks are within 2^20 windows of each other), else the least
 //!   recently used. Shards of up to 64 keys are searched whole, so they evict only when full, by
 //!   that rule. Larger shards are sets of 31 ways (32 words with the set's claim word) with two
 //!   ways per key; a new key evicts in its own set by CLOCK (second chance, an LRU

@@ -565,11 +565,12 @@ impl AppRateLimiter {
                 }
                 match state::check(word, at, limits, cost) {
                     Ok((next, remaining)) => {
-                        // Relaxed on success, SeqCst on failure: as in `Node::update`.
+                        // Release on success, SeqCst on failure: as in `Node::update` (a group
+                        // this thread aborted before must see its abort once it reads this).
                         match got.node.state.compare_exchange_weak(
                             word,
                             next,
-                            Ordering::Relaxed,
+                            Ordering::Release,
                             Ordering::SeqCst,
                         ) {
                             Ok(_) => {
@@ -584,14 +585,15 @@ impl AppRateLimiter {
                         // and written (the crate's rule "on access, roll"), so that a key in
                         // use is never evicted as stale, and its reference bit set. A write
                         // only when that changes the word (a new interval, or the first access
-                        // since a CLOCK sweep). Relaxed on success, SeqCst on failure: as in
-                        // `Node::update`; a failure re-decides on the newer word.
+                        // since a CLOCK sweep). Release on success, SeqCst on failure: as in
+                        // `Node::update` (a rolled interval is counts a group may drop on); a
+                        // failure re-decides on the newer word.
                         let rolled = state::pack(state::roll(c, at).0) | TOUCHED;
                         if rolled != word
                             && let Err(now) = got.node.state.compare_exchange_weak(
                                 word,
                                 rolled,
-                                Ordering::Relaxed,
+                                Ordering::Release,
                                 Ordering::SeqCst,
                             )
                         {

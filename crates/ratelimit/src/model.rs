@@ -68,6 +68,9 @@ pub struct Model {
     stats: Stats,
     /// The keys evicted so far, in order, as `(shard, hash)`.
     victims: Vec<(u32, u64)>,
+    /// Per key hash, the sweep steps a pending CLOCK insertion of it has taken
+    /// ([`Model::sweep_step`]): its eviction's sweep goes on from there.
+    sweeps: HashMap<u64, usize>,
 }
 
 impl Model {
@@ -94,6 +97,7 @@ impl Model {
             tick: 0,
             stats: Stats::default(),
             victims: Vec::new(),
+            sweeps: HashMap::new(),
         })
     }
 
@@ -298,6 +302,43 @@ impl Model {
         }
     }
 
+    /// Whether the shards evict by CLOCK (sets of several keys' ways) rather than exact LRU.
+    pub fn clock(&self) -> bool {
+        !self.shards[0].lru
+    }
+
+    /// One step of the CLOCK sweep of a new key's insertion, as a step of its own (E1: a
+    /// sweep's clearing of a bit is a step): if `key` is missing and its insertion would evict
+    /// in a CLOCK set, the sweep's next way (from the way drawn from the key's hash, going round
+    /// the set) has its reference bit cleared, and the key's eviction later goes on from the
+    /// way after it. Returns `false`, changing nothing, if that is not a step the table can
+    /// take: the key is tracked, there is room, the shard is LRU, or the way's bit is clear
+    /// (the sweep would stop there and evict it).
+    pub fn sweep_step(&mut self, key: &AppKey) -> bool {
+        let i = self.shard_index(key);
+        let shard = &mut self.shards[i];
+        if shard.lru || shard.entries.contains_key(&key.hash) {
+            return false;
+        }
+        let set = ((u128::from(key.hash) * shard.sets.len() as u128) >> 64) as usize;
+        let len = shard.sets[set].len();
+        if len < shard.ways && (len == 0 || shard.spare > 0) {
+            return false;
+        }
+        let done = self.sweeps.get(&key.hash).copied().unwrap_or(0);
+        let start = ((((key.hash >> 16) & 0xFFFF_FFFF) * len as u64) >> 32) as usize;
+        let e = shard
+            .entries
+            .get_mut(&shard.sets[set][(start + done) % len])
+            .expect("a set's keys are tracked");
+        if !e.touched {
+            return false;
+        }
+        e.touched = false;
+        self.sweeps.insert(key.hash, done + 1);
+        true
+    }
+
     /// The keys evicted so far, in order, as `(shard, hash)`.
     pub fn victims(&self) -> &[(u32, u64)] {
         &self.victims
@@ -335,6 +376,8 @@ impl Model {
         } else {
             false
         };
+        // The sweep steps this insertion already took (`sweep_step`).
+        let done = self.sweeps.remove(&key.hash).unwrap_or(0);
         let counts = Counts {
             interval: at.interval,
             prev: 0,
@@ -359,8 +402,9 @@ impl Model {
                 })
                 .expect("a full set is not empty")
         } else {
-            // CLOCK from the way drawn from hash bits 16..48.
+            // CLOCK from the way drawn from hash bits 16..48, after the sweep steps taken.
             let start = ((((key.hash >> 16) & 0xFFFF_FFFF) * len as u64) >> 32) as usize;
+            let start = (start + done) % len;
             let mut way = start;
             let mut chosen = start;
             for _ in 0..len {

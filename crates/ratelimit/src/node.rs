@@ -136,12 +136,16 @@ impl Node {
                 // write.
                 return Update::Done(out);
             };
-            // Relaxed on success: the word is self-contained, no other memory is published
-            // through it; the exactness of the counts needs only the atomicity of the CAS.
-            // SeqCst on failure: the newer word may be a marker (see `load`).
+            // Release on success: a group that loads this word and then finds itself undecided
+            // decides a drop on it (`crate::group`), so every abort of a group that this thread
+            // performed before this write (its AcqRel decision) must happen before that load's
+            // thread reads the group's status: the group then sees `FAILED` and starts over
+            // instead of naming counts written after its abort. The counts themselves need
+            // only the atomicity of the CAS. SeqCst on failure: the newer word may be a marker
+            // (see `load`).
             match self
                 .state
-                .compare_exchange_weak(word, next, Ordering::Relaxed, Ordering::SeqCst)
+                .compare_exchange_weak(word, next, Ordering::Release, Ordering::SeqCst)
             {
                 Ok(_) => return Update::Done(out),
                 Err(now) => word = now,
@@ -167,7 +171,11 @@ impl Node {
             if word & TOUCHED == 0 {
                 return Some(Err(word));
             }
-            // Relaxed on success: the bit publishes nothing. SeqCst on failure: as in `update`.
+            // Relaxed on success: the bit publishes nothing, and a group's drop decision does
+            // not depend on it: the counts a sweep leaves were written before it, by a write
+            // that is Release if it came after an abort (`update`), which this read-modify-write
+            // continues (its release sequence, C++20 [intro.races] p5). SeqCst on failure: as in
+            // `update`.
             match self.state.compare_exchange_weak(
                 word,
                 word & !TOUCHED,

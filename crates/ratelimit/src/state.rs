@@ -159,14 +159,22 @@ fn distance(from: u32, to: u32) -> i32 {
     }
 }
 
+/// How far (in intervals) a key's interval may be ahead of a caller's and still be taken as a
+/// clock skew between callers, not as aliasing: 2^20 intervals. Intervals are compared modulo
+/// 2^29, so a key idle for almost 2^29 windows looks a little ahead of every caller; a key more
+/// than `MAX_LAG` ahead is taken as such an idle key. So callers' clocks may differ by up to
+/// 2^20 windows (17 minutes with 1 ms windows), and a key idle for between 2^29 - 2^20 and 2^29
+/// windows looks ahead (counted in its old interval) until it is used or evicted.
+pub(crate) const MAX_LAG: i32 = 1 << 20;
+
 /// Rolls `c` forward to `at` and returns the rolled counts with the offset the estimate uses.
 ///
 /// Same interval: keep. Next interval: `prev = cur, cur = 0`. Older: both 0 (go-algorand's
-/// sliding window). A caller one interval *behind* the key (its clock lags another caller's) is
-/// counted in the key's interval at offset 0, the most conservative estimate; a caller further
-/// behind resets the key like an older interval does (intervals are compared modulo 2^29, so a
-/// key "ahead" by two intervals or more is far more likely one idle for almost 2^29 windows than
-/// a clock that far off).
+/// sliding window). A caller *behind* the key (its clock lags another caller's, by up to
+/// [`MAX_LAG`] intervals) is counted in the key's interval at offset 0, the most conservative
+/// estimate, and leaves the key as it is: a key never rolls backwards, so an access never makes
+/// a key stale for a caller to whom it was current ([`is_stale`]). A key further ahead is one
+/// idle for almost 2^29 windows (aliasing) and is reset like an older one.
 #[inline]
 pub(crate) fn roll(c: Counts, at: Instant) -> (Counts, u64) {
     match distance(c.interval, at.interval) {
@@ -179,7 +187,7 @@ pub(crate) fn roll(c: Counts, at: Instant) -> (Counts, u64) {
             },
             at.offset,
         ),
-        -1 => (c, 0),
+        d if (-MAX_LAG..0).contains(&d) => (c, 0),
         _ => (
             Counts {
                 interval: at.interval,
@@ -191,11 +199,17 @@ pub(crate) fn roll(c: Counts, at: Instant) -> (Counts, u64) {
     }
 }
 
-/// Stale: the key's interval is older than the previous one (or, modulo 2^29, more than one
-/// interval ahead), so its state is worth nothing (the first choice for eviction).
+/// Stale for a caller at `at`: the key's interval is older than the caller's previous one (or
+/// more than [`MAX_LAG`] intervals ahead, an idle key aliased), so its state is worth nothing
+/// (the first choice for eviction). A key behind the caller by at most one interval, or ahead
+/// of it, is current. An access only moves a key's interval forward, to the accessor's (a key
+/// ahead of its accessor is left as it is), so an access never makes a key stale for a caller
+/// to whom it was current, as long as the two callers' clocks are within [`MAX_LAG`] intervals
+/// of each other: whether a key is stale for an inserting caller changes only from stale to
+/// current, and only by an access to it.
 #[inline]
 pub(crate) fn is_stale(c: Counts, at: Instant) -> bool {
-    !(-1..=1).contains(&distance(c.interval, at.interval))
+    !(-MAX_LAG..=1).contains(&distance(c.interval, at.interval))
 }
 
 /// The sliding-window check on rolled counts for an admission of weight `cost`:
@@ -277,10 +291,12 @@ pub(crate) fn retry_after(c: Counts, at: Instant, limits: &Limits, cost: u16) ->
     if admits(rolled, offset, limits, cost) {
         return 0;
     }
-    // A caller one interval behind the key is decided at offset 0 of the key's interval: wait
-    // until then too.
+    // A caller behind the key is decided at offset 0 of the key's interval: wait until its
+    // clock reaches that interval too.
     let lag = match distance(c.interval, at.interval) {
-        -1 => u128::from(w) - u128::from(at.offset),
+        d if (-MAX_LAG..0).contains(&d) => {
+            u128::from(d.unsigned_abs()) * u128::from(w) - u128::from(at.offset)
+        }
         _ => 0,
     };
     let wait = |offset: u64| -> u128 {
@@ -376,16 +392,23 @@ mod tests {
             cur: 0,
         };
         assert_eq!(roll(c, at(9)), (reset, 42));
-        // A caller one interval behind: the key's interval at offset 0. Further behind: reset.
+        // A caller behind, by one interval or by 2^20: the key's interval at offset 0, the key
+        // unchanged, and current for it. Further behind (2^20 + 1, modulo 2^29): an idle key,
+        // reset and stale.
         assert_eq!(roll(c, at(6)), (c, 0));
-        let behind = Counts {
-            interval: 2,
+        assert_eq!(roll(c, at(2)), (c, 0));
+        let far = (7 + (1 << 29) - (1 << 20)) & INTERVAL_MASK;
+        assert_eq!(roll(c, at(far)), (c, 0));
+        let aliased = (far + (1 << 29) - 1) & INTERVAL_MASK;
+        let reset = Counts {
+            interval: aliased,
             prev: 0,
             cur: 0,
         };
-        assert_eq!(roll(c, at(2)), (behind, 42));
-        assert!(!is_stale(c, at(8)) && !is_stale(c, at(6)));
-        assert!(is_stale(c, at(9)) && is_stale(c, at(2)));
+        assert_eq!(roll(c, at(aliased)), (reset, 42));
+        assert!(!is_stale(c, at(8)) && !is_stale(c, at(6)) && !is_stale(c, at(2)));
+        assert!(!is_stale(c, at(far)) && is_stale(c, at(aliased)));
+        assert!(is_stale(c, at(9)));
     }
 
     #[test]
@@ -531,7 +554,7 @@ mod tests {
                 for &cur in curs {
                     for &now in nows {
                         // The key's state lives in interval 10; the caller is at `10 * window +
-                        // now`, or one or three intervals behind it (reset).
+                        // now`, or one or three intervals behind it (counted in the key's).
                         for &behind in behinds {
                             let c = Counts {
                                 interval: 10,

@@ -79,7 +79,11 @@
 //!   read it fails the eviction. A sweep's clearing of a bit is itself a step.
 //! - **I5** In an LRU shard a key's recency is its way's stamp: each access raises it to a fresh
 //!   tick while the key's node is still in the way (so a late access never makes a newer node
-//!   look used), and a new key's stamp is drawn before its insertion takes effect.
+//!   look used). A new key's stamp is written only after its insertion took effect and only on
+//!   its own way: an eviction's tick (drawn before its claim, kept in its record) by its
+//!   completers once it succeeded; an empty way's first tick (drawn by a completer after the
+//!   claim) by compare-and-swap from 0, the stamp of a way no node was ever placed in, before
+//!   the claim is freed. A failed claim writes no stamp.
 //! - **I6** In an LRU shard an eviction decides `SUCCEEDED` only after it checked, after its
 //!   marker was installed, that the victim way's stamp is the one it planned on; an access raises
 //!   the stamp before it loads the key's word. Both sides are SeqCst, so in the single total
@@ -107,7 +111,9 @@
 //! - **Group admitted**: the decision `UNDECIDED -> SUCCEEDED` (all markers in place); its
 //!   lookups are steps of their own before it (E2).
 //! - **Group dropped**: the load of the failing key's word while the group is undecided (every
-//!   earlier key still holds its marker).
+//!   earlier key still holds its marker). Every write of a key's counts is Release, so a load
+//!   that sees counts written after an abort of the group (by the aborting thread, or any
+//!   thread that acquired the abort) is followed by a status load that sees the abort.
 //! - **Penalty**: as an admitted hit (one key) or an admitted group (several).
 //! - **Weighted admission**: as an admission of its cost.
 //!
@@ -124,11 +130,29 @@
 //!
 //! - In an LRU shard, recency is the order of the ticks accesses draw (I5), which for accesses
 //!   to different keys that overlap in time may differ from the order of their linearization
-//!   points (a new key draws its tick before its claim, a hit before its word action); an
+//!   points (an evicting insertion draws its tick before its claim, an insertion into an
+//!   empty way just after it, a hit before its word action); an
 //!   eviction that compares such keys may then take the other one. The loom checker finds one
 //!   such history: a weighted group {a, b} racing an evicting insertion of c into their shard of
 //!   two, where c's tick is drawn before the group's lookup of b but c takes effect after it,
 //!   so the group's re-insertion of a evicts c where the model evicts b.
+//! - A CLOCK sweep that is abandoned (its claim failed, or the key turned out present) leaves
+//!   the bits it cleared, and the insertion's next sweep starts again at its start way: those
+//!   clearings are sweep steps (E1) of an insertion that does not happen, or that restarts.
+//!   The loom checker interleaves the sweep steps of one sweep per new key
+//!   (`Model::sweep_step`, up to three) and at most one aborted attempt per group, not these.
+//! - In a CLOCK shard a spare unit is taken before the claim that uses it and given back if
+//!   that claim fails (another insertion claimed the same set first): a tentative reservation.
+//!   While it is held, an insertion into another set that finds no unit left evicts, although
+//!   at its instant the shard has a unit free. Exact condition: the shard's spare units are
+//!   down to the ones held by insertions whose claims then fail, and another set's insertion
+//!   finds none in that window. The effect is an eviction that comes early (the shard holds
+//!   fewer keys than its capacity, by at most the number of such failed claims in flight); its
+//!   victim is still CLOCK's choice in its own set. Taking the unit under the claim would need
+//!   the unit count and the set's claim word changed at one instant (a multi-word
+//!   compare-and-swap with a record per new key, like an eviction's), which every new key
+//!   would pay for. The loom model of this history is kept in the suite, ignored, with this
+//!   reason.
 //!
 //! Nothing on the hit path allocates.
 
@@ -571,6 +595,8 @@ impl Shard {
                     len
                 }
             };
+            #[cfg(any(debug_assertions, loom))]
+            self.check_free_word(set, c, guard);
             // The plan: the first empty way, or a victim (module docs).
             let (way, unit, plan) = match self.room(len) {
                 Some(unit) => (len, unit, None),
@@ -600,14 +626,8 @@ impl Shard {
                 "txgate-ratelimit needs heap addresses below 2^48 (key tags use the top 16 bits)"
             );
             let Some((victim, word, stamp)) = plan else {
-                // The new key's recency, drawn before the insertion takes effect (its claim), so
-                // that no access after it looks older (I5). The way is empty until then.
-                if self.lru {
-                    let tick = self.next_tick();
-                    // SeqCst: as in `touch`.
-                    self.stamps[way].fetch_max(tick, Ordering::SeqCst);
-                }
-                // An empty way: the claim is the insertion (I2).
+                // An empty way: the claim is the insertion (I2); its recency is stamped by its
+                // completion, after the claim (I5).
                 // AcqRel on success: Release publishes the node (key, counts, plan) to whoever
                 // loads the claim and completes it; Acquire keeps our completion after the claim.
                 // SeqCst on failure: the newer claim word is the next one we act on (complete
@@ -721,6 +741,32 @@ impl Shard {
         let c = guard.protect(self.claim(set), Ordering::Acquire);
         if is_claim(c) {
             self.complete(set, c, guard);
+        }
+    }
+
+    /// Checks (debug builds and loom) that the free claim word `c` of `set` names the node of
+    /// the set's last completed insertion, which is in one of its ways, or null for a set that
+    /// never had one (I3: a failed eviction restores the word it replaced; I8). Checked only if
+    /// the claim word still holds `c` after the ways were read, so that no insertion completed
+    /// in between.
+    #[cfg(any(debug_assertions, loom))]
+    fn check_free_word(&self, set: usize, c: *mut Node, guard: &Guard<'_>) {
+        let last = c.map_addr(|a| a & !1);
+        let mut found = last.is_null();
+        for way in 0..self.ways {
+            // Acquire: as in `scan`.
+            let slot = guard.protect(self.slot(set, way), Ordering::Acquire);
+            if slot.is_null() {
+                break;
+            }
+            found |= untag(slot) == last;
+        }
+        // Acquire: as in `get_or_insert`.
+        if guard.protect(self.claim(set), Ordering::Acquire) == c {
+            assert!(
+                found,
+                "set {set}: a free claim word names no node of the set"
+            );
         }
     }
 
@@ -842,6 +888,20 @@ impl Shard {
                     Ordering::Relaxed,
                 );
             }
+            if self.lru {
+                // The new key's recency, drawn after its insertion took effect (the claim) and
+                // stamped before the claim is freed (I5). A way's stamp is 0 only while no node
+                // was ever placed in it (ways are never emptied, ticks start at 1), so only the
+                // first completer's tick lands, and only on this node: a late completer finds the
+                // stamp set (every completer tried before it frees the claim). An access to the
+                // node that raised the stamp first is a later use.
+                // SeqCst (the load and the compare-and-swap): as in `touch`.
+                let stamp = &self.stamps[usize::from(node.way)];
+                if stamp.load(Ordering::SeqCst) == 0 {
+                    let tick = self.next_tick();
+                    let _ = stamp.compare_exchange(0, tick, Ordering::SeqCst, Ordering::SeqCst);
+                }
+            }
             // Release on success: every change of this insertion happens before the next
             // planner's Acquire load of the freed word. Relaxed on failure: another thread freed
             // it.
@@ -932,6 +992,12 @@ impl Shard {
             // Relaxed: quiescent.
             let c = self.claim(set).load(Ordering::Relaxed);
             assert!(!is_claim(c), "set {set}: an insertion is still in flight");
+            // `free(X)`: X is the node of the last insertion that completed in the set, so it
+            // is in one of the set's ways (an eviction of it would have completed a later
+            // insertion), or null if none did; a failed eviction restored the word it replaced
+            // (I3).
+            let last = c.map_addr(|a| a & !1);
+            let mut last_found = last.is_null();
             let mut len = 0;
             for way in 0..self.ways {
                 // Relaxed: quiescent.
@@ -939,6 +1005,7 @@ impl Shard {
                 if slot.is_null() {
                     break;
                 }
+                last_found |= untag(slot) == last;
                 len += 1;
                 // SAFETY: loaded under `guard` from our slot.
                 let node = unsafe { self.deref(untag(slot), guard) };
@@ -963,6 +1030,10 @@ impl Shard {
                 let slot = self.slot(set, way).load(Ordering::Relaxed);
                 assert!(slot.is_null(), "set {set}: way {way} after an empty way");
             }
+            assert!(
+                last_found && last.is_null() == (len == 0),
+                "set {set}: the claim word names no node of the set"
+            );
             total += len;
             extra += len.saturating_sub(1);
         }

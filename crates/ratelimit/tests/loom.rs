@@ -1,7 +1,9 @@
 //! loom models of the lock-free paths (run with `RUSTFLAGS="--cfg loom"`, see the workspace
 //! README). Reclamation is txgate-sync's loom stand-in, which poisons a retired node as soon as
-//! every guard alive at its retirement has dropped and makes any later access panic; it adds no
-//! happens-before edge of its own. Each model ends with the structural validator.
+//! every guard alive at its retirement has dropped and makes any later access panic; its only
+//! ordering is seize's Linux barriers (a fence at each retirement, and the fence `membarrier`
+//! runs in every other thread, modelled before that thread's next guard entry), none on guard
+//! entry. Each model ends with the structural validator.
 #![cfg(loom)]
 
 use std::num::NonZeroU32;
@@ -196,6 +198,40 @@ fn a_dropped_group_names_a_key_over_its_limit_at_one_instant() {
             Decision::Drop { index, .. } => {
                 assert!(sa.is_admit(), "{sa:?}");
                 assert_eq!(index, 0, "{group:?} {sa:?} {sb:?}");
+            }
+            _ => unreachable!(),
+        }
+        l.validate();
+    });
+}
+
+/// As [`a_dropped_group_names_a_key_over_its_limit_at_one_instant`], with the write to b a
+/// penalty (L = 2, penalty 1; both keys at 1): the other thread admits a (aborting the group if
+/// its marker is there) and then penalizes b. Sequentially the group is admitted first, or a's
+/// admission comes first and the group drops on a (index 0); a drop naming b would rest on b's
+/// penalty, written after the group's abort.
+#[test]
+fn a_dropped_group_never_names_a_penalty_written_after_its_abort() {
+    loom::model(|| {
+        let l = sharded(2, 8, 4);
+        let (a, b) = ordered_pair(&l);
+        assert!(l.admit_key(a, T0).is_admit());
+        assert!(l.admit_key(b, T0).is_admit());
+        let t = {
+            let l = l.clone();
+            thread::spawn(move || {
+                let sa = l.admit_key(a, T0);
+                l.penalize_keys(&[b], T0);
+                sa
+            })
+        };
+        let group = l.admit_keys(&[a, b], T0);
+        let sa = t.join().unwrap();
+        match group {
+            Decision::Admit { .. } => assert!(sa.is_drop(), "{sa:?}"),
+            Decision::Drop { index, .. } => {
+                assert!(sa.is_admit(), "{sa:?}");
+                assert_eq!(index, 0, "{group:?} {sa:?}");
             }
             _ => unreachable!(),
         }
@@ -603,10 +639,31 @@ fn linearizable_within(
             };
             Model::new(&config).unwrap().group_keys(k).len()
         };
+        // E1 in a CLOCK shard: a new key's insertion may first take sweep steps of its own
+        // (each clearing one reference bit), up to `SWEEP_STEPS`, interleaved with the other
+        // thread's steps. Offered to single-key operations on keys the set-up left untracked.
+        let after_setup = {
+            let mut m = Model::new(&config).unwrap();
+            for op in &s.setup {
+                let _ = on_model(&mut m, op);
+            }
+            m
+        };
+        let sweeps = |op: &Op| -> usize {
+            let k = match op {
+                Op::Admit(k, ..) | Op::Penalize(k) => k,
+            };
+            let new = distinct(op) == 1 && after_setup.counts(&k[0]).is_none();
+            if after_setup.clock() && new {
+                SWEEP_STEPS
+            } else {
+                0
+            }
+        };
         let prefixes = |ops: &[Op]| -> Vec<Vec<usize>> {
             ops.iter().fold(vec![vec![]], |acc, op| {
                 let n = distinct(op);
-                let choices = if n >= 2 { n + 1 } else { 1 };
+                let choices = if n >= 2 { n + 1 } else { sweeps(op) + 1 };
                 acc.into_iter()
                     .flat_map(|p| {
                         (0..choices).map(move |c| {
@@ -624,6 +681,7 @@ fn linearizable_within(
                     let n = distinct(&ops[i]);
                     let mut v = Vec::new();
                     if n < 2 {
+                        v.extend((0..prefix[i]).map(|_| (i, Step::Sweep)));
                         v.push((i, Step::Whole));
                         return v;
                     }
@@ -664,6 +722,7 @@ fn linearizable_within(
                             };
                             match step {
                                 Step::Whole => on_model(&mut m, op_) == got[t][op],
+                                Step::Sweep => m.sweep_step(&k[0]),
                                 Step::Aborted(n) => {
                                     m.lookup_keys(k, n, T0 + dt);
                                     true
@@ -715,11 +774,18 @@ fn linearizable_within(
     });
 }
 
+/// The most sweep steps the checker lets a CLOCK insertion take before its eviction: enough for
+/// a sweep to go round a set of two keys once and a half (clear both bits, then the start key's
+/// again after a use set it).
+const SWEEP_STEPS: usize = 3;
+
 /// A step of the sequential model in the checker.
 #[derive(Clone, Copy, Debug)]
 enum Step {
     /// A single key's operation, whole.
     Whole,
+    /// One step of the CLOCK sweep of a single key's insertion, before it (clears one bit).
+    Sweep,
     /// The lookups of the first `n` keys of a group's aborted attempt.
     Aborted(usize),
     /// The lookup of a group's `j`-th key (canonical order) in its last attempt.
@@ -972,6 +1038,184 @@ fn linearizable_d_a_groups_lookups_before_it_takes_effect() {
             setup: vec![admit(&[x], 2), admit(&[a], 1)],
             threads: [vec![admit(&[a, b], 1)], vec![admit(&[x], 1)]],
             keys: vec![x, a, b],
+        }
+    });
+}
+
+/// A CLOCK shard (one set of 4 ways holding 2 keys, L = 1; both reference bits clear): a new
+/// key's sweep starts at the way its hash draws, whose key another thread hits and is dropped.
+/// A dropped hit is a use, and when its interval is current it writes only the reference bit:
+/// if it comes first the sweep must pass that key and evict the other one.
+#[test]
+fn linearizable_a_dropped_hit_that_only_sets_the_reference_bit_is_a_use() {
+    linearizable(clock_shard(1, 2, 4), |l| {
+        let [v, w, n] = keys(l);
+        let start = (((n.hash() >> 16) & 0xFFFF_FFFF) * 2) >> 32;
+        let first = if start == 0 { v } else { w };
+        Scenario {
+            setup: vec![admit(&[v], 1), admit(&[w], 1)],
+            threads: [vec![admit(&[n], 1)], vec![admit(&[first], 1)]],
+            keys: vec![v, w, n],
+        }
+    });
+}
+
+/// `n` distinct keys of the one shard per set of a shard of `sets` sets (a set: the high bits
+/// of the key's hash, as the table picks it), from one peer's apps.
+fn keys_by_set(l: &AppRateLimiter, sets: u64, n: usize) -> Vec<Vec<AppKey>> {
+    let set = |k: &AppKey| ((u128::from(k.hash()) * u128::from(sets)) >> 64) as u64;
+    (0..sets)
+        .map(|s| {
+            (0..=255u8)
+                .map(|i| l.app_key(1, &peer(i)))
+                .filter(|k| set(k) == s)
+                .take(n)
+                .collect()
+        })
+        .collect()
+}
+
+/// CLOCK over two sets sharing one spare unit (capacity 3 in sets of 3 ways: 2 sets, each with
+/// one key of room, and 1 unit; L = 1): a1 in set 0 and b1 in set 1, then new keys a2 and b2
+/// race. The one that takes the unit is inserted; the other evicts its set's key.
+#[test]
+fn linearizable_clock_two_sets_race_for_one_spare_unit() {
+    linearizable(clock_shard(1, 3, 3), |l| {
+        let by = keys_by_set(l, 2, 2);
+        let (a1, a2, b1, b2) = (by[0][0], by[0][1], by[1][0], by[1][1]);
+        Scenario {
+            setup: vec![admit(&[a1], 1), admit(&[b1], 1)],
+            threads: [vec![admit(&[a2], 1)], vec![admit(&[b2], 1)]],
+            keys: vec![a1, a2, b1, b2],
+        }
+    });
+}
+
+/// CLOCK with an early eviction (capacity 9 in sets of 3 ways: 6 sets, 3 spare units; L = 1):
+/// set 0 holds a1..a3 (two units taken, one left), so a new key a4 of set 0 evicts although a
+/// unit remains, while another thread inserts b1 into set 1 (one key of room of its own) and
+/// hits a1.
+#[test]
+fn linearizable_clock_a_full_set_evicts_while_a_unit_remains() {
+    linearizable(clock_shard(1, 9, 3), |l| {
+        let by = keys_by_set(l, 6, 4);
+        let (a, b1) = (&by[0], by[1][0]);
+        Scenario {
+            setup: vec![admit(&[a[0]], 1), admit(&[a[1]], 1), admit(&[a[2]], 1)],
+            threads: [
+                vec![admit(&[a[3]], 1)],
+                vec![admit(&[b1], 1), admit(&[a[0]], 1)],
+            ],
+            keys: vec![a[0], a[1], a[2], a[3], b1],
+        }
+    });
+}
+
+/// A caller behind never makes a key stale (shard of 3 in way order u, w, v, all used at
+/// T0 + 2 s, recency w < v < u; L = 3): thread 1 inserts n while thread 2
+/// admits u two intervals behind and then uses w. If the behind access rolled u back to T0's
+/// interval, u would turn stale after n's plan read it as current, and n would evict v where
+/// every order evicts the stale u. A key never rolls backwards, so u stays current and v, the
+/// least recently used, goes in every order.
+#[test]
+fn linearizable_a_caller_behind_never_makes_a_key_stale_under_a_plan() {
+    linearizable(one_shard(3, 3), |l| {
+        let [u, w, v, n] = keys(l);
+        Scenario {
+            setup: vec![
+                Op::Admit(vec![u], 1, 2 * SEC),
+                Op::Admit(vec![w], 1, 2 * SEC),
+                Op::Admit(vec![v], 1, 2 * SEC),
+                Op::Admit(vec![u], 1, 2 * SEC),
+            ],
+            threads: [
+                vec![Op::Admit(vec![n], 1, 2 * SEC)],
+                vec![Op::Admit(vec![u], 1, 0), Op::Admit(vec![w], 1, 2 * SEC)],
+            ],
+            keys: vec![u, w, v, n],
+        }
+    });
+}
+
+/// A failed claim leaves no recency on another key's way (shard of 3, L = 1; q tracked):
+/// thread 1 inserts x then z while thread 2 inserts y and then uses q. Thread 1 may find way 1
+/// empty, lose its claim to y's, and insert x into way 2; z then evicts the least recently used
+/// key, y (inserted before q's use in every order that keeps thread 2's order), never q.
+#[test]
+fn linearizable_a_failed_claim_leaves_no_recency_on_another_keys_way() {
+    linearizable(one_shard(1, 3), |l| {
+        let [q, y, x, z] = keys(l);
+        Scenario {
+            setup: vec![admit(&[q], 1)],
+            threads: [
+                vec![admit(&[x], 1), admit(&[z], 1)],
+                vec![admit(&[y], 1), admit(&[q], 1)],
+            ],
+            keys: vec![q, y, x, z],
+        }
+    });
+}
+
+/// A late hit never raises the recency of the key that replaced its node (shard of 2, L = 2;
+/// y then q used, y least recent): thread 1 admits y while thread 2 inserts n (evicting y) and
+/// then uses q. If thread 1 found y's node before the eviction and draws its tick after q's
+/// use, its stamp must not land on n, now in y's way: y comes back fresh and evicts n, the
+/// least recently used, not q.
+#[test]
+fn linearizable_a_late_hit_never_stamps_the_node_that_replaced_its_key() {
+    linearizable(one_shard(2, 2), |l| {
+        let [y, q, n] = keys(l);
+        Scenario {
+            setup: vec![admit(&[y], 1), admit(&[q], 1)],
+            threads: [vec![admit(&[y], 1)], vec![admit(&[n], 1), admit(&[q], 1)]],
+            keys: vec![y, q, n],
+        }
+    });
+}
+
+/// CLOCK, two sets sharing one spare unit (capacity 3 in sets of 3 ways; L = 1; a1 in set 0, b1
+/// in set 1): thread 1 inserts a2 (set 0) while thread 2 inserts b2 (set 1) and then a2. Thread
+/// 1 may reserve the unit, lose set 0's claim to thread 2's a2 and give the unit back, after b2
+/// found none and evicted b1: b2's instant had a unit free, so no order explains it. The known
+/// limit of the table's protocol ("Known limits": a spare unit is a tentative reservation).
+#[test]
+#[ignore = "known limit, documented in the table module's protocol: a CLOCK spare unit is \
+            reserved before the set's claim, so a racing insertion into another set may evict \
+            early"]
+fn linearizable_clock_spare_unit_held_by_a_failing_claim() {
+    linearizable(clock_shard(1, 3, 3), |l| {
+        let by = keys_by_set(l, 2, 2);
+        let (a1, a2, b1, b2) = (by[0][0], by[0][1], by[1][0], by[1][1]);
+        Scenario {
+            setup: vec![admit(&[a1], 1), admit(&[b1], 1)],
+            threads: [
+                vec![admit(&[a2], 1)],
+                vec![admit(&[b2], 1), admit(&[a2], 1)],
+            ],
+            keys: vec![a1, a2, b1, b2],
+        }
+    });
+}
+
+/// A CLOCK sweep that goes round again (one set of 4 ways holding v and w, L = 4, both bits
+/// set): a new key n's sweep clears both bits, the key at its start way is admitted meanwhile
+/// (its bit set again), and the sweep clears it again and evicts the other key. Each clearing is
+/// a step of its own (E1), so the checker interleaves the admission between them.
+#[test]
+fn linearizable_a_clock_sweep_going_round_after_a_use_of_its_start_key() {
+    linearizable(clock_shard(3, 2, 4), |l| {
+        let [v, w, n] = keys(l);
+        let start = (((n.hash() >> 16) & 0xFFFF_FFFF) * 2) >> 32;
+        let first = if start == 0 { v } else { w };
+        Scenario {
+            setup: vec![
+                admit(&[v], 1),
+                admit(&[w], 1),
+                admit(&[v], 1),
+                admit(&[w], 1),
+            ],
+            threads: [vec![admit(&[n], 1)], vec![admit(&[first], 1)]],
+            keys: vec![v, w, n],
         }
     });
 }

@@ -494,13 +494,37 @@ fn keys_equal_after_shard_reduction_are_one_key() {
 }
 
 #[test]
-fn callers_far_behind_reset_the_key() {
-    let l = limiter(1, 10); // L = 10
+fn callers_behind_count_in_the_keys_interval_and_change_nothing() {
+    let l = limiter(1, 10); // L = 10, window 10 s
+    let key = l.app_key(1, &peer(1));
     assert_eq!(admitted(&l, &[1], &peer(1), T0 + 30 * SEC, 10), 10);
-    // Three intervals behind: the key is reset to the caller's interval (modulo 2^29 a key that
-    // far ahead is one idle for almost 2^29 windows).
-    assert_eq!(admitted(&l, &[1], &peer(1), T0 + 5 * SEC, 10), 10);
-    assert!(l.admit(&[1], &peer(1), T0 + 5 * SEC).is_drop());
+    // Three intervals behind: counted in the key's interval at offset 0 (cur 10 of L = 10), so
+    // all dropped, and the key keeps its interval and counts (never rolled backwards).
+    assert_eq!(admitted(&l, &[1], &peer(1), T0 + 5 * SEC, 10), 0);
+    assert_eq!(l.counts(key), Some((0, 10)));
+    // Back at the key's clock one interval on: prev 10 weighs floor(10 * 9 / 10) = 9 at 1 s.
+    assert_eq!(admitted(&l, &[1], &peer(1), T0 + 41 * SEC, 10), 1);
+    assert_eq!(l.counts(key), Some((10, 1)));
+}
+
+/// A caller far behind never makes a key stale for one on time: the key it used stays the most
+/// recently used and current, so a new key evicts the least recently used one instead.
+#[test]
+fn a_caller_behind_never_makes_a_key_stale() {
+    let l = small(1); // L = 10, window 10 s, 4 keys per shard
+    let a: Vec<AppKey> = (0..5).map(|i| l.app_key(1, &peer(i))).collect();
+    let t2 = T0 + 20 * SEC;
+    for key in &a[..4] {
+        assert!(l.admit_key(*key, t2).is_admit());
+    }
+    // Two intervals behind: counted in a[0]'s interval (cur 1, so admitted), a[0] stays in t2's
+    // interval and becomes the most recently used.
+    assert!(l.admit_key(a[0], T0).is_admit());
+    assert_eq!(l.counts(a[0]), Some((0, 2)));
+    // At t2 no key is stale, so the least recently used, a[1], goes (rolled back to T0's
+    // interval, a[0] would have gone as stale).
+    assert!(l.admit_key(a[4], t2).is_admit());
+    assert_eq!(tracked(&l, &a), [true, false, true, true, true]);
 }
 
 #[test]

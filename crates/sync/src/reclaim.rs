@@ -19,12 +19,18 @@
 //!
 //! The stand-in's bookkeeping sits behind a `std` mutex, not a loom one: loom runs one thread at
 //! a time and no loom operation runs while it is held, so it never blocks, and being invisible to
-//! loom it adds no happens-before edge between the model's threads that seize would not provide
-//! (a loom mutex would order every guard entry after every earlier guard exit and hide ordering
-//! bugs). What it does model is seize's barrier pair: a `SeqCst` fence after a guard registers
-//! and one before a retirement reads the set of active guards (seize: a light barrier on entry, a
-//! heavy one, `membarrier` on Linux, before it scans the active threads), so that a guard the
-//! retirement did not wait for cannot load the retired object from a stale pointer.
+//! loom it adds no happens-before edge between the model's threads (a loom mutex would order
+//! every guard entry after every earlier guard exit and hide ordering bugs). What it does model
+//! is the barrier pair seize uses on Linux, and only that: entering a guard has no fence of its
+//! own (seize's light barrier there is a compiler fence), and a retirement runs seize's heavy
+//! barrier, `membarrier`, which executes a full fence in the retiring thread and in every other
+//! thread of the process during the system call. The stand-in runs a `SeqCst` fence in the
+//! retiring thread, and in each other thread before that thread's next guard entry after the
+//! retirement (the latest point at which the barrier's fence can matter to a guard the
+//! retirement did not wait for: that guard's loads then see the unlinking that preceded the
+//! retirement, C++20 [atomics.order] p4.4). A thread that has not entered a guard since the
+//! last retirement gets no fence. seize runs the barrier once per batch of retirements; the
+//! stand-in once per retirement, as seize does with a batch of 1.
 //!
 //! # ThreadSanitizer builds (`--cfg txgate_tsan`)
 //!
@@ -177,12 +183,19 @@ impl Collector {
             let id = state.next_id;
             state.next_id += 1;
             state.active.push(id);
+            // The fence `membarrier` ran in this thread if a retirement came since this thread
+            // last had one (module docs).
+            let me = loom::thread::current().id();
+            let barriers = state.barriers;
+            let due = state.fenced.insert(me, barriers) != Some(barriers);
             drop(state);
-            // SeqCst fence, as seize's entry barrier: a retirement whose snapshot of the active
-            // guards missed this guard came earlier in the SeqCst order, so this guard's loads
-            // see the unlinking that preceded it (C++20 [atomics.order] p4.4 with the fence in
-            // `retire`).
-            crate::sync::fence(Ordering::SeqCst);
+            if due {
+                // SeqCst fence, as the one seize's retirement barrier runs in this thread: a
+                // retirement whose snapshot of the active guards missed this guard came earlier
+                // in the SeqCst order, so this guard's loads see the unlinking that preceded it
+                // (C++20 [atomics.order] p4.4 with the fence in `standin_retire`).
+                crate::sync::fence(Ordering::SeqCst);
+            }
             Guard {
                 collector: self,
                 id,
@@ -298,9 +311,13 @@ impl Guard<'_> {
 
     #[cfg(loom)]
     fn standin_retire(&self, ptr: *mut (), reclaim: unsafe fn(*mut ())) {
-        // SeqCst fence, as seize's retirement barrier: pairs with the fence in `enter`.
+        // SeqCst fence, as seize's retirement barrier in this thread: pairs with the fence it
+        // runs in every other thread (modelled in `enter`).
         crate::sync::fence(Ordering::SeqCst);
         let mut state = self.collector.state();
+        state.barriers += 1;
+        let barriers = state.barriers;
+        state.fenced.insert(loom::thread::current().id(), barriers);
         // Every guard alive now may hold the object; guards entered later cannot load it
         // (precondition 2), so only these are waited for.
         let waiting = state.active.clone();
@@ -400,7 +417,7 @@ mod deferred {
 
 #[cfg(loom)]
 mod standin {
-    use std::collections::HashSet;
+    use std::collections::{HashMap, HashSet};
 
     /// A retired object and how to reclaim it; the stand-in owns it.
     pub(super) struct Retired {
@@ -414,6 +431,10 @@ mod standin {
 
     #[derive(Default)]
     pub(super) struct State {
+        /// Retirement barriers run so far.
+        pub(super) barriers: u64,
+        /// Per thread, the count of barriers whose fence it has run (module docs).
+        pub(super) fenced: HashMap<loom::thread::ThreadId, u64>,
         /// The id of the next guard.
         pub(super) next_id: u64,
         /// Ids of the guards alive now.
