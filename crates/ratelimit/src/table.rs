@@ -953,6 +953,8 @@ impl Shard {
             // The new key's recency, drawn by the owner before the claim (I5); the same value
             // from every completer.
             // SAFETY: as `stamp` above.
+            // Relaxed: the owner stored the tick before its claim's Release, and every
+            // completer reached `op` through an Acquire load of that claim word.
             let tick = unsafe { &*op }.tick.load(Ordering::Relaxed);
             // SeqCst: as in `touch`.
             self.stamps[way].fetch_max(tick, Ordering::SeqCst);
