@@ -5,16 +5,16 @@
 //! - [`codec::TxidHasher`] (`codec/txid.rs`): every txid is computed here (`Transaction.ID`).
 //! - [`source`] (feature `archive`): block sources: files, directories, tar and tar.bz2 archives.
 //! - [`synth`] (feature `synth`): synthetic blocks and messages, encoded as go-algorand does.
-//! - `types` ([`Round`], [`Txid`]): the value types every txgate crate shares.
+//! - `ids` ([`Round`], [`Txid`]): the value types every txgate crate shares.
 
 pub mod codec;
+mod ids;
 #[cfg(feature = "archive")]
 pub mod source;
 #[cfg(any(test, feature = "synth"))]
 pub mod synth;
-mod types;
 
-pub use types::{Round, Txid, TxidParseError};
+pub use ids::{Round, Txid, TxidParseError};
 
 /// The crate README's examples, compiled and run as doctests.
 #[cfg(doctest)]

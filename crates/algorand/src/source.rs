@@ -38,7 +38,7 @@ use std::fs::File;
 use std::io::{self, BufReader, Read, Seek};
 use std::path::{Path, PathBuf};
 
-use crate::types::Round;
+use crate::ids::Round;
 
 /// How deep archives may nest inside an archive (the outer one is level 0).
 pub const MAX_NESTING: usize = 4;

@@ -34,7 +34,7 @@ use crate::codec::{
     TxidHasher, consensus_version, payset_digest, put_array_len, put_bin, put_bool, put_int,
     put_map_len, put_str, put_uint, synth_commitments,
 };
-use crate::types::{Round, Txid};
+use crate::ids::{Round, Txid};
 
 /// The fee written into every synthetic transaction, in microalgos: go-algorand's `MinTxnFee`
 /// consensus parameter (1000 since the first protocol).

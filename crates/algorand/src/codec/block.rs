@@ -10,7 +10,7 @@ use super::read::{
 };
 use super::txid::TxnMap;
 use super::txn::Txn;
-use crate::types::Round;
+use crate::ids::Round;
 
 /// A decoded block.
 ///

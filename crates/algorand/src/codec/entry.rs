@@ -9,7 +9,7 @@ use super::msgpack::{Reader, Scan, Token, put_bin, put_str};
 use super::read::{once, read_key, read_map_len, typed};
 use super::txid::TxnMap;
 use super::txn::{Completion, Txn, decode_txn};
-use crate::types::Round;
+use crate::ids::Round;
 
 /// The payset's array header (nil: empty).
 pub(super) fn read_payset_len(

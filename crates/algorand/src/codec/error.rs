@@ -2,7 +2,7 @@
 //! [`PaysetError`] (a payset that does not match its header's commitment).
 
 use super::msgpack::{RawError, RawErrorKind};
-use crate::types::Round;
+use crate::ids::Round;
 
 /// Why bytes are not a block or a transaction message.
 ///

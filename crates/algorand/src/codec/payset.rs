@@ -9,7 +9,7 @@ use super::error::DecodeError;
 use super::msgpack::{RawError, Reader, Token};
 use super::read::{expect_end, once, read_key, read_map_len, read_uint};
 use super::txid::TxnMap;
-use crate::types::{Round, Txid};
+use crate::ids::{Round, Txid};
 
 /// Domain-separation prefix of a flat payset commitment (go-algorand `protocol.PaysetFlat`).
 pub const PAYSET_FLAT_PREFIX: &[u8; 2] = b"PF";

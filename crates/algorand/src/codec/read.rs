@@ -4,7 +4,7 @@
 
 use super::error::DecodeError;
 use super::msgpack::{Reader, Token};
-use crate::types::Round;
+use crate::ids::Round;
 
 /// Reads one token and maps it with `want`; `None` from `want` is a wrong type for `field`.
 pub(super) fn typed<'a, T>(

@@ -13,8 +13,8 @@ use super::gossip::gossip_messages;
 use super::msgpack::{self, put_array_len, put_bin, put_bool, put_map_len, put_str, put_uint};
 use super::payset::{payset_entry_txid, payset_offsets};
 use super::txn::{decode_txn_message, distinct_app_ids};
+use crate::ids::Txid;
 use crate::synth::{SynthTxn, encode_block, encode_txn_message};
-use crate::types::Txid;
 
 const GEN: &str = "synth-v1";
 const GH: [u8; 32] = [0x5a; 32];

@@ -10,7 +10,7 @@ use rmp::encode::ByteBuf;
 use sha2::{Digest, Sha512_256};
 
 use super::msgpack;
-use crate::types::Txid;
+use crate::ids::Txid;
 
 /// Domain-separation prefix of a transaction id (go-algorand `protocol.Transaction`).
 pub const TXID_PREFIX: &[u8; 2] = b"TX";

@@ -7,7 +7,7 @@ use super::error::DecodeError;
 use super::msgpack::{self, Reader, Scan};
 use super::read::{read_32, read_array_len, read_bytes, read_key, read_map_len, read_uint};
 use super::txid::{Entry, EntryValue, TxnMap};
-use crate::types::{Round, Txid};
+use crate::ids::{Round, Txid};
 
 /// One transaction of a block (or of a transaction message), with what the ledger and the
 /// handler need from it.

@@ -16,7 +16,7 @@ use super::payset::{Located, locate_payset, payset_digest};
 use super::read::{read_key, read_map_len};
 use super::txid::TxnMap;
 use super::txn::read_txn_map;
-use crate::types::{Round, Txid};
+use crate::ids::{Round, Txid};
 
 /// Domain prefix of a payset Merkle leaf (go-algorand `protocol.TxnMerkleLeaf`).
 pub const TXN_MERKLE_LEAF_PREFIX: &[u8; 2] = b"TL";
