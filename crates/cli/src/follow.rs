@@ -19,7 +19,6 @@ use rand::rngs::SmallRng;
 use serde::Serialize;
 use txgate_algorand::codec::Block;
 use txgate_algorand::{Round, Txid};
-use txgate_bloom::{BLOCK_BYTES, BloomBuilder};
 use txgate_ledger::store::Ledger;
 
 use crate::error::CliError;
@@ -43,14 +42,6 @@ pub(crate) fn stop_requested() -> bool {
 pub(crate) fn install_stop_handler() -> Result<(), CliError> {
     crate::signals::set_following();
     Ok(())
-}
-
-/// The bytes of the bloom the ledger builds for a round of `txns` transactions at target rate
-/// `fpr`: the ledger sizes each round's bloom with
-/// `BloomBuilder::with_false_positive_rate(txns, fpr)`, `BLOCK_BYTES` per block.
-pub(crate) fn bloom_bytes(txns: usize, fpr: f64) -> u64 {
-    BloomBuilder::with_false_positive_rate(txns as u64, fpr)
-        .map_or(0, |b| b.num_blocks() * BLOCK_BYTES as u64)
 }
 
 /// What the follow phase measured, in the JSON report's `follow` object.
@@ -161,14 +152,18 @@ impl Follow {
         }
         r.hit_mean_ns = self.hit_ns as f64 / r.hits.max(1) as f64;
         r.miss_mean_ns = self.miss_ns as f64 / r.misses.max(1) as f64;
-        let fpr = ledger.config().false_positive_rate;
+        // The round's stored bloom, whatever its layout (0 when the ledger keeps no blooms).
+        let bloom_bytes = ledger
+            .round_bloom(round)
+            .map_err(err)?
+            .map_or(0, |bloom| bloom.memory_bytes());
         Ok(format!(
             "{:>10} {:>6} {:>9.2} {:>13.2} {:>12} {:>9.2} {:>9.2} {:>11} {:>13}",
             round,
             block.txns.len(),
             fetch.as_secs_f64() * 1e3,
             add_block.as_secs_f64() * 1e3,
-            bloom_bytes(block.txns.len(), fpr),
+            bloom_bytes,
             r.hit_mean_ns / 1e3,
             r.miss_mean_ns / 1e3,
             format!("{}/{}", r.hits_found, r.hits),
@@ -179,25 +174,5 @@ impl Follow {
     /// The figures so far.
     pub(crate) fn report(&self) -> FollowReport {
         self.report.clone()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bloom_bytes_follow_the_blocked_sizing() {
-        // Whole 32-byte blocks; at least one block even for an empty round.
-        for n in [0, 1, 17, 1000] {
-            let bytes = bloom_bytes(n, 0.001);
-            assert!(bytes >= 32 && bytes.is_multiple_of(32), "{n}: {bytes}");
-            let built = BloomBuilder::with_false_positive_rate(n as u64, 0.001)
-                .unwrap()
-                .build()
-                .unwrap();
-            assert_eq!(bytes, built.memory_bytes());
-        }
-        assert!(bloom_bytes(1000, 0.001) > bloom_bytes(1000, 0.01));
     }
 }
