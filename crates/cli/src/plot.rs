@@ -22,6 +22,8 @@ const LEFT: f64 = 70.0;
 const RIGHT: f64 = 20.0;
 const TOP: f64 = 50.0;
 const BOTTOM: f64 = 60.0;
+/// Room above the largest y tick, as a fraction of it.
+const HEADROOM: f64 = 0.06;
 
 fn escape(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -47,7 +49,8 @@ fn tick_step(span: f64, target: f64) -> f64 {
     nice * mag
 }
 
-/// Renders a line chart: x from 0 to the largest x, y from 0 to `y_max`.
+/// Renders a line chart: x from 0 to the first x tick at or after the largest x, y from 0 to
+/// `y_max` (ticks) with a little room above it.
 pub(crate) fn line_chart(
     title: &str,
     x_label: &str,
@@ -55,14 +58,20 @@ pub(crate) fn line_chart(
     y_max: f64,
     series: &[Series],
 ) -> String {
-    let x_max = series
+    let x_data = series
         .iter()
         .flat_map(|s| s.points.iter().map(|p| p.0))
         .fold(1.0f64, f64::max);
+    // The x axis ends on a tick at or after the last point, so the last tick is labelled.
+    let xstep = tick_step(x_data, 10.0);
+    let x_max = (x_data / xstep).ceil() * xstep;
     let pw = WIDTH - LEFT - RIGHT;
     let ph = HEIGHT - TOP - BOTTOM;
     let sx = |x: f64| LEFT + x / x_max * pw;
-    let sy = |y: f64| TOP + ph - (y / y_max).clamp(0.0, 1.0) * ph;
+    // The plot area reaches HEADROOM above `y_max`, so a line at `y_max` (100 %) is drawn
+    // inside the frame, not on it.
+    let y_top = y_max * (1.0 + HEADROOM);
+    let sy = |y: f64| TOP + ph - (y / y_top).clamp(0.0, 1.0) * ph;
     let mut svg = String::new();
     // `write!` into a String cannot fail.
     let _ = writeln!(
@@ -89,7 +98,6 @@ pub(crate) fn line_chart(
         );
         y += ystep;
     }
-    let xstep = tick_step(x_max, 10.0);
     let mut x = 0.0;
     while x <= x_max + xstep * 1e-9 {
         let px = sx(x);
@@ -177,5 +185,35 @@ mod tests {
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
         assert_eq!(tick_step(100.0, 5.0), 20.0);
         assert_eq!(tick_step(60.0, 10.0), 10.0);
+    }
+
+    /// Seconds 0..=59 end on a labelled 60 s tick, and a series at `y_max` is drawn inside the
+    /// frame (below its top edge), not on it.
+    #[test]
+    fn last_tick_is_labelled_and_the_top_value_stays_inside_the_frame() {
+        let full = Series {
+            label: "honest".into(),
+            color: "green",
+            dashed: false,
+            points: (0..60).map(|s| (f64::from(s), 100.0)).collect(),
+        };
+        let svg = line_chart("t", "s", "%", 100.0, &[full]);
+        assert!(svg.contains(">60</text>"), "no 60 s label");
+        assert!(!svg.contains(">70</text>"));
+        let polyline = svg.lines().find(|l| l.starts_with("<polyline")).unwrap();
+        let first_y: f64 = polyline
+            .split("points=\"")
+            .nth(1)
+            .unwrap()
+            .split([',', ' '])
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(
+            first_y > TOP + 1.0,
+            "100 % drawn at y {first_y}, the frame's top is {TOP}"
+        );
+        assert!(first_y < TOP + (HEIGHT - TOP - BOTTOM) * 0.1);
     }
 }

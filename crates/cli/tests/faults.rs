@@ -544,7 +544,14 @@ fn plot_dash_writes_the_chart_to_stdout_as_json_dash_does() {
         svg.starts_with("<svg") && svg.ends_with("</svg>\n"),
         "{svg}"
     );
-    assert_eq!(svg.matches("<polyline").count(), 4, "{svg}");
+    // Three classes (honest, spam, resent), with and without the limiter: the table's rows.
+    assert_eq!(svg.matches("<polyline").count(), 6, "{svg}");
+    for class in ["honest", "spam", "resent"] {
+        assert!(
+            svg.contains(&format!(">{class}, app limiter on<")),
+            "{class}"
+        );
+    }
     assert!(!svg.contains("== ingest"));
     assert!(!s.path("-").exists());
 }

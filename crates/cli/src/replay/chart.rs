@@ -3,8 +3,8 @@
 use crate::plot::{Series, line_chart};
 use crate::report::TrafficReport;
 
-/// The acceptance chart: per class, admitted / offered per second, with and without the
-/// limiter.
+/// The acceptance chart: per class (every class of the report's table, "resent" included),
+/// admitted / offered per second, with and without the limiter.
 pub(super) fn acceptance_chart(traffic: &TrafficReport) -> String {
     const COLORS: [&str; 3] = ["#1a9850", "#d73027", "#4575b4"];
     let mut series = Vec::new();
@@ -15,10 +15,6 @@ pub(super) fn acceptance_chart(traffic: &TrafficReport) -> String {
     for (run, label, dashed) in runs {
         let Some(run) = run else { continue };
         for (k, class) in run.classes.iter().enumerate() {
-            if class.name == "resent" {
-                // Dropped by dedup and the committed check, limiter or not: not the point.
-                continue;
-            }
             let points = class
                 .seconds
                 .iter()
