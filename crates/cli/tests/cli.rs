@@ -325,6 +325,35 @@ fn builtin_workload_hits_split_at_the_bloom_window() {
     assert_eq!(count_of("hit, blooms, older rounds"), "280");
 }
 
+#[test]
+fn a_txid_repeated_in_a_block_is_one_hit_at_its_first_index() {
+    use txgate_algorand::synth::{SynthTxn, encode_block};
+    let txn = |n: u8| {
+        let mut t = SynthTxn::payment([n; 32], 1, 1001);
+        t.note = vec![n];
+        t
+    };
+    // Round 1: a, b, a, c (a at indexes 0 and 2); round 2: d, d.
+    let r1 = encode_block(
+        1,
+        "repeat-v1",
+        &[3; 32],
+        0,
+        &[txn(1), txn(2), txn(1), txn(3)],
+    );
+    let r2 = encode_block(2, "repeat-v1", &[3; 32], 3, &[txn(4), txn(4)]);
+    let dir = tempfile::tempdir().unwrap();
+    let tar = dir.path().join("repeat.tar");
+    common::write_block_tar(&tar, [(1, r1), (2, r2)]);
+    let report = replay_json(dir.path(), &["--blocks", tar.to_str().unwrap()]);
+    assert_eq!(report["ingest"]["txns_read"], 6);
+    // Every distinct txid is sampled once (4 < --lookups 200), each found at its first index.
+    let l = &report["lookups"];
+    assert_eq!(l["hits"], 4);
+    assert_eq!(l["hits_found"], 4);
+    assert_eq!(hit_split(&report), (4, 0));
+}
+
 // --- built-in workload and --db ----------------------------------------------------------------
 
 #[test]
