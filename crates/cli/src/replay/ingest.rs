@@ -303,7 +303,9 @@ fn ingest_one(
     // one the ledger reports. Only rounds the ledger keeps: a skipped block of a continued
     // `--db` may be older than the ledger's first round.
     let kept = added.is_some() || ledger.first().is_some_and(|first| block.round >= first);
-    // Repeated txids (possible in a block that is not the chain's) need the set.
+    // A chain's block never repeats a txid (go-algorand's evaluator refuses a transaction the
+    // ledger already holds: `TransactionInLedgerError`), so the set is only built for a block
+    // that does, e.g. a hand-made one.
     let repeats = distinct.len() < block.txns.len();
     let mut earlier = std::collections::HashSet::new();
     for (index, txn) in block.txns.iter().enumerate().filter(|_| kept) {
