@@ -1,7 +1,8 @@
 //! Block feeds: where the blocks of `replay` and `txids` come from, one raw block at a time in
 //! round order, with the time it took to get each.
 //!
-//! - [`WorkloadFeed`]: the built-in deterministic workload, generated on the spot;
+//! - [`WorkloadFeed`]: the built-in deterministic workload, generated a few blocks ahead on a
+//!   thread of its own (bounded channel);
 //! - [`FilesFeed`]: block files, directories and archives ([`BlockSource`]), in order;
 //! - [`AlgodFeed`]: a running algod. A feeder thread hands the rounds to [`FETCH_WORKERS`]
 //!   fetch threads, keeping at most [`PREFETCH_ROUNDS`] requests ahead of the caller, and passes
@@ -234,43 +235,143 @@ pub(crate) trait Feed {
     fn len_hint(&self) -> Option<u64>;
 }
 
-/// The built-in workload's rounds `first..=last`.
+/// Blocks of the built-in workload generated ahead of the caller and waiting in the channel, at
+/// most: with the one being generated and the one the caller holds, the workload feed keeps at
+/// most this + 2 blocks in memory, whatever the number of rounds.
+pub(crate) const WORKLOAD_AHEAD: usize = 2;
+
+/// The built-in workload's rounds `first..=last`, generated in round order on a thread of their
+/// own (named `workload`) and handed over through a channel of [`WORKLOAD_AHEAD`] blocks, so
+/// that generating a block overlaps the caller's ingest of the previous one and memory stays
+/// bounded. When the thread cannot be started, the blocks are generated on the caller's thread
+/// instead (same blocks, no overlap).
 pub(crate) struct WorkloadFeed {
-    workload: Workload,
-    rounds: std::ops::RangeInclusive<Round>,
+    source: WorkloadSource,
+    remaining: u64,
+}
+
+enum WorkloadSource {
+    /// The generator thread and the channel from it (`None` once the feed has ended).
+    Thread {
+        blocks: Option<Receiver<Fetched>>,
+        thread: Option<std::thread::JoinHandle<()>>,
+    },
+    /// Generated on the caller's thread.
+    Inline {
+        workload: Workload,
+        rounds: std::ops::RangeInclusive<Round>,
+    },
 }
 
 impl WorkloadFeed {
-    /// Rounds `first..=last` of `workload` (none when `first > last`).
+    /// Rounds `first..=last` of `workload` (none when `first > last`); starts the generator.
     pub(crate) fn new(workload: Workload, first: Round, last: Round) -> Self {
+        let remaining = rounds_in(first, last);
+        let (tx, rx) = mpsc::sync_channel(WORKLOAD_AHEAD);
+        let generator = workload.clone();
+        let spawned = std::thread::Builder::new()
+            .name("workload".into())
+            .spawn(move || {
+                for round in first..=last {
+                    // The caller dropped the feed: stop generating.
+                    if tx.send(generate(&generator, round)).is_err() {
+                        return;
+                    }
+                }
+            });
+        let source = match spawned {
+            Ok(thread) => WorkloadSource::Thread {
+                blocks: Some(rx),
+                thread: Some(thread),
+            },
+            Err(_) => return Self::inline(workload, first, last),
+        };
+        Self { source, remaining }
+    }
+
+    /// Rounds `first..=last` of `workload` generated on the caller's thread (the fallback of
+    /// [`WorkloadFeed::new`]).
+    fn inline(workload: Workload, first: Round, last: Round) -> Self {
+        let remaining = rounds_in(first, last);
         Self {
-            workload,
-            rounds: first..=last,
+            source: WorkloadSource::Inline {
+                workload,
+                rounds: first..=last,
+            },
+            remaining,
         }
     }
 }
 
+/// Rounds in `first..=last` (0 when `first > last`; saturating at `u64::MAX`).
+fn rounds_in(first: Round, last: Round) -> u64 {
+    if first > last {
+        0
+    } else {
+        (last - first).saturating_add(1)
+    }
+}
+
+/// Round `round` of `workload`, timed.
+fn generate(workload: &Workload, round: Round) -> Fetched {
+    let t = Instant::now();
+    let bytes = workload.block(round);
+    Fetched {
+        name: format!("workload round {round}"),
+        round: Some(round),
+        bytes,
+        fetch: t.elapsed(),
+        follow: false,
+    }
+}
+
 impl Feed for WorkloadFeed {
-    fn next(&mut self, _: Duration) -> Result<Next, CliError> {
-        let Some(round) = self.rounds.next() else {
-            return Ok(Next::End);
+    fn next(&mut self, wait: Duration) -> Result<Next, CliError> {
+        let fetched = match &mut self.source {
+            WorkloadSource::Inline { workload, rounds } => {
+                rounds.next().map(|round| generate(workload, round))
+            }
+            WorkloadSource::Thread { blocks, .. } => {
+                let Some(rx) = blocks else {
+                    return Ok(Next::End);
+                };
+                match rx.recv_timeout(wait) {
+                    Ok(f) => Some(f),
+                    Err(RecvTimeoutError::Timeout) => return Ok(Next::Idle),
+                    // The generator has sent its last round (or ended early: it only stops
+                    // when the receiver is gone, so this is the end of the range).
+                    Err(RecvTimeoutError::Disconnected) => {
+                        *blocks = None;
+                        None
+                    }
+                }
+            }
         };
-        let t = Instant::now();
-        let bytes = self.workload.block(round);
-        Ok(Next::Block(Fetched {
-            name: format!("workload round {round}"),
-            round: Some(round),
-            bytes,
-            fetch: t.elapsed(),
-            follow: false,
-        }))
+        Ok(match fetched {
+            Some(f) => {
+                self.remaining = self.remaining.saturating_sub(1);
+                Next::Block(f)
+            }
+            None => Next::End,
+        })
     }
 
     fn len_hint(&self) -> Option<u64> {
-        Some(match (self.rounds.is_empty(), &self.rounds) {
-            (true, _) => 0,
-            (false, r) => (r.end() - r.start()).saturating_add(1),
-        })
+        Some(self.remaining)
+    }
+}
+
+impl Drop for WorkloadFeed {
+    /// Stops the generator: the channel goes first, so that its next send fails, then the thread
+    /// is joined (it finishes at most the block it is generating).
+    fn drop(&mut self) {
+        if let WorkloadSource::Thread { blocks, thread } = &mut self.source {
+            drop(blocks.take());
+            if let Some(thread) = thread.take() {
+                // A panic of the generator (none is expected) was already reported on stderr.
+                let _ = thread.join();
+            }
+        }
     }
 }
 
@@ -548,6 +649,48 @@ impl Pipeline<'_> {
 mod tests {
     use super::*;
     use crate::algod::{DEFAULT_MAX_WAIT, DEFAULT_TIMEOUT};
+
+    /// Every block of a feed, in order: (name, round, bytes).
+    fn drain(mut feed: WorkloadFeed) -> Vec<(String, Option<Round>, Vec<u8>)> {
+        let mut got = Vec::new();
+        loop {
+            match feed.next(Duration::from_secs(60)).unwrap() {
+                Next::Block(f) => got.push((f.name, f.round, f.bytes)),
+                Next::Idle => {}
+                Next::End => return got,
+            }
+        }
+    }
+
+    #[test]
+    fn workload_feed_gives_each_round_once_in_order_threaded_or_not() {
+        let w = Workload::new(3, 20);
+        let want: Vec<_> = (5..=9)
+            .map(|r| (format!("workload round {r}"), Some(r), w.block(r)))
+            .collect();
+        let feed = WorkloadFeed::new(w.clone(), 5, 9);
+        assert_eq!(feed.len_hint(), Some(5));
+        assert!(matches!(feed.source, WorkloadSource::Thread { .. }));
+        assert_eq!(drain(feed), want);
+        let inline = WorkloadFeed::inline(w.clone(), 5, 9);
+        assert_eq!(inline.len_hint(), Some(5));
+        assert_eq!(drain(inline), want);
+        assert!(drain(WorkloadFeed::new(w.clone(), 9, 5)).is_empty());
+        assert_eq!(WorkloadFeed::new(w, 9, 5).len_hint(), Some(0));
+    }
+
+    #[test]
+    fn dropping_a_workload_feed_early_stops_its_generator() {
+        // Far more rounds than the channel holds: the generator is blocked on a full channel
+        // when the feed is dropped, and the drop joins it (a generator left running would
+        // make the drop hang and the test time out).
+        let mut feed = WorkloadFeed::new(Workload::new(1, 10), 1, 1_000_000);
+        assert!(matches!(
+            feed.next(Duration::from_secs(60)).unwrap(),
+            Next::Block(Fetched { round: Some(1), .. })
+        ));
+        drop(feed);
+    }
 
     #[test]
     fn flag_defaults_are_the_constants_and_seconds_parse() {

@@ -120,6 +120,15 @@ pub(crate) struct LookupReport {
     pub(crate) misses_found: u64,
     /// Hit latency with blooms.
     pub(crate) blooms_hit: Latency,
+    /// Hit latency with blooms of the hits in a round of the bloom window (the latest
+    /// MaxTxnLife + 1 rounds the ledger holds, from `window_first_round`: their blooms are in
+    /// memory); with `blooms_hit_older`, `blooms_hit` split by round.
+    pub(crate) blooms_hit_window: Latency,
+    /// Hit latency with blooms of the hits in a kept round older than the bloom window.
+    pub(crate) blooms_hit_older: Latency,
+    /// The bloom window's first round (its last is the ledger's latest); `null` for an empty
+    /// ledger.
+    pub(crate) window_first_round: Option<u64>,
     /// Miss latency with blooms.
     pub(crate) blooms_miss: Latency,
     /// `find_txid` of a random txid over a whole validity window (MaxTxnLife + 1 rounds, or
@@ -321,6 +330,8 @@ impl Report {
             );
         };
         row(&mut t, "hit, blooms", &l.blooms_hit);
+        row(&mut t, "hit, blooms, in window", &l.blooms_hit_window);
+        row(&mut t, "hit, blooms, older rounds", &l.blooms_hit_older);
         row(&mut t, "hit, no blooms (baseline)", &l.baseline_hit);
         row(&mut t, "miss, blooms", &l.blooms_miss);
         row(&mut t, "miss, no blooms (baseline)", &l.baseline_miss);

@@ -215,12 +215,143 @@ fn replay_of_dataset2_reports_the_data_s_counts() {
     assert_eq!(l["baseline_hits"], 20);
     assert_eq!(l["baseline_hits_found"], 20);
     assert_eq!(l["baseline_misses_found"], 0);
+    // The bloom window is the latest MaxTxnLife + 1 = 1001 rounds: all 378, so every hit is in
+    // it.
+    assert_eq!(l["window_first_round"], 0);
+    assert_eq!(l["blooms_hit_window"]["count"], 164);
+    assert_eq!(l["blooms_hit_older"]["count"], 0);
     // 45 of the 378 rounds hold transactions (the jsonl's non-empty rounds).
     assert_eq!(report["bloom"]["rounds"], 45);
     assert_eq!(report["bloom"]["configured_fpr"], 0.001);
     assert_traffic_adds_up(&report);
     let svg = std::fs::read_to_string(plot).unwrap();
     assert!(svg.starts_with("<svg") && svg.contains("<polyline"));
+}
+
+/// `blooms_hit` split at the bloom window: `blooms_hit_window` and `blooms_hit_older` count the
+/// hits in the window's rounds and in older rounds, `count`s that add up to `blooms_hit`'s.
+fn hit_split(report: &Value) -> (u64, u64) {
+    let l = &report["lookups"];
+    let count = |k: &str| l[k]["count"].as_u64().unwrap();
+    let (window, older) = (count("blooms_hit_window"), count("blooms_hit_older"));
+    assert_eq!(window + older, count("blooms_hit"));
+    assert_eq!(count("blooms_hit"), l["hits"].as_u64().unwrap());
+    (window, older)
+}
+
+#[test]
+#[cfg_attr(txgate_no_data, ignore = "real data missing: set TXGATE_DATA")]
+fn dataset2_hits_split_at_the_bloom_window() {
+    let blocks = txgate_testkit::data_file(DATASET2);
+    let dir = tempfile::tempdir().unwrap();
+    // MaxTxnLife 350: the window is rounds 377 - 350 = 27 ..= 377.
+    let config = dir.path().join("node.toml");
+    std::fs::write(&config, "MaxTxnLife = 350\n").unwrap();
+    let report = replay_json(
+        dir.path(),
+        &[
+            "--blocks",
+            blocks.to_str().unwrap(),
+            "--config",
+            config.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(report["lookups"]["window_first_round"], 27);
+    // All 164 txids are sampled (--lookups 200): the split is the jsonl's counts by round.
+    let counts = common::dataset2_txn_counts();
+    let older: u64 = counts.range(..27).map(|(_, n)| n).sum();
+    let window: u64 = counts.range(27..).map(|(_, n)| n).sum();
+    assert!(older > 0 && window > 0, "{older} {window}");
+    assert_eq!(hit_split(&report), (window, older));
+    assert_eq!(report["lookups"]["hits_found"], 164);
+}
+
+#[test]
+fn builtin_workload_hits_split_at_the_bloom_window() {
+    let dir = tempfile::tempdir().unwrap();
+    // MaxTxnLife 4 over rounds 1..=12: the window is rounds 8..=12.
+    let config = dir.path().join("node.toml");
+    std::fs::write(&config, "MaxTxnLife = 4\n").unwrap();
+    let config = config.to_str().unwrap();
+    // The table and the JSON of one run (`--json FILE` prints the table too).
+    let run = |lookups: &str| {
+        let json = dir.path().join(format!("report-{lookups}.json"));
+        let out = txgate(&[
+            "replay",
+            "--json",
+            json.to_str().unwrap(),
+            "--rounds",
+            "12",
+            "--txns-per-round",
+            "40",
+            "--config",
+            config,
+            "--lookups",
+            lookups,
+            "--baseline-lookups",
+            "20",
+            "--fpr-probes",
+            "1000",
+            "--traffic-seconds",
+            "1",
+        ]);
+        assert_ok(&out);
+        let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        (report, common::stdout(&out))
+    };
+    // 480 txids, all sampled: 5 rounds x 40 in the window, 7 x 40 older.
+    let (all, table) = run("1000");
+    assert_eq!(all["lookups"]["window_first_round"], 8);
+    assert_eq!(all["lookups"]["hits_found"], 480);
+    assert_eq!(hit_split(&all), (200, 280));
+    // A sample of 100: the split still covers every hit.
+    let (sampled, _) = run("100");
+    assert_eq!(sampled["lookups"]["hits"], 100);
+    hit_split(&sampled);
+    // The table shows the two rows with the same counts.
+    let count_of = |label: &str| {
+        let line = table
+            .lines()
+            .find(|l| l.starts_with(label) && l[label.len()..].starts_with(' '))
+            .unwrap_or_else(|| panic!("no row {label:?} in\n{table}"));
+        line[label.len()..]
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(count_of("hit, blooms"), "480");
+    assert_eq!(count_of("hit, blooms, in window"), "200");
+    assert_eq!(count_of("hit, blooms, older rounds"), "280");
+}
+
+#[test]
+fn a_txid_repeated_in_a_block_is_one_hit_at_its_first_index() {
+    use txgate_algorand::synth::{SynthTxn, encode_block};
+    let txn = |n: u8| {
+        let mut t = SynthTxn::payment([n; 32], 1, 1001);
+        t.note = vec![n];
+        t
+    };
+    // Round 1: a, b, a, c (a at indexes 0 and 2); round 2: d, d.
+    let r1 = encode_block(
+        1,
+        "repeat-v1",
+        &[3; 32],
+        0,
+        &[txn(1), txn(2), txn(1), txn(3)],
+    );
+    let r2 = encode_block(2, "repeat-v1", &[3; 32], 3, &[txn(4), txn(4)]);
+    let dir = tempfile::tempdir().unwrap();
+    let tar = dir.path().join("repeat.tar");
+    common::write_block_tar(&tar, [(1, r1), (2, r2)]);
+    let report = replay_json(dir.path(), &["--blocks", tar.to_str().unwrap()]);
+    assert_eq!(report["ingest"]["txns_read"], 6);
+    // Every distinct txid is sampled once (4 < --lookups 200), each found at its first index.
+    let l = &report["lookups"];
+    assert_eq!(l["hits"], 4);
+    assert_eq!(l["hits_found"], 4);
+    assert_eq!(hit_split(&report), (4, 0));
 }
 
 // --- built-in workload and --db ----------------------------------------------------------------

@@ -48,8 +48,14 @@ pub(super) struct Ingested {
     seen: u64,
     /// (round, distinct txids) of every block read.
     pub(super) round_txns: Vec<(Round, u64)>,
-    /// The latest blocks' groups, oldest first, at most [`TEMPLATE_GROUPS`].
+    /// The latest blocks' groups, oldest first, at most [`TEMPLATE_GROUPS`] (filled at the end
+    /// of the phase from `recent_txns`).
     pub(super) templates: VecDeque<Vec<Txn>>,
+    /// The latest non-empty blocks' transactions with their number of groups, oldest first:
+    /// only as many blocks as the last [`TEMPLATE_GROUPS`] groups span.
+    recent_txns: VecDeque<(Vec<Txn>, usize)>,
+    /// Groups in `recent_txns`.
+    recent_groups: usize,
     /// The latest non-empty blocks' bytes, oldest first, at most [`RESEND_ROUNDS`].
     pub(super) recent_raw: VecDeque<Vec<u8>>,
     /// The latest block's genesis id (lossy UTF-8) and hash.
@@ -133,12 +139,16 @@ pub(super) fn run(
                 say(&line);
             }
         }
+        if let Some((block, _)) = ingested {
+            ing.keep_groups(block.txns);
+        }
         waiting_since = Instant::now();
     }
     if let Some(p) = progress.take() {
         p.finish(&format!("{} rounds", ing.report.rounds_read));
     }
     drop(feed);
+    ing.fill_templates();
     let elapsed = started.elapsed();
     let secs = elapsed.as_secs_f64();
     let ingest = &mut ing.report;
@@ -181,6 +191,60 @@ fn open_feed(
         ),
         skipped: 0,
         range_end: None,
+    })
+}
+
+impl Ingested {
+    /// Keeps the transactions of a block read (moved, not copied) for the traffic templates,
+    /// dropping the oldest kept blocks that the latest [`TEMPLATE_GROUPS`] groups no longer
+    /// reach.
+    fn keep_groups(&mut self, txns: Vec<Txn>) {
+        let groups = groups_of(&txns).count();
+        if groups == 0 {
+            return;
+        }
+        self.recent_txns.push_back((txns, groups));
+        self.recent_groups += groups;
+        while let Some(&(_, oldest)) = self.recent_txns.front() {
+            if self.recent_groups - oldest < TEMPLATE_GROUPS {
+                break;
+            }
+            self.recent_groups -= oldest;
+            self.recent_txns.pop_front();
+        }
+    }
+
+    /// `templates`: the latest [`TEMPLATE_GROUPS`] groups of the kept blocks, oldest first.
+    fn fill_templates(&mut self) {
+        for (txns, _) in std::mem::take(&mut self.recent_txns) {
+            for group in groups_of(&txns) {
+                self.templates.push_back(group.to_vec());
+                if self.templates.len() > TEMPLATE_GROUPS {
+                    self.templates.pop_front();
+                }
+            }
+        }
+        self.recent_groups = 0;
+    }
+}
+
+/// The groups of a payset in order: each run of transactions sharing a group id, and each
+/// transaction without one on its own.
+fn groups_of(txns: &[Txn]) -> impl Iterator<Item = &[Txn]> {
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        if i >= txns.len() {
+            return None;
+        }
+        let mut j = i + 1;
+        if let Some(g) = txns[i].group {
+            while j < txns.len() && txns[j].group == Some(g) {
+                j += 1;
+            }
+        }
+        let group = &txns[i..j];
+        i = j;
+        Some(group)
     })
 }
 
@@ -239,9 +303,13 @@ fn ingest_one(
     // one the ledger reports. Only rounds the ledger keeps: a skipped block of a continued
     // `--db` may be older than the ledger's first round.
     let kept = added.is_some() || ledger.first().is_some_and(|first| block.round >= first);
+    // A chain's block never repeats a txid (go-algorand's evaluator refuses a transaction the
+    // ledger already holds: `TransactionInLedgerError`), so the set is only built for a block
+    // that does, e.g. a hand-made one.
+    let repeats = distinct.len() < block.txns.len();
+    let mut earlier = std::collections::HashSet::new();
     for (index, txn) in block.txns.iter().enumerate().filter(|_| kept) {
-        let first = block.txns.iter().position(|t| t.txid == txn.txid) == Some(index);
-        if !first {
+        if repeats && !earlier.insert(txn.txid) {
             continue;
         }
         let item = (block.round, index as u32, txn.txid);
@@ -255,21 +323,6 @@ fn ingest_one(
             }
         }
     }
-    // Honest-traffic templates: the latest blocks' groups.
-    let mut i = 0;
-    while i < block.txns.len() {
-        let mut j = i + 1;
-        if let Some(g) = block.txns[i].group {
-            while j < block.txns.len() && block.txns[j].group == Some(g) {
-                j += 1;
-            }
-        }
-        ing.templates.push_back(block.txns[i..j].to_vec());
-        if ing.templates.len() > TEMPLATE_GROUPS {
-            ing.templates.pop_front();
-        }
-        i = j;
-    }
     if !block.txns.is_empty() {
         ing.recent_raw.push_back(bytes);
         if ing.recent_raw.len() > RESEND_ROUNDS {
@@ -281,4 +334,53 @@ fn ingest_one(
         block.genesis_hash,
     ));
     Ok(Some((block, added)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use txgate_algorand::codec::decode_block;
+
+    #[test]
+    fn templates_are_the_latest_groups_of_every_block_kept() {
+        // 40 rounds of 700 txns: about 40 x 620 groups, more than TEMPLATE_GROUPS.
+        let w = Workload::new(5, 700);
+        let blocks: Vec<Vec<Txn>> = (1..=40)
+            .map(|r| decode_block(&w.block(r)).unwrap().txns)
+            .collect();
+        // Every group of every block, in order: the templates are its last TEMPLATE_GROUPS.
+        let all: Vec<Vec<Txn>> = blocks
+            .iter()
+            .flat_map(|txns| {
+                let mut groups = Vec::new();
+                let mut i = 0;
+                while i < txns.len() {
+                    let mut j = i + 1;
+                    while txns[i].group.is_some()
+                        && j < txns.len()
+                        && txns[j].group == txns[i].group
+                    {
+                        j += 1;
+                    }
+                    groups.push(txns[i..j].to_vec());
+                    i = j;
+                }
+                groups
+            })
+            .collect();
+        assert!(all.len() > TEMPLATE_GROUPS + 700, "{}", all.len());
+        assert!(all.iter().any(|g| g.len() > 1));
+        let mut ing = Ingested::default();
+        for txns in blocks {
+            ing.keep_groups(txns);
+            // Never more blocks than the last TEMPLATE_GROUPS groups span (+ the newest).
+            let without_oldest = ing.recent_groups - ing.recent_txns.front().unwrap().1;
+            assert!(without_oldest < TEMPLATE_GROUPS, "{without_oldest}");
+        }
+        ing.fill_templates();
+        let want: Vec<Vec<Txn>> = all[all.len() - TEMPLATE_GROUPS..].to_vec();
+        assert_eq!(ing.templates.len(), TEMPLATE_GROUPS);
+        assert!(ing.templates.iter().eq(want.iter()));
+        assert!(ing.recent_txns.is_empty());
+    }
 }

@@ -51,11 +51,21 @@ pub(super) fn random_misses(
     }
 }
 
-/// Lookups of one kind: their latencies, how many ran and how many found what they looked for.
+/// Lookups of one kind: each one's latency (ns, in the order of the items) and how many found
+/// what they looked for.
 struct Timed {
-    latency: Latency,
-    count: u64,
+    samples: Vec<u64>,
     found: u64,
+}
+
+impl Timed {
+    fn count(&self) -> u64 {
+        self.samples.len() as u64
+    }
+
+    fn latency(&self) -> Latency {
+        Latency::of(self.samples.clone())
+    }
 }
 
 /// Runs `lookup` on each item, one at a time, timing each call (in ns); `lookup` says whether
@@ -73,11 +83,7 @@ fn time_each<T>(
         found += u64::from(hit);
         progress.inc(1);
     }
-    Ok(Timed {
-        count: samples.len() as u64,
-        latency: Latency::of(samples),
-        found,
-    })
+    Ok(Timed { samples, found })
 }
 
 /// [`Ledger::lookup_txid`] of each hit (found: at its own round and index) and of each miss
@@ -98,7 +104,9 @@ fn hits_and_misses(
     Ok((hit, miss))
 }
 
-/// The lookups with blooms: every hit and miss, then the misses over the whole `window`.
+/// The lookups with blooms: every hit and miss, then the misses over the whole `window`. The
+/// hits' latencies are also reported split by their round: inside `window` (the rounds whose
+/// blooms the ledger holds in memory) or older (kept rounds that left it).
 ///
 /// # Errors
 ///
@@ -117,14 +125,18 @@ pub(super) fn with_blooms(
         })?,
         None => time_each(&[] as &[Miss], &mut progress, |_| Ok(false))?,
     };
+    let (in_window, older) = split_by_window(hits, &hit.samples, window);
     let lookups = LookupReport {
-        hits: hit.count,
+        hits: hit.count(),
         hits_found: hit.found,
-        blooms_hit: hit.latency,
-        misses: miss.count,
+        blooms_hit: hit.latency(),
+        blooms_hit_window: Latency::of(in_window),
+        blooms_hit_older: Latency::of(older),
+        window_first_round: window.map(|(lo, _)| lo),
+        misses: miss.count(),
         misses_found: miss.found + window_miss.found,
-        blooms_miss: miss.latency,
-        blooms_window_miss: window_miss.latency,
+        blooms_miss: miss.latency(),
+        blooms_window_miss: window_miss.latency(),
         ..LookupReport::default()
     };
     progress.finish(&format!(
@@ -132,6 +144,24 @@ pub(super) fn with_blooms(
         lookups.hits_found, lookups.hits, lookups.misses_found
     ));
     Ok(lookups)
+}
+
+/// The latencies `samples` of `hits` (same order) split into those of hits in a round of
+/// `window` and those of hits in an older round (`window` `None`: no rounds, so all older).
+fn split_by_window(
+    hits: &[Hit],
+    samples: &[u64],
+    window: Option<(Round, Round)>,
+) -> (Vec<u64>, Vec<u64>) {
+    let mut split = (Vec::new(), Vec::new());
+    for (&(round, _, _), &ns) in hits.iter().zip(samples) {
+        if window.is_some_and(|(lo, hi)| (lo..=hi).contains(&round)) {
+            split.0.push(ns);
+        } else {
+            split.1.push(ns);
+        }
+    }
+    split
 }
 
 /// The baseline lookups through `base` (a ledger opened without blooms): the first `n` hits and
@@ -150,12 +180,12 @@ pub(super) fn baseline(
     let (hits, misses) = (&hits[..hits.len().min(n)], &misses[..misses.len().min(n)]);
     let mut progress = Progress::start("baseline", Some((hits.len() + misses.len()) as u64));
     let (hit, miss) = hits_and_misses(base, hits, misses, &mut progress)?;
-    lookups.baseline_hits = hit.count;
+    lookups.baseline_hits = hit.count();
     lookups.baseline_hits_found = hit.found;
-    lookups.baseline_hit = hit.latency;
-    lookups.baseline_misses = miss.count;
+    lookups.baseline_hit = hit.latency();
+    lookups.baseline_misses = miss.count();
     lookups.baseline_misses_found = miss.found;
-    lookups.baseline_miss = miss.latency;
+    lookups.baseline_miss = miss.latency();
     let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
     lookups.speedup_hit_p50 = ratio(lookups.baseline_hit.p50_ns, lookups.blooms_hit.p50_ns);
     lookups.speedup_miss_p50 = ratio(lookups.baseline_miss.p50_ns, lookups.blooms_miss.p50_ns);

@@ -27,6 +27,11 @@ pub const DEFAULT_BLOOM_SEED: u64 = u64::from_be_bytes(*b"txgateL1");
 /// in memory, and a million rounds is a thousand times go-algorand's value.
 pub const MAX_WINDOW_ROUNDS: u64 = 1 << 20;
 
+/// Default bound of the page cache of the ledger's database file, in bytes: 1 GiB, redb's own
+/// default (`redb::Builder::new`), nine tenths of it for pages read, one tenth for pages written
+/// and not yet flushed.
+pub const DEFAULT_CACHE_BYTES: usize = 1 << 30;
+
 /// How a [`Ledger`](super::Ledger) stores and answers.
 ///
 /// Build one from [`LedgerConfig::default`] with the `with_*` setters: `with_x(value)` takes the
@@ -82,6 +87,12 @@ pub struct LedgerConfig {
     /// when the ledger is created; reopening uses the persisted seed and ignores this one
     /// ([`OpenReport::bloom_seed`](super::OpenReport::bloom_seed) says which is in use).
     pub bloom_seed: u64,
+    /// Bound of the database's page cache in bytes (default [`DEFAULT_CACHE_BYTES`]), split as
+    /// redb's `Builder::set_cache_size` splits it: nine tenths for pages read (kept until the
+    /// bound is reached, so a process that reads every block of a large ledger grows by up to
+    /// this much), one tenth for pages written. A bound, not an allocation: any value is
+    /// accepted, and small ones cost reads from the file (the OS page cache) instead.
+    pub cache_bytes: usize,
 }
 
 impl Default for LedgerConfig {
@@ -94,6 +105,7 @@ impl Default for LedgerConfig {
             max_txn_life: DEFAULT_MAX_TXN_LIFE,
             archival: true,
             bloom_seed: DEFAULT_BLOOM_SEED,
+            cache_bytes: DEFAULT_CACHE_BYTES,
         }
     }
 }
@@ -156,6 +168,21 @@ impl LedgerConfig {
         self.bloom_seed = bloom_seed;
         self
     }
+
+    /// Sets [`LedgerConfig::cache_bytes`].
+    ///
+    /// ```
+    /// use txgate_ledger::store::LedgerConfig;
+    ///
+    /// // At most 64 MiB of cached pages, whatever the ledger's size.
+    /// let config = LedgerConfig::default().with_cache_bytes(64 << 20);
+    /// assert_eq!(config.cache_bytes, 64 << 20);
+    /// ```
+    #[must_use]
+    pub fn with_cache_bytes(mut self, cache_bytes: usize) -> Self {
+        self.cache_bytes = cache_bytes;
+        self
+    }
 }
 
 impl LedgerConfig {
@@ -208,6 +235,7 @@ mod tests {
         );
         assert_eq!(d.max_txn_life, 1000);
         assert_eq!(d.bloom_seed, 0x7478_6761_7465_4c31); // "txgateL1"
+        assert_eq!(d.cache_bytes, 1 << 30); // redb's default
         // Each setter from the default: the default with that one field changed.
         let one = |set: fn(LedgerConfig) -> LedgerConfig, change: fn(&mut LedgerConfig)| {
             let mut want = LedgerConfig::default();
@@ -228,6 +256,7 @@ mod tests {
         one(|c| c.with_max_txn_life(7), |c| c.max_txn_life = 7);
         one(|c| c.with_archival(false), |c| c.archival = false);
         one(|c| c.with_bloom_seed(42), |c| c.bloom_seed = 42);
+        one(|c| c.with_cache_bytes(1 << 20), |c| c.cache_bytes = 1 << 20);
         // All of them chained, then each set back to its default value: the default again.
         let c = LedgerConfig::default()
             .with_false_positive_rate(0.25)

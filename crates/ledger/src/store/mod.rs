@@ -113,8 +113,8 @@ mod window;
 mod tests;
 
 pub use config::{
-    DEFAULT_BLOOM_LAYOUT, DEFAULT_BLOOM_SEED, DEFAULT_FALSE_POSITIVE_RATE, DEFAULT_MAX_TXN_LIFE,
-    LedgerConfig, MAX_WINDOW_ROUNDS,
+    DEFAULT_BLOOM_LAYOUT, DEFAULT_BLOOM_SEED, DEFAULT_CACHE_BYTES, DEFAULT_FALSE_POSITIVE_RATE,
+    DEFAULT_MAX_TXN_LIFE, LedgerConfig, MAX_WINDOW_ROUNDS,
 };
 pub use error::{DbError, LedgerError};
 pub use genesis::Genesis;

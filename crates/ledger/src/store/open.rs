@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::sync::Mutex;
 
-use redb::{Database, ReadableTable, WriteTransaction};
+use redb::{ReadableTable, WriteTransaction};
 use txgate_bloom::{AnyBloom, LoadError};
 
 use super::blocks::{Codec, stored_block};
@@ -104,7 +104,10 @@ impl Ledger {
             path: path.clone(),
             source: DbError::from(e),
         };
-        let db = Database::create(&path).map_err(|e| open_err(e.into()))?;
+        let db = redb::Builder::new()
+            .set_cache_size(config.cache_bytes)
+            .create(&path)
+            .map_err(|e| open_err(e.into()))?;
 
         // One write transaction creates the tables, checks the format, fixes the seed, prunes
         // (non-archival) and rebuilds missing blooms; the loaded blooms come from it too.
