@@ -21,9 +21,9 @@ use txgate_ledger::{Round, Txid};
 // (the store's table definitions are private; this test checks the format, not the API).
 const BLOCKS: TableDefinition<'static, u64, &[u8]> = TableDefinition::new("blocks");
 const BLOOMS: TableDefinition<'static, u64, &[u8]> = TableDefinition::new("blooms");
-const TXID_PREFIXES: TableDefinition<'static, u64, &[u8]> = TableDefinition::new("txid_prefixes");
-/// Bytes per txn of a compact index row: a 4-byte txid prefix and a 4-byte entry offset.
-const PREFIX_ENTRY_BYTES: usize = 8;
+const ROUND_TXIDS: TableDefinition<'static, u64, &[u8]> = TableDefinition::new("round_txids");
+/// Bytes per txn of a txid index row: the whole txid.
+const TXID_BYTES: usize = 32;
 
 const CHILD_ENV: &str = "TXGATE_LEDGER_CRASH_DIR";
 
@@ -90,7 +90,7 @@ fn rows(dir: &Path) -> (Vec<Round>, Vec<Round>, Vec<(Round, usize)>) {
     let txn = db.begin_read().unwrap();
     let blocks = txn.open_table(BLOCKS).unwrap();
     let blooms = txn.open_table(BLOOMS).unwrap();
-    let index = txn.open_table(TXID_PREFIXES).unwrap();
+    let index = txn.open_table(ROUND_TXIDS).unwrap();
     let b = blocks
         .iter()
         .unwrap()
@@ -101,23 +101,15 @@ fn rows(dir: &Path) -> (Vec<Round>, Vec<Round>, Vec<(Round, usize)>) {
         .unwrap()
         .map(|r| r.unwrap().0.value())
         .collect();
-    // Entries per round's index row: the count in its header, which its length must match
-    // (header: count, genesis id length and bytes, genesis hash).
+    // Entries per round's index row: whole txids.
     let per_round = index
         .iter()
         .unwrap()
         .map(|r| {
             let (k, v) = r.unwrap();
             let v = v.value();
-            let n = u32::from_le_bytes(v[..4].try_into().unwrap()) as usize;
-            let header = 4 + 4 + GEN.len() + 32;
-            assert_eq!(
-                v.len(),
-                header + n * PREFIX_ENTRY_BYTES,
-                "round {}",
-                k.value()
-            );
-            (k.value(), n)
+            assert_eq!(v.len() % TXID_BYTES, 0, "round {}", k.value());
+            (k.value(), v.len() / TXID_BYTES)
         })
         .collect();
     (b, f, per_round)
