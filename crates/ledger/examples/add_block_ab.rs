@@ -3,7 +3,8 @@
 //! index, `bloom`; neither, `off`), are fed the same 1,000-txn synthetic rounds, rotating which
 //! one goes first each round, so machine noise hits every mode alike. Prints, for `on` and
 //! `bloom`, the median of per-round ratios to `off` and the ratio of totals; the index's own
-//! share is `on` minus `bloom`.
+//! share is `on` minus `bloom`; and, on Linux, the bytes each mode's `add_block` writes to its
+//! database file (`wchar` of `/proc/self/io`, read outside the timings).
 //!
 //! ```text
 //! cargo run --release -p txgate-ledger --example add_block_ab -- [rounds, default 300]
@@ -26,6 +27,17 @@ fn round_block(round: Round) -> Vec<u8> {
         })
         .collect();
     encode_block(round, GEN, &GH, 1_700_000_000 + round as i64, &txns)
+}
+
+/// Bytes this process has passed to write calls so far (`wchar` of `/proc/self/io`; `None`
+/// where it cannot be read).
+fn written() -> Option<u64> {
+    let io = std::fs::read_to_string("/proc/self/io").ok()?;
+    io.lines()
+        .find_map(|l| l.strip_prefix("wchar: "))?
+        .trim()
+        .parse()
+        .ok()
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -68,14 +80,24 @@ fn main() {
     let warm = 10;
     // Per round: seconds of each mode (two ledgers each).
     let mut times: Vec<[f64; 3]> = Vec::new();
+    // Bytes written by each mode over the timed rounds (`None`: unknown).
+    let mut bytes: [Option<u64>; 3] = [Some(0); 3];
     for round in 0..warm + rounds {
         let raw = round_block(round);
         let mut t = [0f64; 3];
         for k in 0..modes.len() {
             let i = (k + round as usize) % modes.len();
+            let before = written();
             let start = Instant::now();
             ledgers[i].add_block(&raw).unwrap();
             t[modes[i] as usize] += start.elapsed().as_secs_f64();
+            if round >= warm {
+                let m = &mut bytes[modes[i] as usize];
+                *m = match (*m, before, written()) {
+                    (Some(sum), Some(b), Some(a)) => Some(sum + (a - b)),
+                    _ => None,
+                };
+            }
         }
         if round >= warm {
             times.push(t);
@@ -108,4 +130,17 @@ fn main() {
         total(Mode::Bloom) / total(Mode::Off),
         (total(Mode::On) - total(Mode::Bloom)) / total(Mode::Off),
     );
+    if let [Some(on), Some(bloom), Some(off)] =
+        [Mode::On, Mode::Bloom, Mode::Off].map(|m| bytes[m as usize])
+    {
+        // Two ledgers per mode.
+        let kb = |b: u64| b as f64 / (2 * rounds) as f64 / 1e3;
+        println!(
+            "written per add_block: on {:.1} KB, bloom only {:.1} KB, off {:.1} KB (block {:.1} KB)",
+            kb(on),
+            kb(bloom),
+            kb(off),
+            round_block(0).len() as f64 / 1e3,
+        );
+    }
 }
