@@ -7,8 +7,11 @@
 //! database file (`wchar` of `/proc/self/io`, read outside the timings).
 //!
 //! ```text
-//! cargo run --release -p txgate-ledger --example add_block_ab -- [rounds, default 300]
+//! cargo run --release -p txgate-ledger --example add_block_ab -- [rounds, default 300] [sync_every, default 1]
 //! ```
+//!
+//! `sync_every` is [`LedgerConfig::sync_every`] for all six ledgers: 1 (the default) makes
+//! every commit durable, so each `add_block` includes a sync of the file.
 
 use std::time::Instant;
 
@@ -57,6 +60,9 @@ fn main() {
     let rounds: Round = std::env::args()
         .nth(1)
         .map_or(300, |s| s.parse().expect("rounds: a number"));
+    let sync_every: u64 = std::env::args()
+        .nth(2)
+        .map_or(1, |s| s.parse().expect("sync_every: a number"));
     let modes = [
         Mode::On,
         Mode::Off,
@@ -72,7 +78,8 @@ fn main() {
         .map(|(&mode, dir)| {
             let config = LedgerConfig::default()
                 .with_blooms(mode != Mode::Off)
-                .with_txid_index(mode == Mode::On);
+                .with_txid_index(mode == Mode::On)
+                .with_sync_every(sync_every);
             Ledger::open(dir.path(), config).unwrap().0
         })
         .collect();
@@ -116,7 +123,7 @@ fn main() {
         median(&mut v)
     };
     println!(
-        "{rounds} rounds, median add_block: on {:.3} ms, bloom only {:.3} ms, off {:.3} ms",
+        "{rounds} rounds, sync_every {sync_every}, median add_block: on {:.3} ms, bloom only {:.3} ms, off {:.3} ms",
         per_round(Mode::On),
         per_round(Mode::Bloom),
         per_round(Mode::Off),

@@ -82,6 +82,16 @@ pub struct LedgerConfig {
     /// when the ledger is created; reopening uses the persisted seed and ignores this one
     /// ([`OpenReport::bloom_seed`](super::OpenReport::bloom_seed) says which is in use).
     pub bloom_seed: u64,
+    /// Every how many rounds `add_block`'s commit is made durable (default 1: every round's
+    /// commit is on disk when `add_block` returns, which costs a sync of the file per round; at
+    /// least 1). With `n > 1`, the commit of every `n`th round since the last durable one,
+    /// [`Ledger::sync`](super::Ledger::sync) and dropping the ledger wait for the disk; the
+    /// commits between are atomic and seen by lookups at once, but a crash may lose up to the
+    /// last `n - 1` rounds (never part of one): the reopened ledger ends at an earlier round and
+    /// ingest continues from there. go-algorand's ledger writes added blocks to its database
+    /// in batches too (`ledger/blockqueue.go`: a syncer goroutine commits the queued blocks,
+    /// which lookups see before they are written).
+    pub sync_every: u64,
 }
 
 impl Default for LedgerConfig {
@@ -94,6 +104,7 @@ impl Default for LedgerConfig {
             max_txn_life: DEFAULT_MAX_TXN_LIFE,
             archival: true,
             bloom_seed: DEFAULT_BLOOM_SEED,
+            sync_every: 1,
         }
     }
 }
@@ -156,6 +167,14 @@ impl LedgerConfig {
         self.bloom_seed = bloom_seed;
         self
     }
+
+    /// Sets [`sync_every`](Self::sync_every): every how many rounds a commit is made durable
+    /// (default 1; at least 1).
+    #[must_use]
+    pub fn with_sync_every(mut self, sync_every: u64) -> Self {
+        self.sync_every = sync_every;
+        self
+    }
 }
 
 impl LedgerConfig {
@@ -172,13 +191,15 @@ impl LedgerConfig {
     /// # Errors
     ///
     /// [`LedgerError::FalsePositiveRate`] unless the false-positive rate is in (0, 1);
-    /// [`LedgerError::MaxTxnLife`] unless MaxTxnLife is at most [`MAX_WINDOW_ROUNDS`].
+    /// [`LedgerError::MaxTxnLife`] unless MaxTxnLife is at most [`MAX_WINDOW_ROUNDS`];
+    /// [`LedgerError::SyncEvery`] for a `sync_every` of 0.
     pub fn validate(&self) -> Result<(), LedgerError> {
         self.check()
     }
 
     /// [`LedgerError::FalsePositiveRate`] unless the false-positive rate is in (0, 1);
-    /// [`LedgerError::MaxTxnLife`] unless MaxTxnLife is at most [`MAX_WINDOW_ROUNDS`].
+    /// [`LedgerError::MaxTxnLife`] unless MaxTxnLife is at most [`MAX_WINDOW_ROUNDS`];
+    /// [`LedgerError::SyncEvery`] for a `sync_every` of 0.
     pub(super) fn check(&self) -> Result<(), LedgerError> {
         if !(self.false_positive_rate > 0.0 && self.false_positive_rate < 1.0) {
             return Err(LedgerError::FalsePositiveRate(self.false_positive_rate));
@@ -188,6 +209,9 @@ impl LedgerConfig {
                 max_txn_life: self.max_txn_life,
                 limit: MAX_WINDOW_ROUNDS,
             });
+        }
+        if self.sync_every == 0 {
+            return Err(LedgerError::SyncEvery);
         }
         Ok(())
     }
@@ -208,6 +232,11 @@ mod tests {
         );
         assert_eq!(d.max_txn_life, 1000);
         assert_eq!(d.bloom_seed, 0x7478_6761_7465_4c31); // "txgateL1"
+        assert_eq!(d.sync_every, 1);
+        assert!(matches!(
+            d.clone().with_sync_every(0).validate(),
+            Err(LedgerError::SyncEvery)
+        ));
         // Each setter from the default: the default with that one field changed.
         let one = |set: fn(LedgerConfig) -> LedgerConfig, change: fn(&mut LedgerConfig)| {
             let mut want = LedgerConfig::default();
@@ -228,6 +257,7 @@ mod tests {
         one(|c| c.with_max_txn_life(7), |c| c.max_txn_life = 7);
         one(|c| c.with_archival(false), |c| c.archival = false);
         one(|c| c.with_bloom_seed(42), |c| c.bloom_seed = 42);
+        one(|c| c.with_sync_every(8), |c| c.sync_every = 8);
         // All of them chained, then each set back to its default value: the default again.
         let c = LedgerConfig::default()
             .with_false_positive_rate(0.25)
@@ -236,13 +266,14 @@ mod tests {
             .with_txid_index(false)
             .with_max_txn_life(7)
             .with_archival(false)
-            .with_bloom_seed(42);
+            .with_bloom_seed(42)
+            .with_sync_every(8);
         assert_eq!(c.false_positive_rate, 0.25);
         assert_eq!(
             (c.blooms, c.bloom_layout, c.txid_index, c.archival),
             (false, Layout::Block512, false, false)
         );
-        assert_eq!((c.max_txn_life, c.bloom_seed), (7, 42));
+        assert_eq!((c.max_txn_life, c.bloom_seed, c.sync_every), (7, 42, 8));
         let back = c
             .with_false_positive_rate(0.001)
             .with_blooms(true)
@@ -250,7 +281,8 @@ mod tests {
             .with_txid_index(true)
             .with_max_txn_life(1000)
             .with_archival(true)
-            .with_bloom_seed(u64::from_be_bytes(*b"txgateL1"));
+            .with_bloom_seed(u64::from_be_bytes(*b"txgateL1"))
+            .with_sync_every(1);
         assert_eq!(back, d);
     }
 }

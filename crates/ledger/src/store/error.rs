@@ -25,6 +25,12 @@ pub enum LedgerError {
         /// The largest one allowed.
         limit: u64,
     },
+    /// The configured `sync_every` is 0 (every how many rounds a commit is made durable: at
+    /// least 1).
+    #[error(
+        "invalid ledger configuration: sync_every must be at least 1 (rounds per durable commit)"
+    )]
+    SyncEvery,
     /// The ledger directory could not be created.
     #[error("cannot create ledger directory {path}")]
     Dir {

@@ -6,7 +6,7 @@ use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use redb::{Database, ReadTransaction};
+use redb::{Database, Durability, ReadTransaction};
 use txgate_algorand::codec::{Block, Expected};
 use txgate_bloom::AnyBloom;
 
@@ -69,6 +69,17 @@ pub(super) struct WriterState {
     pub(super) first: Option<Round>,
     /// The network of the ledger's blocks (`None`: empty ledger); as in the `chain` table.
     pub(super) genesis: Option<Genesis>,
+    /// Rounds committed since the last durable commit (`LedgerConfig::sync_every`).
+    // Invariant: below `config.sync_every`.
+    pub(super) unsynced: u64,
+}
+
+impl Drop for Ledger {
+    /// Syncs the rounds not yet durable ([`Ledger::sync`]); an error is ignored (those rounds
+    /// may then be lost, as in a crash).
+    fn drop(&mut self) {
+        let _ = self.sync();
+    }
 }
 
 impl std::fmt::Debug for Ledger {
@@ -190,6 +201,24 @@ impl Ledger {
         self.add_checked(verified.block(), verified.raw())
     }
 
+    /// Makes every round added so far durable: with [`LedgerConfig::sync_every`] above 1, the
+    /// rounds committed since the last durable commit are synced to disk (one empty write
+    /// transaction, committed durably); otherwise nothing to do. Dropping the ledger does this
+    /// too (ignoring errors).
+    ///
+    /// # Errors
+    ///
+    /// [`LedgerError::Store`].
+    pub fn sync(&self) -> Result<(), LedgerError> {
+        let mut writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        if writer.unsynced > 0 {
+            let txn = self.db.begin_write().map_err(db_err(None))?;
+            txn.commit().map_err(db_err(None))?;
+            writer.unsynced = 0;
+        }
+        Ok(())
+    }
+
     /// The write path of a verified block.
     fn add_checked(&self, block: &Block, raw: &[u8]) -> Result<Round, LedgerError> {
         // A panicking writer cannot leave the state half-updated: `first` is assigned only after
@@ -233,7 +262,13 @@ impl Ledger {
         };
         let indexed_round = self.config.blooms && self.config.txid_index;
 
-        let txn = self.db.begin_write().map_err(db_err(Some(round)))?;
+        let mut txn = self.db.begin_write().map_err(db_err(Some(round)))?;
+        // Every `sync_every`th round since the last durable commit waits for the disk; the
+        // others commit without a sync (atomic and visible, not yet durable).
+        let durable = writer.unsynced + 1 >= self.config.sync_every;
+        if !durable {
+            txn.set_durability(Durability::None);
+        }
         let first = writer.first.unwrap_or(round);
         let mut new_first = first;
         {
@@ -272,6 +307,7 @@ impl Ledger {
             }
         }
         txn.commit().map_err(db_err(Some(round)))?;
+        writer.unsynced = if durable { 0 } else { writer.unsynced + 1 };
         writer.first = Some(new_first);
         if new_genesis.is_some() {
             writer.genesis = new_genesis;

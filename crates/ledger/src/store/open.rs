@@ -155,7 +155,11 @@ impl Ledger {
             seed,
             codec,
             window,
-            writer: Mutex::new(WriterState { first, genesis }),
+            writer: Mutex::new(WriterState {
+                first,
+                genesis,
+                unsynced: 0,
+            }),
             config,
         };
         let mut report = OpenReport {
