@@ -5,7 +5,8 @@
 //! holds the round's raw block bytes, its bloom filter of txids (an
 //! [`AnyBloom`](txgate_bloom::AnyBloom) in the configured block layout, sized from the round's
 //! transaction count and the configured false-positive rate) and its txid index row, so a crash
-//! leaves a round wholly present or wholly absent. After the commit the round's bloom is published
+//! leaves a round wholly present or wholly absent (each commit is durable when `add_block` returns,
+//! unless [`LedgerConfig::sync_every`] batches the syncs). After the commit the round's bloom is published
 //! to an in-memory window of the last MaxTxnLife + 1 rounds that readers query without locks.
 //!
 //! [`Ledger::lookup_txid`] answers "is this txid in round R?": the round's bloom answers "no"
