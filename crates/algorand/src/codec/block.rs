@@ -44,8 +44,8 @@ pub struct Block {
     /// decoded from, one per txn (empty for a block from [`Block::new`] until set).
     /// [`payset_offsets`](super::payset_offsets) computes them from bytes alone and
     /// [`payset_entry_txid`](super::payset_entry_txid) reads one entry's txid (the ledger's
-    /// format-2 txid index pointed at entries this way); [`gossip_messages`](super::gossip_messages)
-    /// relies on one per txn.
+    /// format-2 txid index pointed at entries this way);
+    /// [`gossip_messages`](super::gossip_messages) relies on one per txn.
     pub entry_offsets: Vec<usize>,
 }
 

@@ -5,9 +5,10 @@
 //! holds the round's raw block bytes, its bloom filter of txids (an
 //! [`AnyBloom`](txgate_bloom::AnyBloom) in the configured block layout, sized from the round's
 //! transaction count and the configured false-positive rate) and its txid index row, so a crash
-//! leaves a round wholly present or wholly absent (each commit is durable when `add_block` returns,
-//! unless [`LedgerConfig::sync_every`] batches the syncs). After the commit the round's bloom is published
-//! to an in-memory window of the last MaxTxnLife + 1 rounds that readers query without locks.
+//! leaves a round wholly present or wholly absent (each commit is durable when `add_block`
+//! returns, unless [`LedgerConfig::sync_every`] batches the syncs). After the commit the round's
+//! bloom is published to an in-memory window of the last MaxTxnLife + 1 rounds that readers
+//! query without locks.
 //!
 //! [`Ledger::lookup_txid`] answers "is this txid in round R?": the round's bloom answers "no"
 //! without touching the database; a "maybe" goes to the exact index (the round's txids), which
@@ -60,8 +61,8 @@
 //!
 //! - `ledger.rs`: [`Ledger`]: its state and invariants, [`Ledger::add_decoded_block`] (one
 //!   write transaction per round, then the bloom published to the window) and the lookups.
-//! - `open.rs`: [`Ledger::open`]: configuration and format checks, formats 1 and 2 opened as 3, pruning
-//!   at open, loading the window's blooms and rebuilding missing or corrupt ones
+//! - `open.rs`: [`Ledger::open`]: configuration and format checks, formats 1 and 2 opened as 3,
+//!   pruning at open, loading the window's blooms and rebuilding missing or corrupt ones
 //!   ([`OpenReport`]).
 //! - `index.rs`: a round's bloom and txid index row built from its block
 //!   (`build_round_bloom`, `build_round_index`), and the searches of every format's rows.

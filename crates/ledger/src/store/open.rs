@@ -1,6 +1,6 @@
 //! Opening a ledger ([`Ledger::open`]): the configuration check, the format check and
-//! migration (formats 1 and 2 open as format 3), the seed, pruning at open, and loading the window's
-//! blooms, rebuilding (and writing back) those missing or corrupt ([`OpenReport`]).
+//! migration (formats 1 and 2 open as format 3), the seed, pruning at open, and loading the
+//! window's blooms, rebuilding (and writing back) those missing or corrupt ([`OpenReport`]).
 
 use std::path::Path;
 use std::sync::Mutex;
