@@ -10,7 +10,10 @@
 //! - `lookup_miss`: `lookup_txid` of random absent txids (seeded, never the all-zero id) in
 //!   random rounds of the window; `blooms` (the default layout) vs `baseline`, and `blooms256`,
 //!   `blooms512` with each bloom layout.
-//! - `lookup_hit`: `lookup_txid` of present txids in their rounds.
+//! - `lookup_hit`: `lookup_txid` of present txids in their rounds. Also `blooms_in_window` and
+//!   `blooms_old_round`: one archival ledger whose window (MaxTxnLife + 1 rounds) holds its last
+//!   16 of 48 rounds, hits in those rounds against hits in the 32 older ones, taking turns; a
+//!   hit reads the round's txid index row and no block in both.
 //! - `add_block`: one 1,000-txn round per iteration (encoding outside the timing; each commit
 //!   is durable, so the figure includes an fsync); `blooms`, `baseline`, and `bloom_only`
 //!   (blooms without the txid index: what the index adds is `blooms` minus `bloom_only`).
@@ -42,6 +45,9 @@ const TXNS_PER_ROUND: usize = 1000;
 const ROUNDS: Round = 1000;
 /// Rounds of the lookup ledgers (a lookup touches one round; more rounds only cost set-up).
 const LOOKUP_ROUNDS: Round = 32;
+/// MaxTxnLife of the ledger of `lookup_hit/blooms_{in_window,old_round}`: its window is the last
+/// 16 of its `LOOKUP_ROUNDS + 16` rounds.
+const SHORT_LIFE: Round = 15;
 
 fn round_txns(round: Round) -> Vec<SynthTxn> {
     (0..TXNS_PER_ROUND)
@@ -136,7 +142,52 @@ fn lookups(c: &mut Criterion) {
                 })
             });
         }
+        if present {
+            hits_by_age(&mut g, &mut rng);
+        }
         g.finish();
+    }
+}
+
+/// `lookup_hit/blooms_in_window` vs `lookup_hit/blooms_old_round`: an archival ledger of
+/// `LOOKUP_ROUNDS + SHORT_LIFE + 1` rounds whose window is the last `SHORT_LIFE + 1`; hits in
+/// window rounds and in the older ones (whose blooms are no longer in memory).
+fn hits_by_age(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    rng: &mut SmallRng,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let rounds = LOOKUP_ROUNDS + SHORT_LIFE + 1;
+    let config = config(true).with_max_txn_life(SHORT_LIFE);
+    let (ledger, ids) = build_with(dir.path(), config, rounds);
+    let window_start = rounds - 1 - SHORT_LIFE;
+    let mut sample = |lo: Round, hi: Round| -> Vec<(Txid, Round)> {
+        (0..1024)
+            .map(|_| {
+                let round = rng.random_range(lo..hi);
+                (
+                    ids[round as usize][rng.random_range(0..TXNS_PER_ROUND)],
+                    round,
+                )
+            })
+            .collect()
+    };
+    let inside = sample(window_start, rounds);
+    let outside = sample(0, window_start);
+    for (mode, queries) in [
+        ("blooms_in_window", &inside),
+        ("blooms_old_round", &outside),
+    ] {
+        let mut i = 0;
+        g.bench_function(mode, |b| {
+            b.iter(|| {
+                let (id, round) = &queries[i % queries.len()];
+                i += 1;
+                let found = ledger.lookup_txid(black_box(id), *round).unwrap();
+                debug_assert!(found.is_some());
+                black_box(found)
+            })
+        });
     }
 }
 

@@ -50,10 +50,10 @@
 //! - `store/ledger.rs`: the [`Ledger`](store::Ledger) type, its invariants, `add_block` (one
 //!   write transaction per round, then the bloom published) and the lookups (`lookup_txid`,
 //!   `find_txid`, `block`, `round_bloom`).
-//! - `store/open.rs`: `Ledger::open`: configuration and format checks, format-1 migration,
+//! - `store/open.rs`: `Ledger::open`: configuration and format checks, formats 1 and 2 opened as 3,
 //!   pruning at open, the window's blooms loaded or rebuilt ([`store::OpenReport`]).
-//! - `store/index.rs`: a round's bloom and compact txid index **built** from its block
-//!   (`build_round_bloom`, `build_round_index`), and the index's search.
+//! - `store/index.rs`: a round's bloom and txid index row **built** from its block
+//!   (`build_round_bloom`, `build_round_index`), and the searches of every format's rows.
 //! - `store/rows.rs`: a round's bloom and index rows **persisted** (`persist_round_rows`), pruning,
 //!   the network's rows and the network check.
 //! - `store/blocks.rs`: the block codec, and the one read of a stored block.

@@ -41,10 +41,11 @@ pub struct Block {
     /// The payset in block order.
     pub txns: Vec<Txn>,
     /// Where each payset entry (`SignedTxnInBlock` map) starts in the bytes this block was
-    /// decoded from, one per txn (empty for a block from [`Block::new`] until set). The ledger's compact txid
-    /// index points at entries by these offsets ([`payset_offsets`](super::payset_offsets)
-    /// computes them from bytes alone, [`payset_entry_txid`](super::payset_entry_txid) reads
-    /// one entry's txid); [`gossip_messages`](super::gossip_messages) relies on one per txn.
+    /// decoded from, one per txn (empty for a block from [`Block::new`] until set).
+    /// [`payset_offsets`](super::payset_offsets) computes them from bytes alone and
+    /// [`payset_entry_txid`](super::payset_entry_txid) reads one entry's txid (the ledger's
+    /// format-2 txid index pointed at entries this way);
+    /// [`gossip_messages`](super::gossip_messages) relies on one per txn.
     pub entry_offsets: Vec<usize>,
 }
 
@@ -53,9 +54,10 @@ impl Block {
     /// fields as the decoder leaves absent ones: timestamp 0, no protocol, no payset
     /// commitment, an empty payset and no entry offsets.
     ///
-    /// Nothing ties the fields together: the ledger's txid index points at payset entries by
-    /// [`entry_offsets`](Self::entry_offsets) in the bytes stored beside the block, so a block
-    /// built by hand for the ledger needs offsets that match those bytes.
+    /// Nothing ties the fields together: a block built by hand needs
+    /// [`entry_offsets`](Self::entry_offsets) that match the bytes stored beside it wherever
+    /// entries are found by offset (gossip messages), and txns whose txids are those of the
+    /// bytes' entries (the ledger's txid index holds the block's txids).
     ///
     /// ```
     /// use txgate_algorand::Txid;

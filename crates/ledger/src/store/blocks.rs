@@ -15,9 +15,8 @@ type EntryTxidFn = fn(&[u8], usize, &[u8], &[u8; 32]) -> Result<Txid, DecodeErro
 pub(crate) struct Codec {
     /// Decodes block bytes ([`codec::decode_block`]).
     pub(crate) decode: fn(&[u8]) -> Result<Block, DecodeError>,
-    /// The byte offset of each payset entry in block bytes ([`codec::payset_offsets`]).
-    pub(crate) offsets: fn(&[u8]) -> Result<Vec<usize>, DecodeError>,
-    /// The txid of the entry at an offset ([`codec::payset_entry_txid`]).
+    /// The txid of the entry at an offset ([`codec::payset_entry_txid`]): format-2 index rows
+    /// point at entries.
     pub(crate) entry_txid: EntryTxidFn,
     /// Verifies a block against its bytes ([`Block::verify`]).
     pub(crate) verify: fn(&Block, &[u8], &Expected) -> Result<(), VerifyError>,
@@ -26,7 +25,6 @@ pub(crate) struct Codec {
 impl Codec {
     pub(crate) const ALGORAND: Codec = Codec {
         decode: codec::decode_block,
-        offsets: codec::payset_offsets,
         entry_txid: codec::payset_entry_txid,
         verify: Block::verify,
     };

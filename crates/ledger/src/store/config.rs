@@ -93,6 +93,16 @@ pub struct LedgerConfig {
     /// this much), one tenth for pages written. A bound, not an allocation: any value is
     /// accepted, and small ones cost reads from the file (the OS page cache) instead.
     pub cache_bytes: usize,
+    /// Every how many rounds `add_block`'s commit is made durable (default 1: every round's
+    /// commit is on disk when `add_block` returns, which costs a sync of the file per round; at
+    /// least 1). With `n > 1`, the commit of every `n`th round since the last durable one,
+    /// [`Ledger::sync`](super::Ledger::sync) and dropping the ledger wait for the disk; the
+    /// commits between are atomic and seen by lookups at once, but a crash may lose up to the
+    /// last `n - 1` rounds (never part of one): the reopened ledger ends at an earlier round and
+    /// ingest continues from there. go-algorand's ledger writes added blocks to its database
+    /// in batches too (`ledger/blockqueue.go`: a syncer goroutine commits the queued blocks,
+    /// which lookups see before they are written).
+    pub sync_every: u64,
 }
 
 impl Default for LedgerConfig {
@@ -106,6 +116,7 @@ impl Default for LedgerConfig {
             archival: true,
             bloom_seed: DEFAULT_BLOOM_SEED,
             cache_bytes: DEFAULT_CACHE_BYTES,
+            sync_every: 1,
         }
     }
 }
@@ -183,6 +194,14 @@ impl LedgerConfig {
         self.cache_bytes = cache_bytes;
         self
     }
+
+    /// Sets [`sync_every`](Self::sync_every): every how many rounds a commit is made durable
+    /// (default 1; at least 1).
+    #[must_use]
+    pub fn with_sync_every(mut self, sync_every: u64) -> Self {
+        self.sync_every = sync_every;
+        self
+    }
 }
 
 impl LedgerConfig {
@@ -199,13 +218,15 @@ impl LedgerConfig {
     /// # Errors
     ///
     /// [`LedgerError::FalsePositiveRate`] unless the false-positive rate is in (0, 1);
-    /// [`LedgerError::MaxTxnLife`] unless MaxTxnLife is at most [`MAX_WINDOW_ROUNDS`].
+    /// [`LedgerError::MaxTxnLife`] unless MaxTxnLife is at most [`MAX_WINDOW_ROUNDS`];
+    /// [`LedgerError::SyncEvery`] for a `sync_every` of 0.
     pub fn validate(&self) -> Result<(), LedgerError> {
         self.check()
     }
 
     /// [`LedgerError::FalsePositiveRate`] unless the false-positive rate is in (0, 1);
-    /// [`LedgerError::MaxTxnLife`] unless MaxTxnLife is at most [`MAX_WINDOW_ROUNDS`].
+    /// [`LedgerError::MaxTxnLife`] unless MaxTxnLife is at most [`MAX_WINDOW_ROUNDS`];
+    /// [`LedgerError::SyncEvery`] for a `sync_every` of 0.
     pub(super) fn check(&self) -> Result<(), LedgerError> {
         if !(self.false_positive_rate > 0.0 && self.false_positive_rate < 1.0) {
             return Err(LedgerError::FalsePositiveRate(self.false_positive_rate));
@@ -215,6 +236,9 @@ impl LedgerConfig {
                 max_txn_life: self.max_txn_life,
                 limit: MAX_WINDOW_ROUNDS,
             });
+        }
+        if self.sync_every == 0 {
+            return Err(LedgerError::SyncEvery);
         }
         Ok(())
     }
@@ -236,6 +260,11 @@ mod tests {
         assert_eq!(d.max_txn_life, 1000);
         assert_eq!(d.bloom_seed, 0x7478_6761_7465_4c31); // "txgateL1"
         assert_eq!(d.cache_bytes, 1 << 30); // redb's default
+        assert_eq!(d.sync_every, 1);
+        assert!(matches!(
+            d.clone().with_sync_every(0).validate(),
+            Err(LedgerError::SyncEvery)
+        ));
         // Each setter from the default: the default with that one field changed.
         let one = |set: fn(LedgerConfig) -> LedgerConfig, change: fn(&mut LedgerConfig)| {
             let mut want = LedgerConfig::default();
@@ -257,6 +286,7 @@ mod tests {
         one(|c| c.with_archival(false), |c| c.archival = false);
         one(|c| c.with_bloom_seed(42), |c| c.bloom_seed = 42);
         one(|c| c.with_cache_bytes(1 << 20), |c| c.cache_bytes = 1 << 20);
+        one(|c| c.with_sync_every(8), |c| c.sync_every = 8);
         // All of them chained, then each set back to its default value: the default again.
         let c = LedgerConfig::default()
             .with_false_positive_rate(0.25)
@@ -265,13 +295,14 @@ mod tests {
             .with_txid_index(false)
             .with_max_txn_life(7)
             .with_archival(false)
-            .with_bloom_seed(42);
+            .with_bloom_seed(42)
+            .with_sync_every(8);
         assert_eq!(c.false_positive_rate, 0.25);
         assert_eq!(
             (c.blooms, c.bloom_layout, c.txid_index, c.archival),
             (false, Layout::Block512, false, false)
         );
-        assert_eq!((c.max_txn_life, c.bloom_seed), (7, 42));
+        assert_eq!((c.max_txn_life, c.bloom_seed, c.sync_every), (7, 42, 8));
         let back = c
             .with_false_positive_rate(0.001)
             .with_blooms(true)
@@ -279,7 +310,8 @@ mod tests {
             .with_txid_index(true)
             .with_max_txn_life(1000)
             .with_archival(true)
-            .with_bloom_seed(u64::from_be_bytes(*b"txgateL1"));
+            .with_bloom_seed(u64::from_be_bytes(*b"txgateL1"))
+            .with_sync_every(1);
         assert_eq!(back, d);
     }
 }

@@ -25,6 +25,12 @@ pub enum LedgerError {
         /// The largest one allowed.
         limit: u64,
     },
+    /// The configured `sync_every` is 0 (every how many rounds a commit is made durable: at
+    /// least 1).
+    #[error(
+        "invalid ledger configuration: sync_every must be at least 1 (rounds per durable commit)"
+    )]
+    SyncEvery,
     /// The ledger directory could not be created.
     #[error("cannot create ledger directory {path}")]
     Dir {
@@ -42,7 +48,9 @@ pub enum LedgerError {
         source: DbError,
     },
     /// The database was written by another format version.
-    #[error("ledger database {path} has format {found}, this build reads format {FORMAT_VERSION}")]
+    #[error(
+        "ledger database {path} has format {found}, this build reads formats 1 to {FORMAT_VERSION}"
+    )]
     Format {
         /// The database file.
         path: PathBuf,
@@ -127,7 +135,9 @@ pub enum LedgerError {
         /// The oldest kept round.
         first: Round,
     },
-    /// A block too large for the compact txid index's 32-bit entry offsets (4 GiB).
+    /// A block too large for format 2's compact txid index, whose entry offsets were 32-bit
+    /// (4 GiB). Not returned since format 3, whose index holds whole txids; kept so that code
+    /// naming it still builds.
     #[error("block of round {round} is {bytes} bytes, more than the txid index addresses")]
     BlockTooLarge {
         /// The round.
@@ -136,7 +146,9 @@ pub enum LedgerError {
         bytes: usize,
     },
     /// The block bytes given with a decoded block are not its encoding (their payset has
-    /// another number of entries).
+    /// another number of entries): format 2's compact index pointed into them. Not returned
+    /// since format 3, whose index holds the decoded block's txids; kept so that code naming it
+    /// still builds.
     #[error("the bytes given for round {round} hold {found} payset entries, the block {expected}")]
     RawMismatch {
         /// The round.

@@ -1,9 +1,14 @@
-//! A round's bloom and its compact txid index: built from the block ([`build_round_bloom`],
-//! [`build_round_index`]), parsed ([`PrefixIndex`]) and searched ([`search_prefixes`]); and the
-//! search of format 1's rows ([`search_format_1_row`]).
+//! A round's bloom and its txid index: built from the block ([`build_round_bloom`],
+//! [`build_round_index`]) and searched ([`search_txids`]); and the searches of the rows earlier
+//! formats wrote: format 2's compact rows ([`PrefixIndex`], [`search_prefixes`]) and format 1's
+//! sorted rows ([`search_format_1_row`]).
 //!
-//! A compact index row is one entry of [`PREFIX_ENTRY_BYTES`] per txn plus a header, in the
-//! `txid_prefixes` table:
+//! A txid index row (format 3, table `round_txids`) is the round's txids, [`TXID_BYTES`] each,
+//! in payset order: a hit reads this one row and no block.
+//!
+//! A format-2 compact row is one entry of [`PREFIX_ENTRY_BYTES`] per txn plus a header, in the
+//! `txid_prefixes` table; a match of its 4-byte prefix is verified against the txid of the
+//! payset entry it points to, computed from the stored block:
 //!
 //! ```text
 //! offset          size  field
@@ -30,8 +35,11 @@ use crate::{Round, Txid};
 /// Bytes of one format-1 txid index entry: the 32-byte txid, then its payset index as `u32` LE.
 pub(super) const INDEX_ENTRY_BYTES: usize = 36;
 
-/// Bytes per txn of a compact index row: a 4-byte txid prefix and a 4-byte entry offset.
+/// Bytes per txn of a format-2 compact index row: a 4-byte txid prefix and a 4-byte entry offset.
 pub(super) const PREFIX_ENTRY_BYTES: usize = 8;
+
+/// Bytes per txn of a `round_txids` row: the whole txid.
+pub(super) const TXID_BYTES: usize = 32;
 
 /// The bloom of `block`'s txids (tagged as `round`), sized from its txn count and `config`'s
 /// false-positive rate, in `config`'s layout, hashed with `seed`.
@@ -59,65 +67,37 @@ pub(super) fn build_round_bloom(
     Ok(bloom)
 }
 
-/// The compact index row of `block` (tagged as `round`; `raw` its bytes, which the row's
-/// offsets point into). The block must have fewer than 2^32 txns ([`build_round_bloom`] checks
-/// it first).
-///
-/// # Errors
-///
-/// [`LedgerError::BlockTooLarge`]; [`LedgerError::Decode`] or [`LedgerError::RawMismatch`] when
-/// `raw` is not the block's encoding.
-pub(super) fn build_round_index(
-    codec: &Codec,
-    block: &Block,
-    raw: &[u8],
-    round: Round,
-) -> Result<Vec<u8>, LedgerError> {
-    let count = block.txns.len();
-    if u32::try_from(raw.len()).is_err() {
-        return Err(LedgerError::BlockTooLarge {
-            round,
-            bytes: raw.len(),
-        });
-    }
-    // The decoder records where each entry starts; a block built by hand has no offsets,
-    // and its bytes are scanned for them.
-    let scanned;
-    let offsets = if block.entry_offsets.len() == count {
-        &block.entry_offsets
-    } else {
-        scanned = (codec.offsets)(raw).map_err(|source| LedgerError::Decode {
-            round: Some(round),
-            source,
-        })?;
-        &scanned
-    };
-    if offsets.len() != count {
-        return Err(LedgerError::RawMismatch {
-            round,
-            expected: count,
-            found: offsets.len(),
-        });
-    }
-    let genesis_id = &block.genesis_id;
-    let genesis_len = u32::try_from(genesis_id.len()).map_err(|_| LedgerError::BlockTooLarge {
-        round,
-        bytes: raw.len(),
-    })?;
-    let mut row = Vec::with_capacity(40 + genesis_id.len() + count * PREFIX_ENTRY_BYTES);
-    // In range: the caller checked that count fits a u32.
-    row.extend_from_slice(&(count as u32).to_le_bytes());
-    row.extend_from_slice(&genesis_len.to_le_bytes());
-    row.extend_from_slice(genesis_id);
-    row.extend_from_slice(&block.genesis_hash);
+/// The txid index row of `block`: its txids, [`TXID_BYTES`] each, in payset order (the
+/// `round_txids` table's row; the index of a txid is its position). The block must have fewer
+/// than 2^32 txns ([`build_round_bloom`] checks it first).
+pub(super) fn build_round_index(block: &Block) -> Vec<u8> {
+    let mut row = Vec::with_capacity(block.txns.len() * TXID_BYTES);
     for txn in &block.txns {
-        row.extend_from_slice(&txn.txid.0[..4]);
+        row.extend_from_slice(txn.txid.as_bytes());
     }
-    for &offset in offsets {
-        // In range: offsets are below `raw.len()`, checked to fit a u32 above.
-        row.extend_from_slice(&(offset as u32).to_le_bytes());
+    row
+}
+
+/// The position of `txid` in a `round_txids` row (the first one when the payset repeats it, as
+/// the baseline's scan answers); `None` when the row is malformed (its length is not a whole
+/// number of txids, or it numbers 2^32 or more: a damaged file), `Some(None)` when the txid is
+/// not in it.
+///
+/// A linear scan that compares the first 8 bytes of each txid and the rest only on a match: a
+/// row of `n` txns costs `n` loads, about a microsecond for 1,000 (txids are SHA-512/256 outputs,
+/// so 8-byte matches of different txids are rare; ids crafted to share them cost one 32-byte
+/// compare each).
+pub(super) fn search_txids(row: &[u8], txid: &Txid) -> Option<Option<u32>> {
+    if !row.len().is_multiple_of(TXID_BYTES) || u32::try_from(row.len() / TXID_BYTES).is_err() {
+        return None;
     }
-    Ok(row)
+    let want = txid.as_bytes();
+    let head = u64::from_ne_bytes(want[..8].try_into().expect("8 bytes"));
+    let found = row.chunks_exact(TXID_BYTES).position(|id| {
+        u64::from_ne_bytes(id[..8].try_into().expect("8 bytes")) == head && id == want
+    });
+    // In range: the row numbers fewer than 2^32 txids (checked above).
+    Some(found.map(|i| i as u32))
 }
 
 /// A parsed compact txid index row (layout in the module docs).

@@ -6,7 +6,7 @@ use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use redb::{Database, ReadTransaction};
+use redb::{Database, Durability, ReadTransaction};
 use txgate_algorand::codec::{Block, Expected};
 use txgate_bloom::AnyBloom;
 
@@ -16,10 +16,12 @@ use super::error::{LedgerError, db_err};
 use super::genesis::Genesis;
 use super::index::{
     PrefixIndex, build_round_bloom, build_round_index, search_format_1_row, search_prefixes,
+    search_txids,
 };
 use super::rows::{check_network, persist_round_rows, prune, write_genesis};
 use super::tables::{
-    BLOCKS, BLOOMS, META, META_FIRST, META_INDEXED_FROM, META_LATEST, TXID_PREFIXES, TXIDS,
+    BLOCKS, BLOOMS, META, META_FIRST, META_INDEXED_FROM, META_LATEST, ROUND_TXIDS, TXID_PREFIXES,
+    TXIDS,
 };
 use super::verified::VerifiedBlock;
 use super::window::{Probe, Window};
@@ -67,6 +69,17 @@ pub(super) struct WriterState {
     pub(super) first: Option<Round>,
     /// The network of the ledger's blocks (`None`: empty ledger); as in the `chain` table.
     pub(super) genesis: Option<Genesis>,
+    /// Rounds committed since the last durable commit (`LedgerConfig::sync_every`).
+    // Invariant: below `config.sync_every`.
+    pub(super) unsynced: u64,
+}
+
+impl Drop for Ledger {
+    /// Syncs the rounds not yet durable ([`Ledger::sync`]); an error is ignored (those rounds
+    /// may then be lost, as in a crash).
+    fn drop(&mut self) {
+        let _ = self.sync();
+    }
 }
 
 impl std::fmt::Debug for Ledger {
@@ -146,10 +159,9 @@ impl Ledger {
     /// Adds an already decoded block as the next round: `block.round` must be the latest
     /// round plus one, or any round for an empty ledger (a ledger may start at any round, e.g. from
     /// a catchpoint; the first round is kept in `meta`). `raw` is stored as the block's bytes and
-    /// must be the encoding `block` was decoded from: the txid index points into it, and the
-    /// blooms-disabled lookups and bloom rebuilds decode it again. (A block from
-    /// [`decode_block`](txgate_algorand::codec::decode_block) carries its entries' offsets; for one
-    /// built by hand `raw` is scanned for them.)
+    /// must be the encoding `block` was decoded from: the txid index holds `block`'s txids, while
+    /// the blooms-disabled lookups and bloom rebuilds decode `raw` again (verification ties
+    /// `raw`'s payset to `block`'s header commitment).
     ///
     /// The block must be of the ledger's network (see [`Genesis`]); the first block names it.
     /// It is verified first ([`Block::verify`] with no round or network expected beyond the
@@ -166,10 +178,8 @@ impl Ledger {
     ///
     /// [`LedgerError::Verify`] (a commitment, the protocol's rule, or `raw` not the block's
     /// bytes), [`LedgerError::OutOfOrder`], [`LedgerError::OtherNetwork`],
-    /// [`LedgerError::TooManyTxns`], [`LedgerError::Bloom`], [`LedgerError::Store`]; with the
-    /// txid index, [`LedgerError::Decode`] or [`LedgerError::RawMismatch`] when `raw` is not the
-    /// block's encoding and [`LedgerError::BlockTooLarge`]. Nothing is written or published on
-    /// error.
+    /// [`LedgerError::TooManyTxns`], [`LedgerError::Bloom`], [`LedgerError::Store`]. Nothing is
+    /// written or published on error.
     pub fn add_decoded_block(&self, block: &Block, raw: &[u8]) -> Result<Round, LedgerError> {
         (self.codec.verify)(block, raw, &Expected::default()).map_err(|source| {
             LedgerError::Verify {
@@ -189,6 +199,24 @@ impl Ledger {
     /// As [`Ledger::add_decoded_block`], but for [`LedgerError::Verify`].
     pub fn add_verified_block(&self, verified: &VerifiedBlock<'_>) -> Result<Round, LedgerError> {
         self.add_checked(verified.block(), verified.raw())
+    }
+
+    /// Makes every round added so far durable: with [`LedgerConfig::sync_every`] above 1, the
+    /// rounds committed since the last durable commit are synced to disk (one empty write
+    /// transaction, committed durably); otherwise nothing to do. Dropping the ledger does this
+    /// too (ignoring errors).
+    ///
+    /// # Errors
+    ///
+    /// [`LedgerError::Store`].
+    pub fn sync(&self) -> Result<(), LedgerError> {
+        let mut writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        if writer.unsynced > 0 {
+            let txn = self.db.begin_write().map_err(db_err(None))?;
+            txn.commit().map_err(db_err(None))?;
+            writer.unsynced = 0;
+        }
+        Ok(())
     }
 
     /// The write path of a verified block.
@@ -228,13 +256,19 @@ impl Ledger {
             None => Some(genesis),
         };
         let indexed = if self.config.blooms {
-            Some(self.build_round_rows(block, raw, round, self.config.txid_index)?)
+            Some(self.build_round_rows(block, round, self.config.txid_index)?)
         } else {
             None
         };
         let indexed_round = self.config.blooms && self.config.txid_index;
 
-        let txn = self.db.begin_write().map_err(db_err(Some(round)))?;
+        let mut txn = self.db.begin_write().map_err(db_err(Some(round)))?;
+        // Every `sync_every`th round since the last durable commit waits for the disk; the
+        // others commit without a sync (atomic and visible, not yet durable).
+        let durable = writer.unsynced + 1 >= self.config.sync_every;
+        if !durable {
+            txn.set_durability(Durability::None);
+        }
         let first = writer.first.unwrap_or(round);
         let mut new_first = first;
         {
@@ -273,6 +307,7 @@ impl Ledger {
             }
         }
         txn.commit().map_err(db_err(Some(round)))?;
+        writer.unsynced = if durable { 0 } else { writer.unsynced + 1 };
         writer.first = Some(new_first);
         if new_genesis.is_some() {
             writer.genesis = new_genesis;
@@ -419,22 +454,17 @@ impl Ledger {
             .map_err(|source| LedgerError::StoredBloom { round, source })
     }
 
-    /// The bloom of `block` (tagged as `round`; `raw` its bytes) in the configured layout and
-    /// the ledger's seed, and its compact index row when `with_index`: the rows
-    /// [`persist_round_rows`] writes for the round.
+    /// The bloom of `block` (tagged as `round`) in the configured layout and the ledger's seed,
+    /// and its txid index row when `with_index`: the rows [`persist_round_rows`] writes for the
+    /// round.
     pub(super) fn build_round_rows(
         &self,
         block: &Block,
-        raw: &[u8],
         round: Round,
         with_index: bool,
     ) -> Result<(AnyBloom, Option<Vec<u8>>), LedgerError> {
         let bloom = build_round_bloom(&self.config, self.seed, block, round)?;
-        if !with_index {
-            return Ok((bloom, None));
-        }
-        let index = build_round_index(&self.codec, block, raw, round)?;
-        Ok((bloom, Some(index)))
+        Ok((bloom, with_index.then(|| build_round_index(block))))
     }
 
     fn read(&self) -> Result<ReadTransaction, LedgerError> {
@@ -475,26 +505,34 @@ impl Ledger {
     ) -> Result<Option<TxRecord>, LedgerError> {
         let indexed_from = self.check_kept(txn, round)?;
         if indexed && indexed_from.is_some_and(|from| from <= round) {
-            let prefixes = txn.open_table(TXID_PREFIXES).map_err(db_err(Some(round)))?;
-            match prefixes.get(round).map_err(db_err(Some(round)))? {
-                Some(row) => {
-                    if let Some(index) = PrefixIndex::parse(row.value()) {
-                        return Ok(search_prefixes(&self.codec, txn, &index, txid, round)?
+            let rows = txn.open_table(ROUND_TXIDS).map_err(db_err(Some(round)))?;
+            if let Some(row) = rows.get(round).map_err(db_err(Some(round)))? {
+                if let Some(found) = search_txids(row.value(), txid) {
+                    return Ok(found.map(|index| TxRecord { round, index }));
+                }
+                // A malformed row (a damaged file): the block below answers.
+            } else {
+                // A round an earlier format indexed: format 2's compact row, else format 1's.
+                let prefixes = txn.open_table(TXID_PREFIXES).map_err(db_err(Some(round)))?;
+                match prefixes.get(round).map_err(db_err(Some(round)))? {
+                    Some(row) => {
+                        if let Some(index) = PrefixIndex::parse(row.value()) {
+                            return Ok(search_prefixes(&self.codec, txn, &index, txid, round)?
+                                .map(|index| TxRecord { round, index }));
+                        }
+                        // A malformed row: the block below answers.
+                    }
+                    None => {
+                        let table = txn.open_table(TXIDS).map_err(db_err(Some(round)))?;
+                        let row = table.get(round).map_err(db_err(Some(round)))?.ok_or(
+                            LedgerError::Missing {
+                                what: "txid index",
+                                round,
+                            },
+                        )?;
+                        return Ok(search_format_1_row(row.value(), txid)
                             .map(|index| TxRecord { round, index }));
                     }
-                    // A malformed row (a damaged file): the block below answers.
-                }
-                None => {
-                    // A round a format-1 build indexed.
-                    let table = txn.open_table(TXIDS).map_err(db_err(Some(round)))?;
-                    let row = table.get(round).map_err(db_err(Some(round)))?.ok_or(
-                        LedgerError::Missing {
-                            what: "txid index",
-                            round,
-                        },
-                    )?;
-                    return Ok(search_format_1_row(row.value(), txid)
-                        .map(|index| TxRecord { round, index }));
                 }
             }
         }

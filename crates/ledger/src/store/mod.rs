@@ -5,56 +5,67 @@
 //! holds the round's raw block bytes, its bloom filter of txids (an
 //! [`AnyBloom`](txgate_bloom::AnyBloom) in the configured block layout, sized from the round's
 //! transaction count and the configured false-positive rate) and its txid index row, so a crash
-//! leaves a round wholly present or wholly absent. After the commit the round's bloom is published
-//! to an in-memory window of the last MaxTxnLife + 1 rounds that readers query without locks.
+//! leaves a round wholly present or wholly absent (each commit is durable when `add_block`
+//! returns, unless [`LedgerConfig::sync_every`] batches the syncs). After the commit the round's
+//! bloom is published to an in-memory window of the last MaxTxnLife + 1 rounds that readers
+//! query without locks.
 //!
 //! [`Ledger::lookup_txid`] answers "is this txid in round R?": the round's bloom answers "no"
-//! without touching the database; a "maybe" goes to the exact index. [`Ledger::find_txid`] asks
+//! without touching the database; a "maybe" goes to the exact index (the round's txids), which
+//! answers without reading the block, in every kept round. [`Ledger::find_txid`] asks
 //! the same over a range of rounds, newest first, within the window: the tx handler's
 //! "already committed?" check over a transaction's validity window.
 //!
 //! With blooms disabled ([`LedgerConfig::blooms`] = false) the ledger keeps only blocks and
 //! answers like go-algorand's baseline: load the round's block, decode it, compare its txids.
 //!
-//! # On-disk layout (format 2)
+//! # On-disk layout (format 3)
 //!
 //! | table           | key         | value                                                  |
 //! |-----------------|-------------|--------------------------------------------------------|
 //! | `meta`          | `&str`      | `u64`: format, bloom seed, first and latest round, ... |
 //! | `blocks`        | round `u64` | raw block bytes, as given to `add_block`               |
 //! | `blooms`        | round `u64` | `AnyBloom::to_bytes`: either layout, XXH3-checksummed  |
-//! | `txid_prefixes` | round `u64` | the round's compact txid index (below)                 |
+//! | `round_txids`   | round `u64` | the round's txid index: its txids, in payset order     |
+//! | `txid_prefixes` | round `u64` | format 2's compact txid index (read only; see below)   |
 //! | `txids`         | round `u64` | format 1's txid index (read only; see below)           |
 //! | `chain`         | `&str`      | the network's genesis id and hash ([`Genesis`])        |
 //!
 //! The tables are private to this module (`tables.rs`); their contract is the API above.
 //!
-//! A round's compact txid index is one row of 8 bytes per txn plus a header (the layout is in
-//! `index.rs`): the first 4 bytes of each txid and the byte offset of its payset entry in the
-//! stored block, in payset order. A lookup scans the prefixes and verifies each match against
-//! the one entry it points to ([`payset_entry_txid`]: that entry's txid, computed from the
-//! stored block), so answers are exact; an absent txid that passes the bloom matches a 4-byte
-//! prefix with probability about `txns / 2^32`. Txids are SHA-512/256 outputs, so prefixes are
-//! uniform; ids crafted to share a prefix only cost one verification each (at worst the
-//! baseline's decode of the block). One row per round keeps `add_block` to one extra insert, and
-//! pruning a round is one range delete.
+//! A round's txid index row is its txids, 32 bytes each, in payset order (`index.rs`): a lookup
+//! that gets past the bloom (a hit, or a false positive) reads this one row (32 KB for 1,000
+//! txns), scans it and reads no block, so a hit in a round older than the window costs what one
+//! in the window does. One row per round keeps `add_block` to one extra insert, and pruning a
+//! round is one range delete. The row is built from the decoded block's txids, which the
+//! decoder computed anyway; it costs 32 bytes per txn on disk (a 1,000-payment round's block is
+//! about 250 KB, its row 32 KB, its bloom at 0.1 % about 1.8 KB).
+//!
+//! Earlier formats, and why format 3 replaced them:
+//!
+//! - Format 2 kept 8 bytes per txn in `txid_prefixes`: the first 4 bytes of each txid and the
+//!   offset of its payset entry in the stored block. A prefix match was verified against the
+//!   txid of the entry it pointed to ([`payset_entry_txid`]), which meant reading the whole
+//!   stored block: tens of microseconds when the database cache held it, up to milliseconds
+//!   when it did not (the old rounds' hits).
+//! - Format 1 kept 36 bytes per txn in `txids`: the whole txid and its payset index, sorted.
+//!
+//! A format-1 or format-2 ledger opens as format 3 (and is marked so: older builds then refuse
+//! it): its rows are still read (format 1: binary search; format 2: prefixes verified against the
+//! block, the earlier cost), and rounds added, or rebuilt at open, from then on get `round_txids`
+//! rows. A later format than this build's is refused ([`LedgerError::Format`]).
 //!
 //! [`payset_entry_txid`]: txgate_algorand::codec::payset_entry_txid
-//!
-//! Format 1 (earlier builds) kept a 36-byte entry per txn (the whole txid and its payset index,
-//! sorted) in `txids`: more bytes written per block than the bloom and the block's own growth
-//! allowed. A format-1 ledger opens as format 2: its `txids` rows are still read (binary
-//! search), and rounds added or rebuilt from then on get compact rows.
 //!
 //! # Modules
 //!
 //! - `ledger.rs`: [`Ledger`]: its state and invariants, [`Ledger::add_decoded_block`] (one
 //!   write transaction per round, then the bloom published to the window) and the lookups.
-//! - `open.rs`: [`Ledger::open`]: configuration and format checks, format-1 migration, pruning
-//!   at open, loading the window's blooms and rebuilding missing or corrupt ones
+//! - `open.rs`: [`Ledger::open`]: configuration and format checks, formats 1 and 2 opened as 3,
+//!   pruning at open, loading the window's blooms and rebuilding missing or corrupt ones
 //!   ([`OpenReport`]).
-//! - `index.rs`: a round's bloom and compact txid index built from its block
-//!   (`build_round_bloom`, `build_round_index`), and their search.
+//! - `index.rs`: a round's bloom and txid index row built from its block
+//!   (`build_round_bloom`, `build_round_index`), and the searches of every format's rows.
 //! - `rows.rs`: a round's rows persisted (`persist_round_rows`), rounds pruned, the network's rows
 //!   and the network check.
 //! - `blocks.rs`: the block codec, and the one read of a stored block.
@@ -120,5 +131,5 @@ pub use error::{DbError, LedgerError};
 pub use genesis::Genesis;
 pub use ledger::{Ledger, TxRecord};
 pub use open::{OpenReport, RebuildReason, RebuiltBloom};
-pub use tables::{DB_FILE, FORMAT_VERSION, FORMAT_VERSION_1};
+pub use tables::{DB_FILE, FORMAT_VERSION, FORMAT_VERSION_1, FORMAT_VERSION_2};
 pub use verified::VerifiedBlock;

@@ -1,6 +1,6 @@
 //! Opening a ledger ([`Ledger::open`]): the configuration check, the format check and
-//! migration (format 1 opens as format 2), the seed, pruning at open, and loading the window's
-//! blooms, rebuilding (and writing back) those missing or corrupt ([`OpenReport`]).
+//! migration (formats 1 and 2 open as format 3), the seed, pruning at open, and loading the
+//! window's blooms, rebuilding (and writing back) those missing or corrupt ([`OpenReport`]).
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -14,8 +14,8 @@ use super::error::{DbError, LedgerError, db_err};
 use super::ledger::{Ledger, WriterState};
 use super::rows::{persist_round_rows, prune, read_genesis};
 use super::tables::{
-    BLOCKS, BLOOMS, DB_FILE, FORMAT_VERSION, FORMAT_VERSION_1, META, META_FIRST, META_FORMAT,
-    META_INDEXED_FROM, META_LATEST, META_SEED, TXID_PREFIXES, TXIDS,
+    BLOCKS, BLOOMS, DB_FILE, FORMAT_VERSION, FORMAT_VERSION_1, FORMAT_VERSION_2, META, META_FIRST,
+    META_FORMAT, META_INDEXED_FROM, META_LATEST, META_SEED, ROUND_TXIDS, TXID_PREFIXES, TXIDS,
 };
 use super::window::Window;
 use crate::Round;
@@ -120,9 +120,10 @@ impl Ledger {
                     .map_err(|e| open_err(e.into()))
             };
             match get(&meta, META_FORMAT)? {
-                // A format-1 ledger reads as format 2 (its `txids` rows stay readable); marking
-                // it keeps format-1 builds, which cannot read compact rows, from opening it.
-                None | Some(FORMAT_VERSION_1) => {
+                // A format-1 or format-2 ledger reads as format 3 (its `txids` or
+                // `txid_prefixes` rows stay readable); marking it keeps earlier builds, which
+                // cannot read `round_txids` rows, from opening it.
+                None | Some(FORMAT_VERSION_1 | FORMAT_VERSION_2) => {
                     meta.insert(META_FORMAT, FORMAT_VERSION)
                         .map_err(db_err(None))?;
                 }
@@ -142,6 +143,7 @@ impl Ledger {
         // Create the other tables, so that read transactions always find them.
         txn.open_table(BLOCKS).map_err(db_err(None))?;
         txn.open_table(BLOOMS).map_err(db_err(None))?;
+        txn.open_table(ROUND_TXIDS).map_err(db_err(None))?;
         txn.open_table(TXID_PREFIXES).map_err(db_err(None))?;
         txn.open_table(TXIDS).map_err(db_err(None))?;
         let genesis = read_genesis(&txn, first, &codec)?;
@@ -156,7 +158,11 @@ impl Ledger {
             seed,
             codec,
             window,
-            writer: Mutex::new(WriterState { first, genesis }),
+            writer: Mutex::new(WriterState {
+                first,
+                genesis,
+                unsynced: 0,
+            }),
             config,
         };
         let mut report = OpenReport {
@@ -214,6 +220,7 @@ impl Ledger {
         let mut rebuild = Vec::new();
         {
             let table = txn.open_table(BLOOMS).map_err(db_err(None))?;
+            let rows = txn.open_table(ROUND_TXIDS).map_err(db_err(None))?;
             let prefixes = txn.open_table(TXID_PREFIXES).map_err(db_err(None))?;
             let format_1 = txn.open_table(TXIDS).map_err(db_err(None))?;
             for round in start..=latest {
@@ -229,6 +236,7 @@ impl Ledger {
                 };
                 let has_index = !check_index
                     || indexed_from.is_some_and(|from| from <= round)
+                    || rows.get(round).map_err(db_err(Some(round)))?.is_some()
                     || prefixes.get(round).map_err(db_err(Some(round)))?.is_some()
                     || format_1.get(round).map_err(db_err(Some(round)))?.is_some();
                 let loaded = loaded.and_then(|bloom| {
@@ -253,14 +261,14 @@ impl Ledger {
         }
         for i in rebuild {
             let round = start + i as u64;
-            let (block, raw) = {
+            let block = {
                 let blocks = txn.open_table(BLOCKS).map_err(db_err(Some(round)))?;
-                let raw = stored_block(&blocks, round)?.value().to_vec();
-                (self.codec.decode_stored(&raw, round)?, raw)
+                self.codec
+                    .decode_stored(stored_block(&blocks, round)?.value(), round)?
             };
             // A rebuild writes the index row too, whatever `txid_index` says, so that the
             // marker's promise holds for every round it covers.
-            let (bloom, index) = self.build_round_rows(&block, &raw, round, true)?;
+            let (bloom, index) = self.build_round_rows(&block, round, true)?;
             persist_round_rows(txn, round, &bloom, index.as_deref())?;
             blooms[i] = Some(bloom);
         }

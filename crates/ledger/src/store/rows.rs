@@ -10,12 +10,12 @@ use super::blocks::{Codec, stored_block};
 use super::error::{LedgerError, db_err};
 use super::genesis::Genesis;
 use super::tables::{
-    BLOCKS, BLOOMS, CHAIN, CHAIN_GENESIS_HASH, CHAIN_GENESIS_ID, META, META_FIRST, TXID_PREFIXES,
-    TXIDS,
+    BLOCKS, BLOOMS, CHAIN, CHAIN_GENESIS_HASH, CHAIN_GENESIS_ID, META, META_FIRST, ROUND_TXIDS,
+    TXID_PREFIXES, TXIDS,
 };
 use crate::Round;
 
-/// Writes a round's bloom row and, when given, its compact txid index row (idempotent:
+/// Writes a round's bloom row and, when given, its txid index row (idempotent:
 /// rewriting a round writes the same rows).
 pub(super) fn persist_round_rows(
     txn: &WriteTransaction,
@@ -28,7 +28,7 @@ pub(super) fn persist_round_rows(
         .insert(round, bloom.to_bytes().as_slice())
         .map_err(db_err(Some(round)))?;
     if let Some(index) = index {
-        txn.open_table(TXID_PREFIXES)
+        txn.open_table(ROUND_TXIDS)
             .map_err(db_err(Some(round)))?
             .insert(round, index)
             .map_err(db_err(Some(round)))?;
@@ -44,6 +44,10 @@ pub(super) fn prune(txn: &WriteTransaction, from: Round, to: Round) -> Result<()
         .retain_in(from..to, |_, _| false)
         .map_err(db_err(r))?;
     txn.open_table(BLOOMS)
+        .map_err(db_err(r))?
+        .retain_in(from..to, |_, _| false)
+        .map_err(db_err(r))?;
+    txn.open_table(ROUND_TXIDS)
         .map_err(db_err(r))?
         .retain_in(from..to, |_, _| false)
         .map_err(db_err(r))?;

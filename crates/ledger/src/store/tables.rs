@@ -9,12 +9,16 @@ use redb::TableDefinition;
 /// The file of the database inside the ledger directory.
 pub const DB_FILE: &str = "ledger.redb";
 
-/// On-disk format version, in the `meta` table under `format`. Format 1 ledgers are opened and
-/// marked format 2 (see the module docs).
-pub const FORMAT_VERSION: u64 = 2;
+/// On-disk format version, in the `meta` table under `format`. Format 1 and 2 ledgers are
+/// opened and marked format 3 (see the module docs).
+pub const FORMAT_VERSION: u64 = 3;
 
-/// The earlier on-disk format this build still opens.
+/// The first on-disk format, which this build still opens (its `txids` rows stay readable).
 pub const FORMAT_VERSION_1: u64 = 1;
+
+/// The second on-disk format, which this build still opens (its `txid_prefixes` rows stay
+/// readable).
+pub const FORMAT_VERSION_2: u64 = 2;
 
 /// `meta` key: the format version.
 pub(super) const META_FORMAT: &str = "format";
@@ -35,8 +39,14 @@ pub(super) const META: TableDefinition<'static, &str, u64> = TableDefinition::ne
 pub(super) const BLOCKS: TableDefinition<'static, u64, &[u8]> = TableDefinition::new("blocks");
 /// `blooms` table: round -> serialized bloom ([`AnyBloom::to_bytes`], either layout).
 pub(super) const BLOOMS: TableDefinition<'static, u64, &[u8]> = TableDefinition::new("blooms");
-/// `txid_prefixes` table: round -> the round's compact txid index (the row layout is
-/// [`super::index::PrefixIndex`]'s).
+/// `round_txids` table: round -> the round's txids, [`TXID_BYTES`] each, in payset order (the
+/// txid index since format 3).
+///
+/// [`TXID_BYTES`]: super::index::TXID_BYTES
+pub(super) const ROUND_TXIDS: TableDefinition<'static, u64, &[u8]> =
+    TableDefinition::new("round_txids");
+/// `txid_prefixes` table (format 2): round -> the round's compact txid index (the row layout is
+/// [`super::index::PrefixIndex`]'s). Read for rounds a format-2 build wrote; never written.
 pub(super) const TXID_PREFIXES: TableDefinition<'static, u64, &[u8]> =
     TableDefinition::new("txid_prefixes");
 /// `txids` table (format 1): round -> sorted [`INDEX_ENTRY_BYTES`]-byte entries. Read for

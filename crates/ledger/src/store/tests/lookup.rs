@@ -100,11 +100,11 @@ fn find_txid_is_newest_first_within_the_window() {
     assert_eq!(l.lookup_txid(&id, 4).unwrap(), None);
 }
 
-/// The compact index stores 4-byte prefixes: txids sharing a prefix (crafted, and a txid the
-/// payset repeats) are told apart by verifying each match against its entry, and an absent
-/// txid with a present one's prefix is absent.
+/// The txid index compares whole txids: txids sharing their first 8 bytes (the scan's first
+/// compare) or all but their last byte, and a txid the payset repeats, are told apart; an
+/// absent txid that agrees with a present one in all but one byte is absent.
 #[test]
-fn prefix_matches_are_verified_against_their_entries() {
+fn index_matches_whole_txids_only() {
     let dir = tempfile::tempdir().unwrap();
     // A high false-positive rate, so that absent txids get past the bloom to the index.
     let config = LedgerConfig {
@@ -115,11 +115,14 @@ fn prefix_matches_are_verified_against_their_entries() {
     let mut rng = SplitMix64(10);
     let shared = |rng: &mut SplitMix64| {
         let mut id = txid(rng);
-        id.0[..4].copy_from_slice(&[9, 9, 9, 9]);
+        id.0[..8].copy_from_slice(&[9; 8]);
         id
     };
     let mut ids: Vec<Txid> = (0..40).map(|_| shared(&mut rng)).collect();
     ids.extend((0..40).map(|_| txid(&mut rng)));
+    let mut near = ids[5];
+    near.0[31] ^= 1;
+    ids.push(near);
     ids.push(ids[3]); // repeated: found at its first position
     ids.push(ids[50]);
     l.add_block(&encode(0, &ids)).unwrap();
@@ -129,20 +132,58 @@ fn prefix_matches_are_verified_against_their_entries() {
         l.lookup_txid(&ids[3], 0).unwrap(),
         Some(TxRecord { round: 0, index: 3 })
     );
+    assert_eq!(
+        l.lookup_txid(&near, 0).unwrap(),
+        Some(TxRecord {
+            round: 0,
+            index: 80
+        })
+    );
     let mut maybes = 0;
-    for _ in 0..1000 {
-        let absent = shared(&mut rng);
+    for i in 0..1000 {
+        let mut absent = shared(&mut rng);
+        if i % 2 == 0 {
+            // All but one byte of a present txid.
+            absent = ids[i % 80];
+            absent.0[8 + i % 24] ^= 0x80;
+        }
         let reader = l.window.reader();
         if let Probe::Hit(bloom) = reader.get(0) {
             maybes += usize::from(bloom.as_ref().unwrap().contains_id(absent.as_bytes()));
         }
         drop(reader);
-        assert_eq!(l.lookup_txid(&absent, 0).unwrap(), None);
+        assert_eq!(l.lookup_txid(&absent, 0).unwrap(), None, "{absent}");
     }
-    assert!(maybes > 20, "{maybes} absent txids got past the bloom");
+    assert!(maybes > 40, "{maybes} absent txids got past the bloom");
 }
 
-/// A compact index row whose length does not match its header (a damaged file) is not
+/// [`search_txids`] against a plain scan, for rows of every length around a few txids, txids
+/// that agree in their first 8 bytes, and malformed rows.
+#[test]
+fn txid_row_search_is_a_first_match_scan() {
+    let mut rng = SplitMix64(14);
+    for n in 0..40usize {
+        // Txids from a small alphabet that agree in their first 8 bytes: frequent head matches.
+        let ids: Vec<Txid> = (0..n)
+            .map(|_| {
+                let mut id = [7u8; 32];
+                id[8 + (rng.next_u64() % 24) as usize] = (rng.next_u64() % 3) as u8;
+                Txid(id)
+            })
+            .collect();
+        let row: Vec<u8> = ids.iter().flat_map(|t| t.0).collect();
+        assert_eq!(row.len(), n * TXID_BYTES);
+        for probe in ids.iter().chain(&[Txid([7; 32]), Txid([0; 32])]) {
+            let want = ids.iter().position(|t| t == probe).map(|i| i as u32);
+            assert_eq!(search_txids(&row, probe), Some(want), "n {n}");
+        }
+        if n > 0 {
+            assert_eq!(search_txids(&row[..row.len() - 1], &ids[0]), None);
+        }
+    }
+}
+
+/// A txid index row whose length is not a whole number of txids (a damaged file) is not
 /// trusted: the block answers, exactly.
 #[test]
 fn a_malformed_index_row_is_answered_from_the_block() {
@@ -153,7 +194,7 @@ fn a_malformed_index_row_is_answered_from_the_block() {
         let db = Database::create(dir.path().join(DB_FILE)).unwrap();
         let txn = db.begin_write().unwrap();
         {
-            let mut t = txn.open_table(TXID_PREFIXES).unwrap();
+            let mut t = txn.open_table(ROUND_TXIDS).unwrap();
             let row = t.get(1).unwrap().unwrap().value().to_vec();
             t.insert(1, &row[..row.len() - 1]).unwrap();
         }
@@ -162,6 +203,68 @@ fn a_malformed_index_row_is_answered_from_the_block() {
     let (l, _) = open(dir.path(), LedgerConfig::default());
     assert_lookups(&l, &model);
     assert_eq!(l.lookup_txid(&txid(&mut rng), 1).unwrap(), None);
+}
+
+/// A hit, in a round of the window or an older one, reads the round's txid index row and no
+/// block: with every block row deleted (a damaged file), every txid is still found at its
+/// position and absent ones that pass the bloom are not; the lookups that need the block
+/// (blooms disabled) report it missing.
+#[test]
+fn hits_read_no_block_in_any_kept_round() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = SplitMix64(15);
+    // Window 6..=9; rounds 0..=5 are older (archival).
+    let config = LedgerConfig {
+        false_positive_rate: 0.5,
+        ..with_life(3)
+    };
+    let model = fill_closed(dir.path(), config.clone(), 0..=9, &mut rng, |r| {
+        80 + r as usize
+    });
+    {
+        let db = Database::create(dir.path().join(DB_FILE)).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.open_table(BLOCKS)
+            .unwrap()
+            .retain(|_, _| false)
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    let (l, report) = open(dir.path(), config.clone());
+    assert_eq!((report.blooms_loaded, report.rebuilt.len()), (4, 0));
+    assert_lookups(&l, &model);
+    // Absent txids the blooms let through ("maybe"), five per round: the index alone settles
+    // them.
+    for round in 0..=9 {
+        let bloom = l.round_bloom(round).unwrap().unwrap();
+        let mut maybes = 0;
+        for _ in 0..1_000_000 {
+            let absent = txid(&mut rng);
+            if bloom.contains_id(absent.as_bytes()) {
+                assert_eq!(l.lookup_txid(&absent, round).unwrap(), None);
+                maybes += 1;
+                if maybes == 5 {
+                    break;
+                }
+            }
+        }
+        assert_eq!(maybes, 5, "round {round}");
+    }
+    drop(l);
+    let (l, _) = open(
+        dir.path(),
+        LedgerConfig {
+            blooms: false,
+            ..config
+        },
+    );
+    assert!(matches!(
+        l.lookup_txid(&model[&2][0], 2),
+        Err(LedgerError::Missing {
+            what: "block",
+            round: 2
+        })
+    ));
 }
 
 #[test]

@@ -15,8 +15,10 @@ pub(super) use txgate_bloom::{BloomBuilder, Layout, LoadError};
 pub(super) use txgate_testkit::rng::SplitMix64;
 
 pub(super) use super::blocks::Codec;
-pub(super) use super::index::{PREFIX_ENTRY_BYTES, PrefixIndex};
-pub(super) use super::tables::{BLOCKS, BLOOMS, CHAIN, META, META_FORMAT, TXID_PREFIXES, TXIDS};
+pub(super) use super::index::{PREFIX_ENTRY_BYTES, PrefixIndex, TXID_BYTES, search_txids};
+pub(super) use super::tables::{
+    BLOCKS, BLOOMS, CHAIN, META, META_FORMAT, ROUND_TXIDS, TXID_PREFIXES, TXIDS,
+};
 pub(super) use super::window::Probe;
 pub(super) use super::*;
 pub(super) use crate::{Round, Txid};
@@ -48,11 +50,6 @@ pub(super) fn decode(raw: &[u8]) -> Result<Block, DecodeError> {
     ))
 }
 
-/// Where the test encoding's entries start: txid `i` at byte 10 + 32 i.
-pub(super) fn offsets(raw: &[u8]) -> Result<Vec<usize>, DecodeError> {
-    Ok((0..decode(raw)?.txns.len()).map(|i| 10 + 32 * i).collect())
-}
-
 /// The "txid" of the test entry at `offset`: its 32 bytes.
 pub(super) fn entry_txid(
     raw: &[u8],
@@ -77,7 +74,6 @@ pub(super) fn verify(
 
 pub(super) const TEST_CODEC: Codec = Codec {
     decode,
-    offsets,
     entry_txid,
     verify,
 };

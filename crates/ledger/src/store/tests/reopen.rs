@@ -150,7 +150,7 @@ fn stored_blooms_of_the_other_layout_still_load() {
 }
 
 /// A ledger a format-1 build wrote (36-byte rows in `txids`, format 1 in `meta`) opens as
-/// format 2: its rows still answer, new rounds get compact rows, and a later format is
+/// format 3: its rows still answer, new rounds get `round_txids` rows, and a later format is
 /// refused.
 #[test]
 fn format_1_ledgers_open_and_answer_from_their_rows() {
@@ -186,7 +186,7 @@ fn format_1_ledgers_open_and_answer_from_their_rows() {
                     .collect();
                 old.insert(round, row.as_slice()).unwrap();
             }
-            txn.open_table(TXID_PREFIXES)
+            txn.open_table(ROUND_TXIDS)
                 .unwrap()
                 .retain(|_, _| false)
                 .unwrap();
@@ -212,12 +212,8 @@ fn format_1_ledgers_open_and_answer_from_their_rows() {
                 meta.get(META_FORMAT).unwrap().unwrap().value(),
                 FORMAT_VERSION
             );
-            let prefixes = txn.open_table(TXID_PREFIXES).unwrap();
-            let rounds: Vec<Round> = prefixes
-                .iter()
-                .unwrap()
-                .map(|r| r.unwrap().0.value())
-                .collect();
+            let rows = txn.open_table(ROUND_TXIDS).unwrap();
+            let rounds: Vec<Round> = rows.iter().unwrap().map(|r| r.unwrap().0.value()).collect();
             assert_eq!(rounds, vec![6, 7]);
         }
         txn.open_table(META)
@@ -230,6 +226,83 @@ fn format_1_ledgers_open_and_answer_from_their_rows() {
         Ledger::open_with_codec(dir.path(), LedgerConfig::default(), TEST_CODEC),
         Err(LedgerError::Format { found, .. }) if found == FORMAT_VERSION + 1
     ));
+}
+
+/// A ledger a format-2 build wrote (compact rows in `txid_prefixes`: 4-byte prefixes and entry
+/// offsets into the stored block, format 2 in `meta`) opens as format 3: its rows still answer
+/// (each prefix match verified against its entry in the block), and new rounds get
+/// `round_txids` rows.
+#[test]
+fn format_2_ledgers_open_and_answer_from_their_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = SplitMix64(16);
+    let mut model = {
+        let (l, _) = open(dir.path(), LedgerConfig::default());
+        let mut model = fill(&l, 0..=3, &mut rng, |r| r as usize * 5 + 2);
+        let mut ids: Vec<Txid> = (0..4).map(|_| txid(&mut rng)).collect();
+        ids.push(ids[2]); // repeated: found at its first position
+        l.add_block(&encode(4, &ids)).unwrap();
+        model.insert(4, ids);
+        model
+    };
+    {
+        // Rewrite it as format 2 wrote it: the header (txn count, the genesis id "test" and
+        // hash of the test blocks), the prefixes, the offsets (txid i at byte 10 + 32 i).
+        let db = Database::create(dir.path().join(DB_FILE)).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut old = txn.open_table(TXID_PREFIXES).unwrap();
+            for (&round, ids) in &model {
+                let mut row = Vec::new();
+                row.extend_from_slice(&(ids.len() as u32).to_le_bytes());
+                row.extend_from_slice(&4u32.to_le_bytes());
+                row.extend_from_slice(b"test");
+                row.extend_from_slice(&[1; 32]);
+                for id in ids {
+                    row.extend_from_slice(&id.0[..4]);
+                }
+                for i in 0..ids.len() as u32 {
+                    row.extend_from_slice(&(10 + 32 * i).to_le_bytes());
+                }
+                assert_eq!(row.len(), 44 + ids.len() * PREFIX_ENTRY_BYTES);
+                old.insert(round, row.as_slice()).unwrap();
+            }
+            txn.open_table(ROUND_TXIDS)
+                .unwrap()
+                .retain(|_, _| false)
+                .unwrap();
+            txn.open_table(META)
+                .unwrap()
+                .insert(META_FORMAT, FORMAT_VERSION_2)
+                .unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let (l, report) = open(dir.path(), LedgerConfig::default());
+    assert_eq!((report.blooms_loaded, report.rebuilt.len()), (5, 0));
+    assert_lookups(&l, &model);
+    model.extend(fill(&l, 5..=6, &mut rng, |_| 7));
+    assert_lookups(&l, &model);
+    drop(l);
+    let db = Database::create(dir.path().join(DB_FILE)).unwrap();
+    let txn = db.begin_read().unwrap();
+    assert_eq!(
+        txn.open_table(META)
+            .unwrap()
+            .get(META_FORMAT)
+            .unwrap()
+            .unwrap()
+            .value(),
+        FORMAT_VERSION
+    );
+    let rounds = |t: redb::ReadOnlyTable<u64, &[u8]>| -> Vec<Round> {
+        t.iter().unwrap().map(|r| r.unwrap().0.value()).collect()
+    };
+    assert_eq!(rounds(txn.open_table(ROUND_TXIDS).unwrap()), vec![5, 6]);
+    assert_eq!(
+        rounds(txn.open_table(TXID_PREFIXES).unwrap()),
+        vec![0, 1, 2, 3, 4]
+    );
 }
 
 /// Blooms without the txid index: no index rows are written and a "maybe" decodes the
@@ -253,7 +326,7 @@ fn blooms_without_the_index_decode_and_are_indexed_at_the_next_open() {
     let index_rounds = |dir: &Path| -> Vec<Round> {
         let db = Database::create(dir.join(DB_FILE)).unwrap();
         let txn = db.begin_read().unwrap();
-        let t = txn.open_table(TXID_PREFIXES).unwrap();
+        let t = txn.open_table(ROUND_TXIDS).unwrap();
         t.iter().unwrap().map(|r| r.unwrap().0.value()).collect()
     };
     assert_eq!(index_rounds(dir.path()), vec![0, 1, 2]);

@@ -144,7 +144,7 @@ fn non_archival_ledgers_prune_rounds_that_leave_the_window() {
     {
         let db = Database::create(dir.path().join(DB_FILE)).unwrap();
         let txn = db.begin_read().unwrap();
-        let t = txn.open_table(TXID_PREFIXES).unwrap();
+        let t = txn.open_table(ROUND_TXIDS).unwrap();
         let rows: Vec<(Round, usize)> = t
             .iter()
             .unwrap()
@@ -153,8 +153,8 @@ fn non_archival_ledgers_prune_rounds_that_leave_the_window() {
                 (k.value(), v.value().len())
             })
             .collect();
-        // Header 4 + 4 + 4 ("test") + 32, then 8 bytes for each of the 4 txns.
-        let len = 44 + 4 * PREFIX_ENTRY_BYTES;
+        // The 4 txids, 32 bytes each.
+        let len = 4 * TXID_BYTES;
         assert_eq!(rows, vec![(16, len), (17, len), (18, len), (19, len)]);
         let t = txn.open_table(BLOOMS).unwrap();
         assert_eq!(t.iter().unwrap().count(), 4);
