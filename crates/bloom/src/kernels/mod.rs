@@ -164,7 +164,7 @@ impl Kernel {
     }
 
     /// Fingerprint `x`'s 256-bit mask as four 64-bit pairs of words
-    /// ([`to_pairs`](crate::block::to_pairs)), for the atomic filter.
+    /// ([`to_pairs`]), for the atomic filter.
     #[inline(always)]
     pub(crate) fn mask_pairs256(self, x: u32) -> [u64; 4] {
         match self.0 {
