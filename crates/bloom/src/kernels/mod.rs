@@ -20,6 +20,10 @@
 //! | [`Backend::Avx2`] | one 256-bit vector | two 256-bit halves |
 //! | [`Backend::Avx512`] | one 256-bit vector (the AVX2 kernel) | one 512-bit vector |
 //!
+//! On x86-64 a one-key query is inline assembly (so that it inlines into the caller's loop; see
+//! the `avx2` module), everything else `#[target_feature]` functions with intrinsics. Both
+//! forms are tested against one naive oracle for every backend this CPU has.
+//!
 //! Prefetching ([`prefetch`], [`PREFETCH_AHEAD`]) and the batch query loop live here too.
 
 use crate::block::{BIT_SHIFT, Block256, block_index, fingerprint, to_pairs};
