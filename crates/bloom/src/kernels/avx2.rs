@@ -25,6 +25,10 @@ use crate::kernels::{ONE32, ONE64, SALT32, SALT64, SIX_BITS};
 
 /// The 256-bit block mask for `x`: bit `x * SALT[i] mod 2^32 >> 27` in 32-bit lane `i`: one
 /// `vpmulld`, one `vpsrld`, one `vpsllvd`.
+///
+/// # Safety
+/// A safe `#[target_feature]` function: callable without `unsafe` only from code compiled with
+/// AVX2 enabled (the kernels here); anywhere else the caller must know the CPU has it.
 #[inline]
 #[target_feature(enable = "avx2")]
 fn mask256(x: u32) -> __m256i {
@@ -93,6 +97,10 @@ pub(super) unsafe fn insert256(block: &mut Block256, x: u32) -> bool {
 /// The 512-bit block mask for `x` as two halves (words 0-3, words 4-7): bit
 /// `x * SALT[i] mod 2^32 >> 26` in 64-bit lane `i`. `vpmuludq` gives the full 64-bit product of
 /// the low 32 bits of each lane, whose bits 26..32 are that index.
+///
+/// # Safety
+/// A safe `#[target_feature]` function: callable without `unsafe` only from code compiled with
+/// AVX2 enabled (the kernels here); anywhere else the caller must know the CPU has it.
 #[inline]
 #[target_feature(enable = "avx2")]
 fn mask512(x: u32) -> (__m256i, __m256i) {

@@ -25,6 +25,10 @@ use crate::kernels::{ONE64, SALT64};
 /// The 512-bit block mask for `x`: bit `x * SALT[i] mod 2^32 >> 26` in 64-bit lane `i`.
 /// `vpmuludq` gives the full 64-bit product of the low 32 bits of each lane; its bits 26..32 are
 /// the index, and a rotate (which takes its count mod 64) needs no mask to drop the bits above.
+///
+/// # Safety
+/// A safe `#[target_feature]` function: callable without `unsafe` only from code compiled with
+/// AVX-512F enabled (the kernels here); anywhere else the caller must know the CPU has it.
 #[inline]
 #[target_feature(enable = "avx512f")]
 fn mask512(x: u32) -> __m512i {
