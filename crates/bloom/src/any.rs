@@ -7,8 +7,8 @@ use crate::block512::Block512;
 use crate::error::LoadError;
 use crate::filter::BlockedBloom;
 use crate::format;
+use crate::kernels::Backend;
 use crate::layout::Layout;
-use crate::simd::Backend;
 
 /// A [`BlockedBloom`] of either native layout, for code that picks the layout at run time (from
 /// configuration) or loads stored filters of both: [`AnyBloom::from_bytes`] takes whichever

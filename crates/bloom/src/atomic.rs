@@ -8,8 +8,8 @@ use crate::error::{BuildError, LoadError, ShapeError};
 use crate::filter::BlockedBloom;
 use crate::format;
 use crate::geometry::{Geometry, native_accessors};
+use crate::kernels::{Backend, Kernel, PREFETCH_AHEAD, prefetch};
 use crate::layout::BlockLayout;
-use crate::simd::{Backend, Kernel, PREFETCH_AHEAD, prefetch};
 use txgate_sync::sync::Ordering;
 
 /// A blocked bloom filter that many threads insert into at once, through `&self`. The block is

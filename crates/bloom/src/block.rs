@@ -4,13 +4,14 @@
 //! and its low 32 bits `x` set exactly one bit in each of the block's eight words: bit
 //! `(x * SALT[i]) mod 2^32 >> 27` of word `i`. A block is 32 bytes at a 32-byte-aligned address,
 //! so it never straddles a 64-byte cache line: one line per insert or query. On x86-64 a block is
-//! one AVX2 register, and its mask is one multiply, one shift and one variable shift.
+//! one AVX2 register, and its mask is one multiply, one shift and one variable shift (the
+//! kernels are in `kernels/`).
 //!
 //! The other native layout, [`Block512`](crate::Block512), fills the whole line (see the
 //! [`layout`](crate::layout) module for the trade-off).
 
+use crate::kernels::Kernel;
 use crate::layout::{BlockLayout, Layout, sealed::Sealed};
-use crate::simd::{self, Backend, Kernel};
 use txgate_sync::sync::{AtomicU64, Ordering};
 
 /// Bytes in one [`Block256`].
@@ -84,45 +85,16 @@ impl Sealed for Block256 {
 
     #[inline(always)]
     fn contains(kernel: Kernel, block: &Self, x: u32) -> bool {
-        match kernel.backend() {
-            // The AVX-512 backend runs the AVX2 kernel on 256-bit blocks: a 256-bit block is one
-            // AVX2 register, and an AVX-512VL form would differ only in the final test (a k-mask
-            // compare instead of `vptest`; the mask is the same three instructions), which the
-            // bloom bench does not show to be faster (README, bench section).
-            #[cfg(all(target_arch = "x86_64", not(miri)))]
-            Backend::Avx2 | Backend::Avx512 => {
-                debug_assert!(Backend::Avx2.is_available());
-                // SAFETY: a `Kernel` holds a backend that `is_available` approved (its
-                // invariant), and both of these require AVX2.
-                unsafe { avx2::contains256(block, x) }
-            }
-            _ => block.contains_scalar(x),
-        }
+        kernel.contains256(block, x)
     }
 
     #[inline(always)]
     fn insert(kernel: Kernel, block: &mut Self, x: u32) -> bool {
-        match kernel.backend() {
-            #[cfg(all(target_arch = "x86_64", not(miri)))]
-            Backend::Avx2 | Backend::Avx512 => {
-                debug_assert!(Backend::Avx2.is_available());
-                // SAFETY: as in `contains`: the kernel's backend implies AVX2.
-                unsafe { avx2::insert256(block, x) }
-            }
-            _ => block.insert_scalar(x),
-        }
+        kernel.insert256(block, x)
     }
 
     fn contains_many(kernel: Kernel, blocks: &[Self], hashes: &[u64], out: &mut [bool]) {
-        match kernel.backend() {
-            #[cfg(all(target_arch = "x86_64", not(miri)))]
-            Backend::Avx2 | Backend::Avx512 => {
-                debug_assert!(Backend::Avx2.is_available());
-                // SAFETY: as in `contains`: the kernel's backend implies AVX2.
-                unsafe { avx2::contains_many256(blocks, hashes, out) }
-            }
-            _ => contains_many_with(blocks, hashes, out, Block256::contains_scalar),
-        }
+        kernel.contains_many256(blocks, hashes, out);
     }
 
     fn to_atomic(block: Self) -> AtomicBlock256 {
@@ -143,15 +115,7 @@ impl Sealed for Block256 {
 
     #[inline(always)]
     fn atomic_masks(kernel: Kernel, x: u32) -> [u64; WORDS_PER_BLOCK / 2] {
-        match kernel.backend() {
-            #[cfg(all(target_arch = "x86_64", not(miri)))]
-            Backend::Avx2 | Backend::Avx512 => {
-                debug_assert!(Backend::Avx2.is_available());
-                // SAFETY: as in `contains`: the kernel's backend implies AVX2.
-                unsafe { avx2::mask_pairs256(x) }
-            }
-            _ => to_pairs(Block256::masks(x)),
-        }
+        kernel.mask_pairs256(x)
     }
 
     fn atomic_bits(block: &Self) -> [u64; WORDS_PER_BLOCK / 2] {
@@ -185,110 +149,4 @@ pub(crate) fn to_pairs(words: [u32; WORDS_PER_BLOCK]) -> [u64; WORDS_PER_BLOCK /
 #[inline(always)]
 pub(crate) fn from_pairs(pairs: [u64; WORDS_PER_BLOCK / 2]) -> [u32; WORDS_PER_BLOCK] {
     core::array::from_fn(|i| (pairs[i / 2] >> (32 * (i % 2))) as u32)
-}
-
-/// The batch query loop, generic over the block kernel so that each backend gets its own copy
-/// with the kernel inlined: `out[i]` = whether `blocks` holds `hashes[i]`, prefetching the block
-/// of the key [`PREFETCH_AHEAD`](simd::PREFETCH_AHEAD) places on.
-#[inline(always)]
-pub(crate) fn contains_many_with<B>(
-    blocks: &[B],
-    hashes: &[u64],
-    out: &mut [bool],
-    contains: impl Fn(&B, u32) -> bool,
-) {
-    let num_blocks = blocks.len() as u64;
-    for (i, (&hash, answer)) in hashes.iter().zip(out.iter_mut()).enumerate() {
-        if let Some(&ahead) = hashes.get(i + simd::PREFETCH_AHEAD) {
-            simd::prefetch(&blocks[block_index(ahead, num_blocks) as usize]);
-        }
-        let block = &blocks[block_index(hash, num_blocks) as usize];
-        *answer = contains(block, fingerprint(hash));
-    }
-}
-
-/// AVX2 kernels for [`Block256`].
-#[cfg(all(target_arch = "x86_64", not(miri)))]
-pub(crate) mod avx2 {
-    use core::arch::x86_64::{
-        __m256i, _mm256_andnot_si256, _mm256_loadu_si256, _mm256_mullo_epi32, _mm256_or_si256,
-        _mm256_set1_epi32, _mm256_setr_epi32, _mm256_sllv_epi32, _mm256_srli_epi32,
-        _mm256_storeu_si256, _mm256_testc_si256, _mm256_testz_si256,
-    };
-
-    use super::{BIT_SHIFT, Block256, SALT};
-
-    /// The 256-bit block mask for `x`: bit `x * SALT[i] mod 2^32 >> 27` in 32-bit lane `i`.
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    fn mask256(x: u32) -> __m256i {
-        const { assert!(BIT_SHIFT == 27) };
-        let salt = _mm256_setr_epi32(
-            SALT[0] as i32,
-            SALT[1] as i32,
-            SALT[2] as i32,
-            SALT[3] as i32,
-            SALT[4] as i32,
-            SALT[5] as i32,
-            SALT[6] as i32,
-            SALT[7] as i32,
-        );
-        let index = _mm256_srli_epi32::<27>(_mm256_mullo_epi32(_mm256_set1_epi32(x as i32), salt));
-        _mm256_sllv_epi32(_mm256_set1_epi32(1), index)
-    }
-
-    /// The mask as four 64-bit pairs of words: x86-64 is little-endian, so storing the eight
-    /// 32-bit lanes and reading them back as four `u64`s puts word `2j` in the low half of pair
-    /// `j`, which is [`to_pairs`](crate::block::to_pairs).
-    ///
-    /// # Safety
-    /// The CPU must support AVX2.
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    pub(crate) unsafe fn mask_pairs256(x: u32) -> [u64; 4] {
-        let mut pairs = [0u64; 4];
-        // SAFETY: `pairs` is 32 writable bytes: one unaligned 32-byte store covers it exactly.
-        unsafe { _mm256_storeu_si256(pairs.as_mut_ptr().cast::<__m256i>(), mask256(x)) };
-        pairs
-    }
-
-    /// # Safety
-    /// The CPU must support AVX2.
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    pub(crate) unsafe fn contains256(block: &Block256, x: u32) -> bool {
-        // SAFETY: `block.0` is 32 readable bytes: one unaligned 32-byte load covers it exactly.
-        let b = unsafe { _mm256_loadu_si256(block.0.as_ptr().cast::<__m256i>()) };
-        // testc(b, m) is 1 iff (!b & m) == 0: every mask bit is set in the block.
-        _mm256_testc_si256(b, mask256(x)) != 0
-    }
-
-    /// # Safety
-    /// The CPU must support AVX2.
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    pub(crate) unsafe fn insert256(block: &mut Block256, x: u32) -> bool {
-        let m = mask256(x);
-        let p = block.0.as_mut_ptr().cast::<__m256i>();
-        // SAFETY: `block.0` is 32 bytes we hold exclusively (`&mut`): one unaligned load and
-        // one store cover it exactly.
-        unsafe {
-            let b = _mm256_loadu_si256(p);
-            let missing = _mm256_andnot_si256(b, m);
-            _mm256_storeu_si256(p, _mm256_or_si256(b, m));
-            _mm256_testz_si256(missing, missing) == 0
-        }
-    }
-
-    /// The batch query loop with the 256-bit AVX2 kernel inlined.
-    ///
-    /// # Safety
-    /// The CPU must support AVX2.
-    #[target_feature(enable = "avx2")]
-    pub(crate) unsafe fn contains_many256(blocks: &[Block256], hashes: &[u64], out: &mut [bool]) {
-        super::contains_many_with(blocks, hashes, out, |block, x| {
-            // SAFETY: this function's own precondition: the CPU supports AVX2.
-            unsafe { contains256(block, x) }
-        });
-    }
 }

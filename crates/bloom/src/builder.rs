@@ -7,8 +7,8 @@ use crate::any::AnyBloom;
 use crate::block::Block256;
 use crate::block512::Block512;
 use crate::error::BuildError;
+use crate::kernels::{Backend, Kernel};
 use crate::layout::{BlockLayout, Layout};
-use crate::simd::{Backend, Kernel};
 use crate::{AtomicBlockedBloom, BlockedBloom};
 
 /// The shape, seed, backend and block layout of a filter to build; [`BlockedBloom`],

@@ -1,7 +1,7 @@
 //! Typed errors: building, combining and loading filters.
 
+use crate::kernels::Backend;
 use crate::layout::Layout;
-use crate::simd::Backend;
 
 /// Why a filter could not be sized or built.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

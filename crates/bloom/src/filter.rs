@@ -7,8 +7,8 @@ use crate::builder::{BloomBuilder, try_alloc};
 use crate::error::{BuildError, LoadError, ShapeError};
 use crate::format;
 use crate::geometry::{Geometry, native_accessors};
+use crate::kernels::{Backend, Kernel, PREFETCH_AHEAD, prefetch};
 use crate::layout::BlockLayout;
-use crate::simd::{Backend, Kernel, PREFETCH_AHEAD, prefetch};
 
 /// A blocked bloom filter: every key sets 8 bits inside one block that lies in one cache line,
 /// so an insert or a query touches exactly one line. The block layout is the type parameter:

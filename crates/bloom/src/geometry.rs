@@ -12,8 +12,8 @@ use std::hash::{Hash, Hasher};
 
 use crate::block::block_index;
 use crate::error::ShapeError;
+use crate::kernels::{Backend, Kernel};
 use crate::layout::Layout;
-use crate::simd::{Backend, Kernel};
 
 /// The shape, seed and kernel of one filter.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -20,7 +20,7 @@
 //! of one 256-bit one, and an atomic insert may need eight 64-bit read-modify-writes instead of
 //! four.
 
-use crate::simd::Kernel;
+use crate::kernels::Kernel;
 
 /// A native block layout, as a value (the type-level form is [`BlockLayout`]).
 ///
@@ -104,7 +104,7 @@ pub trait BlockLayout: sealed::Sealed {
 
 pub(crate) mod sealed {
     use super::Kernel;
-    use crate::words::{self, Word, Words};
+    use crate::kernels::scalar::{self as words, Word, Words};
 
     /// What the filters need from a block type. Sealed: the kernels' safety rests on these
     /// implementations. The scalar operations are written once, here, over the block's eight
@@ -134,16 +134,6 @@ pub(crate) mod sealed {
         #[inline(always)]
         fn masks(x: u32) -> Words<Self::Word> {
             words::masks(x, Self::SHIFT)
-        }
-        /// Scalar kernel: whether every bit of `x` is set.
-        #[inline]
-        fn contains_scalar(&self, x: u32) -> bool {
-            words::contains(self.words(), Self::masks(x))
-        }
-        /// Scalar kernel: sets every bit of `x`; whether any of them was clear before.
-        #[inline]
-        fn insert_scalar(&mut self, x: u32) -> bool {
-            words::insert(self.words_mut(), Self::masks(x))
         }
         /// Reads a block from its little-endian bytes (`bytes.len()` is the block size).
         fn read_le(bytes: &[u8]) -> Self {

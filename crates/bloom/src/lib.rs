@@ -71,9 +71,10 @@
 //! - No panics on bad input: sizing, building and loading return typed errors
 //!   ([`BuildError`], [`ShapeError`], [`LoadError`]); a damaged serialized filter fails its
 //!   XXH3-64 checksum ([`LoadError::ChecksumMismatch`]).
-//! - `unsafe` is limited to the SIMD kernels, prefetch hints, unchecked block indexing on the hot
-//!   path and the byte view of [`BlockedBloom::as_bytes`]; each block states why it holds, and
-//!   miri (tree borrows) runs the scalar path and the byte view.
+//! - `unsafe` is limited to the SIMD kernels (intrinsics, and inline assembly for the one-key
+//!   queries, so that they inline into the caller), prefetch hints, unchecked block indexing on
+//!   the hot path and the byte view of [`BlockedBloom::as_bytes`]; each block states why it
+//!   holds, and miri (tree borrows) runs the scalar path and the byte view.
 //!
 //! # Modules
 //! - `filter`: [`BlockedBloom`], the single-writer filter, and [`estimate_len`].
@@ -83,12 +84,11 @@
 //!   rules derived from it: key hashes (wyhash, XXH3), block index, shape check, sizes, `Debug`.
 //! - `builder`: [`BloomBuilder`] (sizing request, seed, backend, layout) and fallible allocation.
 //! - [`layout`]: [`Layout`] and [`BlockLayout`], the two native layouts and their trade-off.
-//! - `block`: [`Block256`], the block index and fingerprint rules, the Parquet salts, its AVX2
-//!   kernels and the batch query loop.
-//! - `block512`: [`Block512`], one 64-byte cache line of eight `u64` words, and its AVX2 and
-//!   AVX-512 kernels.
-//! - `words`: the split block's scalar insert and query, shared by both layouts.
-//! - `simd`: [`Backend`] detection, the checked-backend token, prefetching, [`PREFETCH_AHEAD`].
+//! - `block`: [`Block256`], the block index and fingerprint rules, the Parquet salts.
+//! - `block512`: [`Block512`], one 64-byte cache line of eight `u64` words.
+//! - `kernels`: the kernels by instruction set (`scalar`, `avx2`, `avx512`) and the one
+//!   dispatch among them; [`Backend`] detection, the checked-backend token, prefetching,
+//!   [`PREFETCH_AHEAD`], the batch query loop.
 //! - `sizing`: the Putze-Sanders-Singler false-positive formula, [`Sizing`], and the sizing
 //!   methods of [`Layout`].
 //! - [`format`](mod@format): the serialized form (header, blocks, XXH3-64 checksum), versions 1 and 2.
@@ -105,13 +105,12 @@ mod error;
 mod filter;
 pub mod format;
 mod geometry;
+mod kernels;
 pub mod layout;
 mod sbbf;
 #[cfg(feature = "serde")]
 mod serde_impl;
-mod simd;
 mod sizing;
-mod words;
 
 pub use any::AnyBloom;
 pub use atomic::AtomicBlockedBloom;
@@ -120,9 +119,9 @@ pub use block512::Block512;
 pub use builder::BloomBuilder;
 pub use error::{BuildError, LoadError, ShapeError};
 pub use filter::{BlockedBloom, estimate_len};
+pub use kernels::{Backend, PREFETCH_AHEAD};
 pub use layout::{BlockLayout, Layout};
 pub use sbbf::{SBBF_MAX_OPTIMAL_BYTES, Sbbf};
-pub use simd::{Backend, PREFETCH_AHEAD};
 pub use sizing::{MAX_BLOCKS, Sizing, false_positive_rate, num_blocks_for, num_blocks_for_bits};
 
 #[cfg(test)]

@@ -13,9 +13,9 @@ use crate::block::{BLOCK_BYTES as SBBF_BLOCK_BYTES, Block256 as SbbfBlock};
 use crate::builder::try_alloc;
 use crate::error::{BuildError, LoadError};
 use crate::geometry::Geometry;
+use crate::kernels::{Backend, Kernel};
 use crate::layout::Layout;
 use crate::layout::sealed::Sealed;
-use crate::simd::{Backend, Kernel};
 
 /// The Thrift compact encoding of a `BloomFilterHeader` after its `numBytes` field: algorithm =
 /// BLOCK (split block), hash = XXHASH, compression = UNCOMPRESSED, then the struct's stop byte.

@@ -192,3 +192,66 @@ fn insert_many_of<B: BlockLayout>() {
     assert_eq!(many.insert_many(&hashes), 0);
     assert!(new_one > 0);
 }
+
+/// The one-key queries are inline assembly that ends with `vzeroupper`, which zeroes bits 128
+/// and up of every vector register. A caller compiled with AVX2 may keep 256-bit values in those
+/// registers across a query; they must come out whole (the assembly declares every vector
+/// register clobbered, so the compiler saves what it keeps there). Eight 256-bit running sums
+/// live across 2,000 queries of each layout, and every lane of each must equal the sum computed
+/// in plain integers.
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+#[test]
+fn queries_keep_the_callers_vector_registers() {
+    for backend in Backend::available() {
+        if backend == Backend::Scalar {
+            continue;
+        }
+        let mut narrow = builder_of::<Block256>(16).backend(backend).build().unwrap();
+        let mut wide = builder_of::<Block512>(16).backend(backend).build().unwrap();
+        let mut rng = SplitMix(11);
+        for _ in 0..400 {
+            let h = rng.next_u64();
+            narrow.insert_hash(h);
+            wide.insert_hash(h);
+        }
+        let probes: Vec<u64> = (0..2_000).map(|_| rng.next_u64()).collect();
+        let want = probes.iter().filter(|&&h| narrow.contains_hash(h)).count()
+            + probes.iter().filter(|&&h| wide.contains_hash(h)).count();
+        // SAFETY: `backend` is available and not scalar, so this CPU has AVX2.
+        let (hits, lanes) = unsafe { sums_across_queries(&narrow, &wide, &probes) };
+        assert_eq!(hits, want, "{backend:?}: answers");
+        assert!(hits > 0 && hits < 2 * probes.len(), "{backend:?}: {hits}");
+        let n = probes.len() as i64;
+        for (j, lanes) in lanes.iter().enumerate() {
+            // Sum over i of i * (j + 1).
+            let sum = (j as i64 + 1) * n * (n - 1) / 2;
+            assert_eq!(*lanes, [sum; 4], "{backend:?}: running sum {j}");
+        }
+    }
+}
+
+/// Queries every probe in both filters while adding `i * (j + 1)` to every 64-bit lane of
+/// running sum `j` (eight 256-bit values); the hits and the sums' lanes.
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+#[target_feature(enable = "avx2")]
+fn sums_across_queries(
+    narrow: &BlockedBloom<Block256>,
+    wide: &BlockedBloom<Block512>,
+    probes: &[u64],
+) -> (usize, [[i64; 4]; 8]) {
+    use core::arch::x86_64::{__m256i, _mm256_add_epi64, _mm256_set1_epi64x, _mm256_storeu_si256};
+    let mut sums = [_mm256_set1_epi64x(0); 8];
+    let mut hits = 0;
+    for (i, &h) in probes.iter().enumerate() {
+        hits += usize::from(narrow.contains_hash(h)) + usize::from(wide.contains_hash(h));
+        for (j, sum) in sums.iter_mut().enumerate() {
+            *sum = _mm256_add_epi64(*sum, _mm256_set1_epi64x((i * (j + 1)) as i64));
+        }
+    }
+    let mut lanes = [[0i64; 4]; 8];
+    for (out, sum) in lanes.iter_mut().zip(sums) {
+        // SAFETY: `out` is 32 writable bytes: one unaligned 32-byte store covers it exactly.
+        unsafe { _mm256_storeu_si256(out.as_mut_ptr().cast::<__m256i>(), sum) };
+    }
+    (hits, lanes)
+}

@@ -1,0 +1,323 @@
+//! The kernels, by instruction set, and the one place that picks among them.
+//!
+//! - [`scalar`]: the split block's portable operations over its eight words, shared by both
+//!   layouts; always compiled, and the only path under miri and off x86-64.
+//! - `avx2` (x86-64): a [`Block256`] is one 256-bit register, a [`Block512`] two.
+//! - `avx512` (x86-64, AVX-512F): a [`Block512`] is one 512-bit register ([`Block256`] runs
+//!   the AVX2 kernels).
+//!
+//! A filter picks its [`Backend`] once, when it is built or loaded, and holds it as a [`Kernel`]:
+//! a token that proves the CPU was checked. The `impl Kernel` below is the only dispatch: every
+//! operation of both layouts matches on the backend there (one predictable branch, hoisted out
+//! of loops by the compiler) and calls the kernel of that instruction set. The layouts
+//! (`block.rs`, `block512.rs`) hold the rules (salts, shifts, block index) and call these.
+//!
+//! Which kernel each layout runs:
+//!
+//! | backend | [`Block256`] | [`Block512`] |
+//! |---|---|---|
+//! | [`Backend::Scalar`] | eight 32-bit shifts | eight 64-bit shifts |
+//! | [`Backend::Avx2`] | one 256-bit vector | two 256-bit halves |
+//! | [`Backend::Avx512`] | one 256-bit vector (the AVX2 kernel) | one 512-bit vector |
+//!
+//! On x86-64 a one-key query is inline assembly (so that it inlines into the caller's loop; see
+//! the `avx2` module), everything else `#[target_feature]` functions with intrinsics. Both
+//! forms are tested against one naive oracle for every backend this CPU has.
+//!
+//! Prefetching ([`prefetch`], [`PREFETCH_AHEAD`]) and the batch query loop live here too.
+
+use crate::block::{BIT_SHIFT, Block256, block_index, fingerprint, to_pairs};
+use crate::block512::{BIT_SHIFT512, Block512};
+
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+mod avx2;
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+mod avx512;
+pub(crate) mod scalar;
+
+/// The salts as a 32-byte-aligned vector of `u32` lanes, for the inline-assembly kernels.
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+static SALT32: Aligned<[u32; 8]> = Aligned(crate::block::SALT);
+
+/// The salts as a 64-byte-aligned vector of `u64` lanes, for the inline-assembly kernels.
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+static SALT64: Aligned<[u64; 8]> = Aligned({
+    let mut wide = [0u64; 8];
+    let mut i = 0;
+    while i < 8 {
+        wide[i] = crate::block::SALT[i] as u64;
+        i += 1;
+    }
+    wide
+});
+
+/// 1 as a `u32`, broadcast by the inline-assembly kernels.
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+static ONE32: u32 = 1;
+/// 1 as a `u64`, broadcast by the inline-assembly kernels.
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+static ONE64: u64 = 1;
+/// The low six bits, broadcast by the inline-assembly kernels.
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+static SIX_BITS: u64 = 63;
+
+/// A 64-byte-aligned value (one cache line; aligned loads of vectors up to 512 bits).
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+#[repr(C, align(64))]
+struct Aligned<T>(T);
+
+/// The instruction set a filter's kernels use.
+///
+/// A filter picks [`Backend::detect`] unless told otherwise; every backend gives bit-for-bit the
+/// same filter (tested against one naive oracle), so the choice affects speed only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Backend {
+    /// Portable scalar code. Always available.
+    Scalar,
+    /// x86-64 AVX2: a 256-bit block is one vector, its mask one `vpmulld`, one `vpsrld` and one
+    /// `vpsllvd`; a 512-bit block is two 256-bit halves.
+    Avx2,
+    /// x86-64 AVX-512F (with AVX2): a 512-bit block is one vector, its mask one `vpmuludq`,
+    /// one `vpsrlq` and one `vprolvq`, a query one `vptestnmq`. 256-bit blocks run the AVX2
+    /// kernel.
+    Avx512,
+}
+
+impl Backend {
+    /// The fastest backend this CPU supports (checked at run time with
+    /// `is_x86_feature_detected!`); [`Backend::Scalar`] under miri and on other architectures.
+    pub fn detect() -> Backend {
+        if Backend::Avx512.is_available() {
+            Backend::Avx512
+        } else if Backend::Avx2.is_available() {
+            Backend::Avx2
+        } else {
+            Backend::Scalar
+        }
+    }
+
+    /// Whether this CPU can run the backend.
+    pub fn is_available(self) -> bool {
+        match self {
+            Backend::Scalar => true,
+            Backend::Avx2 => avx2_available(),
+            Backend::Avx512 => avx2_available() && avx512_available(),
+        }
+    }
+
+    /// Every backend this CPU can run, scalar first.
+    pub fn available() -> Vec<Backend> {
+        [Backend::Scalar, Backend::Avx2, Backend::Avx512]
+            .into_iter()
+            .filter(|b| b.is_available())
+            .collect()
+    }
+}
+
+/// A [`Backend`] this CPU was checked to support: the only way to reach the kernels, so the
+/// `unsafe` calls into SIMD code rest on a type invariant rather than on every caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Kernel(
+    // Invariant: self.0.is_available().
+    Backend,
+);
+
+impl Kernel {
+    /// The kernel of `backend`, if this CPU can run it.
+    pub(crate) fn new(backend: Backend) -> Option<Kernel> {
+        backend.is_available().then_some(Kernel(backend))
+    }
+
+    /// The kernel of [`Backend::detect`].
+    pub(crate) fn detect() -> Kernel {
+        Kernel(Backend::detect())
+    }
+
+    /// The backend behind the kernel (available on this CPU).
+    #[inline(always)]
+    pub(crate) fn backend(self) -> Backend {
+        self.0
+    }
+}
+
+/// The one dispatch: each operation of each layout, on the backend the kernel holds.
+impl Kernel {
+    /// Whether every bit of fingerprint `x` is set in `block`.
+    #[inline(always)]
+    pub(crate) fn contains256(self, block: &Block256, x: u32) -> bool {
+        match self.0 {
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            // SAFETY: the kernel's backend passed `is_available` (the token's invariant): both
+            // backends imply AVX2.
+            Backend::Avx2 | Backend::Avx512 => unsafe { avx2::contains256_asm(block, x) },
+            _ => scalar::contains(&block.0, scalar::masks(x, BIT_SHIFT)),
+        }
+    }
+
+    /// Sets every bit of fingerprint `x` in `block`; whether any was clear before.
+    #[inline(always)]
+    pub(crate) fn insert256(self, block: &mut Block256, x: u32) -> bool {
+        match self.0 {
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            // SAFETY: the kernel's backend passed `is_available` (the token's invariant): both
+            // backends imply AVX2.
+            Backend::Avx2 | Backend::Avx512 => unsafe { avx2::insert256(block, x) },
+            _ => scalar::insert(&mut block.0, scalar::masks(x, BIT_SHIFT)),
+        }
+    }
+
+    /// Fingerprint `x`'s 256-bit mask as four 64-bit pairs of words
+    /// ([`to_pairs`]), for the atomic filter.
+    #[inline(always)]
+    pub(crate) fn mask_pairs256(self, x: u32) -> [u64; 4] {
+        match self.0 {
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            // SAFETY: the kernel's backend passed `is_available` (the token's invariant): both
+            // backends imply AVX2.
+            Backend::Avx2 | Backend::Avx512 => unsafe { avx2::mask_pairs256(x) },
+            _ => to_pairs(scalar::masks(x, BIT_SHIFT)),
+        }
+    }
+
+    /// `out[i]` = whether `blocks` holds `hashes[i]` (one dispatch per batch, so that the
+    /// kernel inlines into the loop).
+    pub(crate) fn contains_many256(self, blocks: &[Block256], hashes: &[u64], out: &mut [bool]) {
+        match self.0 {
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            // SAFETY: the kernel's backend passed `is_available` (the token's invariant): both
+            // backends imply AVX2.
+            Backend::Avx2 | Backend::Avx512 => unsafe {
+                avx2::contains_many256(blocks, hashes, out)
+            },
+            _ => contains_many_with(blocks, hashes, out, |block, x| {
+                scalar::contains(&block.0, scalar::masks(x, BIT_SHIFT))
+            }),
+        }
+    }
+
+    /// Whether every bit of fingerprint `x` is set in `block`.
+    #[inline(always)]
+    pub(crate) fn contains512(self, block: &Block512, x: u32) -> bool {
+        match self.0 {
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            // SAFETY: the kernel's backend passed `is_available` (the token's invariant): the
+            // CPU has AVX-512F.
+            Backend::Avx512 => unsafe { avx512::contains512_asm(block, x) },
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            // SAFETY: as above: the CPU has AVX2.
+            Backend::Avx2 => unsafe { avx2::contains512_asm(block, x) },
+            _ => scalar::contains(&block.0, scalar::masks(x, BIT_SHIFT512)),
+        }
+    }
+
+    /// Sets every bit of fingerprint `x` in `block`; whether any was clear before.
+    #[inline(always)]
+    pub(crate) fn insert512(self, block: &mut Block512, x: u32) -> bool {
+        match self.0 {
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            // SAFETY: the kernel's backend passed `is_available` (the token's invariant): the
+            // CPU has AVX-512F.
+            Backend::Avx512 => unsafe { avx512::insert512(block, x) },
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            // SAFETY: as above: the CPU has AVX2.
+            Backend::Avx2 => unsafe { avx2::insert512(block, x) },
+            _ => scalar::insert(&mut block.0, scalar::masks(x, BIT_SHIFT512)),
+        }
+    }
+
+    /// Fingerprint `x`'s 512-bit mask as its eight words, for the atomic filter (the AVX2 form
+    /// of this mask is two registers, no faster than the scalar one once stored).
+    #[inline(always)]
+    pub(crate) fn masks512(self, x: u32) -> [u64; 8] {
+        match self.0 {
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            // SAFETY: the kernel's backend passed `is_available` (the token's invariant): the
+            // CPU has AVX-512F.
+            Backend::Avx512 => unsafe { avx512::masks512(x) },
+            _ => scalar::masks(x, BIT_SHIFT512),
+        }
+    }
+
+    /// `out[i]` = whether `blocks` holds `hashes[i]` (one dispatch per batch).
+    pub(crate) fn contains_many512(self, blocks: &[Block512], hashes: &[u64], out: &mut [bool]) {
+        match self.0 {
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            // SAFETY: the kernel's backend passed `is_available` (the token's invariant): the
+            // CPU has AVX-512F.
+            Backend::Avx512 => unsafe { avx512::contains_many512(blocks, hashes, out) },
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            // SAFETY: as above: the CPU has AVX2.
+            Backend::Avx2 => unsafe { avx2::contains_many512(blocks, hashes, out) },
+            _ => contains_many_with(blocks, hashes, out, |block, x| {
+                scalar::contains(&block.0, scalar::masks(x, BIT_SHIFT512))
+            }),
+        }
+    }
+}
+
+/// The batch query loop, generic over the block kernel so that each backend gets its own copy
+/// with the kernel inlined: `out[i]` = whether `blocks` holds `hashes[i]`, prefetching the block
+/// of the key [`PREFETCH_AHEAD`] places on.
+#[inline(always)]
+fn contains_many_with<B>(
+    blocks: &[B],
+    hashes: &[u64],
+    out: &mut [bool],
+    contains: impl Fn(&B, u32) -> bool,
+) {
+    let num_blocks = blocks.len() as u64;
+    for (i, (&hash, answer)) in hashes.iter().zip(out.iter_mut()).enumerate() {
+        if let Some(&ahead) = hashes.get(i + PREFETCH_AHEAD) {
+            prefetch(&blocks[block_index(ahead, num_blocks) as usize]);
+        }
+        let block = &blocks[block_index(hash, num_blocks) as usize];
+        *answer = contains(block, fingerprint(hash));
+    }
+}
+
+/// How many keys ahead the batch operations prefetch. The rule: far enough ahead that a DRAM
+/// miss completes before the key's turn, i.e. at least the memory latency divided by the time per
+/// key, and no further than needed (a longer distance only holds more lines in flight). 32 is
+/// where the bloom bench's batch query of a filter much larger than the caches stops improving
+/// (the workspace's BENCHMARKS.md).
+pub const PREFETCH_AHEAD: usize = 32;
+
+fn avx2_available() -> bool {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    {
+        std::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    {
+        false
+    }
+}
+
+fn avx512_available() -> bool {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    {
+        std::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    {
+        false
+    }
+}
+
+/// Hints the CPU to bring the cache line at `ptr` into L1 ahead of use. A no-op off x86-64 and
+/// under miri.
+#[inline(always)]
+pub(crate) fn prefetch<T>(ptr: *const T) {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    {
+        use core::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        // SAFETY: a prefetch is only a hint: it never faults and reads nothing the program can
+        // see, whatever the address; SSE is part of the x86-64 baseline.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(ptr.cast::<i8>()) }
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    {
+        let _ = ptr;
+    }
+}
