@@ -160,7 +160,7 @@ use txgate_sync::reclaim::Guard;
 use txgate_sync::sync::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use crate::group::GroupOp;
-use crate::node::Node;
+use crate::node::{Node, Update};
 use crate::state::{self, Counts, Instant, Limits};
 
 /// Shards of at most this many keys are one set searched whole (exact LRU, never an early
@@ -174,6 +174,12 @@ pub(crate) const SMALL_SHARD: usize = 64;
 /// its one key of reserved room unused (23 ways, 11.5 keys per set: e^-11.5, about one empty
 /// set in 128 default shards, and hundreds of early evictions until a key of its own comes).
 const WAYS: usize = 31;
+/// Failed evictions of one insertion in an LRU shard after which the next is forced: decided
+/// without the recency clock's check (E3, counted in `Stats::forced_evictions`). A failure
+/// needs an access in the shard to draw a tick inside the eviction's commit window (from the
+/// new key's tick to its decision, a few loads), so eight in a row bound the retries of an
+/// insertion under a flood of hits without making forced evictions common.
+const FORCE_AFTER: u32 = 8;
 /// Ways per key of capacity in a larger shard.
 const WAYS_PER_KEY: usize = 2;
 
@@ -272,6 +278,16 @@ pub(crate) struct Victim {
 pub(crate) struct Got<'g> {
     /// The key's node.
     pub(crate) node: &'g Node,
+    /// The node's state word as of this access: in an LRU shard, loaded before the access drew
+    /// its recency tick and found unchanged after its stamp was raised, so an access that
+    /// commits its change with a compare-and-swap from this word (or writes nothing) took
+    /// effect at its tick (I9); a marker or `EVICTED` word is returned as loaded, with no tick
+    /// drawn. For a node this call inserted, its first word.
+    pub(crate) word: u64,
+    /// The key's set, way and slot value (for [`Shard::reaccess`]).
+    set: usize,
+    way: usize,
+    slot: *mut Node,
     /// Whether this call inserted it (born with the `born` counts).
     pub(crate) inserted: bool,
     /// The node this call's own insertion replaced, if any (it is evicted).
@@ -310,6 +326,8 @@ pub(crate) struct Shard {
     stamps: Box<[AtomicU64]>,
     /// LRU shards: the recency clock.
     tick: AtomicU64,
+    /// Forced evictions (E3) committed in this shard.
+    forced: AtomicU64,
     /// The limits an eviction operation carries (it applies no window arithmetic).
     no_limits: Limits,
 }
@@ -381,6 +399,7 @@ impl Shard {
                 .map(|_| AtomicU64::new(0))
                 .collect(),
             tick: AtomicU64::new(0),
+            forced: AtomicU64::new(0),
             no_limits: Limits::new(1, 1, 1),
         };
         for set in 0..sets {
@@ -396,6 +415,12 @@ impl Shard {
     pub(crate) fn entries(&self) -> usize {
         // Relaxed: a statistic.
         self.entries.load(Ordering::Relaxed)
+    }
+
+    /// Forced evictions (E3) committed so far.
+    pub(crate) fn forced_evictions(&self) -> u64 {
+        // Relaxed: a statistic.
+        self.forced.load(Ordering::Relaxed)
     }
 
     /// Bytes of the table (slots, sets, stamps), for the memory report.
@@ -483,13 +508,122 @@ impl Shard {
     /// The answer for a key [`Shard::scan`] found: its way marked as just used, nothing
     /// inserted; `evicted` as counted by the caller.
     #[inline(always)]
-    fn found<'g>(&self, set: usize, hit: Hit<'g>, evicted: u32) -> Got<'g> {
-        self.touch(set, hit.way, hit.slot);
+    fn found<'g>(&self, set: usize, hit: Hit<'g>, evicted: u32, guard: &Guard<'_>) -> Got<'g> {
+        let word = self.access_word(set, hit.way, hit.slot, hit.node, guard);
         Got {
             node: hit.node,
+            word,
+            set,
+            way: hit.way,
+            slot: hit.slot,
             inserted: false,
             victim: None,
             evicted,
+        }
+    }
+
+    /// An access's view of a found node's word (see [`Got::word`]): in an LRU shard the word is
+    /// loaded, a tick drawn and the way's stamp raised (`touch`), and the word loaded again; the
+    /// access takes effect at its tick if the word did not change across it (I9), else it draws
+    /// again. A multi-word operation met on the word is resolved first; one met after the tick
+    /// that fails (the word back as it was) changed nothing, so the tick stands. An `EVICTED`
+    /// word is returned at once. In a CLOCK shard, the word as loaded.
+    #[inline]
+    fn access_word(
+        &self,
+        set: usize,
+        way: usize,
+        slot: *mut Node,
+        node: &Node,
+        guard: &Guard<'_>,
+    ) -> u64 {
+        if !self.lru {
+            return node.load();
+        }
+        loop {
+            let before = node.load();
+            if before & state::MARKER != 0 {
+                crate::group::resolve(node, before, guard);
+                continue;
+            }
+            if before & state::EVICTED != 0 {
+                return before;
+            }
+            self.touch(set, way, slot);
+            // SeqCst (`Node::load`): after the stamp's SeqCst raise, as I6 needs.
+            let mut after = node.load();
+            if after & state::MARKER != 0 {
+                crate::group::resolve(node, after, guard);
+                after = node.load();
+            }
+            if after == before {
+                return after;
+            }
+        }
+    }
+
+    /// A new access to the node of `got` after its word `expected` was found changed to `now`
+    /// (a failed compare-and-swap): in an LRU shard, if `now` is a multi-word operation that
+    /// fails once resolved (the word back to `expected`), `expected` as of the same tick; else
+    /// a fresh tick and word (see [`Got::word`]). In a CLOCK shard `now` (its accesses take
+    /// effect at their word action).
+    #[inline]
+    pub(crate) fn reaccess(
+        &self,
+        got: &Got<'_>,
+        expected: u64,
+        now: u64,
+        guard: &Guard<'_>,
+    ) -> u64 {
+        if !self.lru {
+            return now;
+        }
+        if now & state::MARKER != 0 {
+            crate::group::resolve(got.node, now, guard);
+            if got.node.load() == expected {
+                return expected;
+            }
+        }
+        self.access_word(got.set, got.way, got.slot, got.node, guard)
+    }
+
+    /// Applies `f` to the counts of the key `got` found, as [`Node::update`] does, as one access:
+    /// every retry (the word changed, or a multi-word operation on it was resolved) is a new
+    /// access ([`Shard::access`]), so that the update takes effect at its tick in an LRU shard
+    /// (I9). `Evicted`: the node was evicted first (look the key up again).
+    pub(crate) fn update<T>(
+        &self,
+        got: &Got<'_>,
+        guard: &Guard<'_>,
+        mut f: impl FnMut(Counts) -> (Option<Counts>, T),
+    ) -> Update<T> {
+        let node = got.node;
+        let mut word = got.word;
+        loop {
+            if word & state::MARKER != 0 {
+                crate::group::resolve(node, word, guard);
+                word = node.load();
+                continue;
+            }
+            if word & state::EVICTED != 0 {
+                return Update::Evicted(state::counts(word));
+            }
+            let (next, out) = f(state::counts(word));
+            // An access: the reference bit set in the same write; no write if nothing changes.
+            let Some(next) = next
+                .map(|c| state::pack(c) | state::TOUCHED)
+                .filter(|&next| next != word)
+            else {
+                return Update::Done(out);
+            };
+            // Release on success, SeqCst on failure: as in `Node::update`.
+            match node
+                .state
+                .compare_exchange_weak(word, next, Ordering::Release, Ordering::SeqCst)
+            {
+                Ok(_) => return Update::Done(out),
+                Err(now) => word = self.reaccess(got, word, now, guard),
+            }
         }
     }
 
@@ -553,7 +687,7 @@ impl Shard {
         if !is_claim(c) {
             let (hit, len) = self.scan(set, key, guard);
             if let Some(hit) = hit {
-                return self.found(set, hit, 0);
+                return self.found(set, hit, 0, guard);
             }
             return self.insert(set, key, born, at, c, Some(len), guard);
         }
@@ -578,6 +712,8 @@ impl Shard {
         // A node allocated for an insertion whose claim failed, reused by the retry (never one
         // that an eviction published: see below).
         let mut spare: Option<Box<Node>> = None;
+        // Evictions of this insertion that were claimed and then failed (E3).
+        let mut failed = 0u32;
         loop {
             if is_claim(c) {
                 self.complete(set, c, guard);
@@ -590,7 +726,7 @@ impl Shard {
                 None => {
                     let (hit, len) = self.scan(set, key, guard);
                     if let Some(hit) = hit {
-                        return self.found(set, hit, 0);
+                        return self.found(set, hit, 0, guard);
                     }
                     len
                 }
@@ -640,6 +776,10 @@ impl Shard {
                             // SAFETY: our node, published in our set and not retired before our
                             // guard drops (it can only be evicted by a later insertion).
                             node: unsafe { self.deref(ptr, guard) },
+                            word: state::pack(born),
+                            set,
+                            way,
+                            slot: tagged(ptr, key),
                             inserted: true,
                             victim: None,
                             evicted: 0,
@@ -659,7 +799,16 @@ impl Shard {
             };
             // An eviction: a one-entry multi-word compare-and-swap on the victim's word,
             // committed together with the claim (module docs, "Eviction").
-            let op = GroupOp::eviction(victim, ptr, c, stamp, self.no_limits);
+            // E3: after `FORCE_AFTER` evictions of this insertion failed, the next one is
+            // decided without the recency clock's check (its victim still unused since the
+            // plan).
+            let forced = self.lru && failed >= FORCE_AFTER;
+            let clock = if self.lru {
+                &raw const self.tick
+            } else {
+                std::ptr::null()
+            };
+            let op = GroupOp::eviction(victim, ptr, c, (stamp, clock, forced), self.no_limits);
             // SAFETY: `victim` was loaded under `guard` from our slot.
             let victim_node = unsafe { self.deref(victim.cast_mut(), guard) };
             if !GroupOp::install_victim(op, victim_node, word, guard) {
@@ -712,9 +861,17 @@ impl Shard {
             // entering now can load it.
             unsafe { guard.retire(op) };
             if evicted {
+                if forced {
+                    // Relaxed: a statistic.
+                    self.forced.fetch_add(1, Ordering::Relaxed);
+                }
                 return Got {
                     // SAFETY: our node, placed in its way by the completion.
                     node: unsafe { self.deref(ptr, guard) },
+                    word: state::pack(born),
+                    set,
+                    way,
+                    slot: tagged(ptr, key),
                     inserted: true,
                     victim: Some(Victim {
                         node: victim,
@@ -723,8 +880,10 @@ impl Shard {
                     evicted: 1,
                 };
             }
-            // Aborted: the victim was used first. The new node was published through the
-            // operation, so it goes to the collector; plan again.
+            // Aborted: the victim was used first, or (LRU) an access drew a tick since the new
+            // key's. The new node was published through the operation, so it goes to the
+            // collector; plan again.
+            failed += 1;
             // SAFETY: (1) from `Box::into_raw`, retired once; (2) it was never in a slot and the
             // claim word no longer leads to it.
             unsafe { guard.retire(ptr) };
@@ -927,7 +1086,10 @@ impl Shard {
         // is a helper's decision.)
         // SAFETY: `op` was loaded under `guard` from the claim word.
         let stamp = unsafe { &*op }.stamp;
-        let fresh = !self.lru || self.stamps[way].load(Ordering::SeqCst) == stamp;
+        // Then (LRU) no access may have drawn a tick since the new key's (I9): the clock's
+        // load, last, is the eviction's linearization point if this decision succeeds.
+        let fresh = !self.lru
+            || (self.stamps[way].load(Ordering::SeqCst) == stamp && GroupOp::in_order(op, guard));
         let evicts = GroupOp::decide(op, fresh, guard);
         // Acquire: as in `scan`.
         let v = guard.protect(slot, Ordering::Acquire);
