@@ -131,12 +131,6 @@ pub struct Stats {
     pub dropped: u64,
     /// Tracked keys evicted to make room for new ones.
     pub evicted: u64,
-    /// Of `evicted`, the evictions forced after repeated failed commits (E3 in the crate docs:
-    /// in a shard of up to 64 keys, an insertion whose evictions failed eight times in a row,
-    /// each because another access drew a recency tick during its commit, evicts its planned
-    /// victim without that check, so the new key's recency may precede accesses that took
-    /// effect before it).
-    pub forced_evictions: u64,
     /// Keys tracked now (never more than `max_size`; exact when no insertion is in flight).
     pub entries: usize,
 }

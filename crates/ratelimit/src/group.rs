@@ -105,14 +105,6 @@ pub(crate) struct GroupOp {
     /// Evictions in an LRU shard: the new node's recency stamp, drawn before the claim; every
     /// completion raises the way's stamp to it (idempotent).
     pub(crate) tick: AtomicU64,
-    /// Evictions in an LRU shard: the shard's recency clock, whose value must still be `tick`
-    /// when the eviction is decided `SUCCEEDED` (no access drew a tick since the new key's, I9);
-    /// null otherwise. Invariant: as `insert`; the shard outlives every guard that can reach the
-    /// operation.
-    clock: *const AtomicU64,
-    /// Evictions: decided without the clock's check (a forced eviction, E3). Invariant: as
-    /// `insert`.
-    forced: bool,
 }
 
 // SAFETY: the raw node pointers are only dereferenced under a guard that protects them (see the
@@ -202,8 +194,6 @@ impl GroupOp {
                 prev: std::ptr::null_mut(),
                 stamp: 0,
                 tick: AtomicU64::new(0),
-                clock: std::ptr::null(),
-                forced: false,
             })
         });
         op.status = AtomicU8::new(UNDECIDED);
@@ -221,20 +211,17 @@ impl GroupOp {
         op.prev = std::ptr::null_mut();
         op.stamp = 0;
         op.tick = AtomicU64::new(0);
-        op.clock = std::ptr::null();
-        op.forced = false;
         Box::into_raw(op)
     }
 
     /// A new undecided eviction of `victim` for the insertion of `insert` into a set whose claim
-    /// word was `prev`; `stamp`: the victim way's recency stamp and `clock` the shard's recency
-    /// clock (LRU shards; null in CLOCK shards); `forced`: decided without the clock's check
-    /// (E3). Unshared: the caller publishes it with [`GroupOp::install_victim`].
+    /// word was `prev`; `stamp`: the victim way's recency stamp (LRU shards). Unshared: the
+    /// caller publishes it with [`GroupOp::install_victim`].
     pub(crate) fn eviction(
         victim: *const Node,
         insert: *mut Node,
         prev: *mut Node,
-        (stamp, clock, forced): (u64, *const AtomicU64, bool),
+        stamp: u64,
         limits: Limits,
     ) -> *mut Self {
         let at = Instant {
@@ -247,29 +234,7 @@ impl GroupOp {
         this.insert = insert;
         this.prev = prev;
         this.stamp = stamp;
-        this.clock = clock;
-        this.forced = forced;
         op
-    }
-
-    /// Whether an eviction may be decided `SUCCEEDED` now as far as recency goes: true for a
-    /// group, an eviction in a CLOCK shard or a forced one; else whether the shard's recency
-    /// clock still reads the new key's tick, so that no access drew a tick since (I9). The
-    /// load is the eviction's linearization point when the decision that follows succeeds.
-    pub(crate) fn in_order(op: *const Self, guard: &Guard<'_>) -> bool {
-        guard.check(op);
-        // SAFETY: as in `decide`.
-        let this = unsafe { &*op };
-        if this.clock.is_null() || this.forced {
-            return true;
-        }
-        // SAFETY: the shard whose clock this is outlives every guard that can reach `op`.
-        let clock = unsafe { &*this.clock };
-        // Relaxed (the tick): stored by the owner before the claim's Release, and read after
-        // an Acquire of the claim word or of the marker. SeqCst (the clock): in the single
-        // total order with every tick draw (a read-modify-write, SeqCst), after the stamp
-        // check's SeqCst load (I9).
-        clock.load(Ordering::SeqCst) == this.tick.load(Ordering::Relaxed)
     }
 
     /// Owner of an eviction: replaces the victim's counts word `word` (as planned) with the
@@ -516,9 +481,7 @@ pub(crate) fn resolve(node: &Node, word: u64, guard: &Guard<'_>) {
     let mut status = op.status.load(Ordering::Acquire);
     if status == UNDECIDED {
         // Acquire: pairs with the owner's Release after each install.
-        let target = if op.settled.load(Ordering::Acquire) == op.entries.len()
-            && GroupOp::in_order(ptr, guard)
-        {
+        let target = if op.settled.load(Ordering::Acquire) == op.entries.len() {
             SUCCEEDED
         } else {
             FAILED

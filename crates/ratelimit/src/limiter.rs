@@ -391,7 +391,6 @@ impl AppRateLimiter {
     pub fn stats(&self) -> Stats {
         let mut stats = self.counters.sum();
         stats.entries = self.shards.iter().map(|s| s.entries()).sum();
-        stats.forced_evictions = self.shards.iter().map(|s| s.forced_evictions()).sum();
         stats
     }
 
@@ -422,6 +421,21 @@ impl AppRateLimiter {
             .collect();
         keys.sort_unstable();
         keys
+    }
+
+    /// The keys evicted so far, as `(shard, hash)`, sorted (loom builds; for the model checker,
+    /// to compare with `model::Model::victims`).
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn victims(&self) -> Vec<(u32, u64)> {
+        let mut v: Vec<(u32, u64)> = self
+            .shards
+            .iter()
+            .enumerate()
+            .flat_map(|(i, shard)| shard.victims().into_iter().map(move |k| (i as u32, k)))
+            .collect();
+        v.sort_unstable();
+        v
     }
 
     /// The `(prev, cur)` of a tracked key as stored (not rolled), for differential tests; does

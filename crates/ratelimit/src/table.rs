@@ -77,10 +77,11 @@
 //!   writes a key's word unless the word already shows it (same interval, reference bit set),
 //!   and in a CLOCK shard the planned word has the bit clear, so every access after the plan
 //!   read it fails the eviction. A sweep's clearing of a bit is itself a step.
-//! - **I5** In an LRU shard a key's recency is its way's stamp: each access raises it to a fresh
-//!   tick while the key's node is still in the way (so a late access never makes a newer node
-//!   look used). A new key's stamp is written only after its insertion took effect and only on
-//!   its own way: an eviction's tick (drawn before its claim, kept in its record) by its
+//! - **I5** In an LRU shard a key's recency is its way's stamp: each access raises it to its
+//!   tick (I9) if the key's node is still in the way when it checks, just before the raise
+//!   (so a late access does not make a newer node look used; the two steps are not one, see
+//!   "Known limits"). A new key's stamp is written only after its insertion took effect and
+//!   only on its own way: an eviction's tick (drawn before its claim, kept in its record) by its
 //!   completers once it succeeded; an empty way's first tick (drawn by a completer after the
 //!   claim) by compare-and-swap from 0, the stamp of a way no node was ever placed in, before
 //!   the claim is freed. A failed claim writes no stamp.
@@ -96,18 +97,37 @@
 //!   restored by a failed eviction, which changed no slot: so when a planner's claim succeeds, the
 //!   set's membership is the one its scan saw (the key is still missing, the planned way still
 //!   empty or holding the planned victim). Duplicates of a key cannot arise.
-//!
+//! - **I9** In an LRU shard the order of the recency clock's ticks is the linearization order
+//!   of the shard's accesses, insertions and evictions, so recency follows the order in which
+//!   they take effect (E1). An access loads its key's word, draws a tick, raises its stamp and
+//!   loads the word again (`access_word`); it takes effect at its tick if the word is the same
+//!   (a multi-word operation met there is resolved first, and one that fails leaves the word as
+//!   it was), and a write then expects exactly that word; a changed word, or a failed write,
+//!   draws a new tick. An eviction takes effect at its new key's tick, drawn after its marker is
+//!   in place, if it then succeeds: from that tick to its decision the victim is unused (an
+//!   access that took effect there wrote the victim's word, which the marker excludes, or
+//!   raised its stamp before the stamp check or met the marker, I6), the set's membership
+//!   cannot change (another insertion's claim makes this one's fail, I8), and no operation can
+//!   observe the new key or the victim's absence before the decision. The plan may read other
+//!   keys' stamps and words stale, but accesses only make a key more recent or current, never
+//!   less, so the planned victim is still the rule's choice at that tick. An empty way's
+//!   insertion takes effect at the draw of the tick that lands in its stamp (no access to the
+//!   new key, and no other insertion into the set, can come before its claim is freed).
+
 //! ## Linearization points
 //!
-//! - **Hit, admitted**: its compare-and-swap on the key's word (which also rolls the key and
-//!   sets its reference bit).
-//! - **Hit, dropped**: its load of the word, or the compare-and-swap that rolls the key or sets
-//!   its bit when that changes the word.
-//! - **New key, empty way**: the claim's compare-and-swap (the node is born holding its first
+//! - **Hit, admitted**: in an LRU shard its tick (I9); in a CLOCK shard its compare-and-swap on
+//!   the key's word (which also rolls the key and sets its reference bit).
+//! - **Hit, dropped**: in an LRU shard its tick (I9); in a CLOCK shard its load of the word, or
+//!   the compare-and-swap that rolls the key or sets its bit when that changes the word.
+//! - **New key, empty way**: in an LRU shard the draw of the tick that lands in its stamp (I9);
+//!   in a CLOCK shard the claim's compare-and-swap (the node is born holding its first
 //!   admission or penalty).
-//! - **New key with an eviction, and the eviction**: one instant, the decision of the eviction's
-//!   record (`UNDECIDED -> SUCCEEDED`): the victim's marker is in place (its word unchanged since
-//!   the plan, I4, I6) and the claim held (the membership unchanged since the scan, I8).
+//! - **New key with an eviction, and the eviction**: one instant, while the victim's marker is
+//!   in place (its word unchanged since the plan, I4, I6): in an LRU shard the draw of the new
+//!   key's tick, if the eviction then succeeds (I9); in a CLOCK shard the decision of the
+//!   eviction's record (`UNDECIDED -> SUCCEEDED`), with the claim held (the membership unchanged
+//!   since the scan, I8).
 //! - **Group admitted**: the decision `UNDECIDED -> SUCCEEDED` (all markers in place); its
 //!   lookups are steps of their own before it (E2).
 //! - **Group dropped**: the load of the failing key's word while the group is undecided (every
@@ -124,18 +144,19 @@
 //! in it). A group, or an eviction, in flight is aborted by any operation that needs its victim
 //! or one of its keys before it is settled; so a group and the operations on its keys, and an
 //! eviction and the uses of its victim, are only obstruction-free against each other (E3, a
-//! forced eviction after failed commits, is not used).
-//!
+//! forced eviction after failed commits, is not used: recency needs no commit condition beyond
+//! the victim's, I9).
+
 //! ## Known limits
 //!
-//! - In an LRU shard, recency is the order of the ticks accesses draw (I5), which for accesses
-//!   to different keys that overlap in time may differ from the order of their linearization
-//!   points (an evicting insertion draws its tick before its claim, an insertion into an
-//!   empty way just after it, a hit before its word action); an
-//!   eviction that compares such keys may then take the other one. The loom checker finds one
-//!   such history: a weighted group {a, b} racing an evicting insertion of c into their shard of
-//!   two, where c's tick is drawn before the group's lookup of b but c takes effect after it,
-//!   so the group's re-insertion of a evicts c where the model evicts b.
+//! - In an LRU shard, an access that raised its stamp and then found its key's word changed
+//!   by another successful write (an access of the same key, a group admitted or penalized)
+//!   draws a new tick and takes effect there (I9); until it raises the stamp again, its key
+//!   looks used at the first tick, where it did not take effect. An eviction in that window
+//!   that compares this key with one used between the two accesses may keep the wrong one.
+//!   Argued, not model-checked (it needs three accesses to race one eviction). Likewise a hit
+//!   checks that its way still holds its node and then raises the stamp, two steps: a hit
+//!   delayed between them can raise the stamp of the node that replaced its key (I5).
 //! - A CLOCK sweep that is abandoned (its claim failed, or the key turned out present) leaves
 //!   the bits it cleared, and the insertion's next sweep starts again at its start way: those
 //!   clearings are sweep steps (E1) of an insertion that does not happen, or that restarts.
@@ -174,12 +195,6 @@ pub(crate) const SMALL_SHARD: usize = 64;
 /// its one key of reserved room unused (23 ways, 11.5 keys per set: e^-11.5, about one empty
 /// set in 128 default shards, and hundreds of early evictions until a key of its own comes).
 const WAYS: usize = 31;
-/// Failed evictions of one insertion in an LRU shard after which the next is forced: decided
-/// without the recency clock's check (E3, counted in `Stats::forced_evictions`). A failure
-/// needs an access in the shard to draw a tick inside the eviction's commit window (from the
-/// new key's tick to its decision, a few loads), so eight in a row bound the retries of an
-/// insertion under a flood of hits without making forced evictions common.
-const FORCE_AFTER: u32 = 8;
 /// Ways per key of capacity in a larger shard.
 const WAYS_PER_KEY: usize = 2;
 
@@ -326,8 +341,11 @@ pub(crate) struct Shard {
     stamps: Box<[AtomicU64]>,
     /// LRU shards: the recency clock.
     tick: AtomicU64,
-    /// Forced evictions (E3) committed in this shard.
-    forced: AtomicU64,
+    /// Under loom: the hashes of the keys evicted, in the order their owners saw them commit,
+    /// for the model checker (a plain mutex: loom runs one thread at a time and none blocks
+    /// while holding it).
+    #[cfg(loom)]
+    victims: std::sync::Mutex<Vec<u64>>,
     /// The limits an eviction operation carries (it applies no window arithmetic).
     no_limits: Limits,
 }
@@ -399,7 +417,8 @@ impl Shard {
                 .map(|_| AtomicU64::new(0))
                 .collect(),
             tick: AtomicU64::new(0),
-            forced: AtomicU64::new(0),
+            #[cfg(loom)]
+            victims: std::sync::Mutex::new(Vec::new()),
             no_limits: Limits::new(1, 1, 1),
         };
         for set in 0..sets {
@@ -417,10 +436,10 @@ impl Shard {
         self.entries.load(Ordering::Relaxed)
     }
 
-    /// Forced evictions (E3) committed so far.
-    pub(crate) fn forced_evictions(&self) -> u64 {
-        // Relaxed: a statistic.
-        self.forced.load(Ordering::Relaxed)
+    /// Under loom: the hashes of the keys this shard evicted (see `victims`).
+    #[cfg(loom)]
+    pub(crate) fn victims(&self) -> Vec<u64> {
+        self.victims.lock().expect("not poisoned").clone()
     }
 
     /// Bytes of the table (slots, sets, stamps), for the memory report.
@@ -637,8 +656,8 @@ impl Shard {
 
     /// Marks a way as just used in an LRU shard (a CLOCK shard's reference bit is in the key's
     /// state word, set by the access itself). `slot`: the way's value as the caller loaded it;
-    /// the stamp is raised only while the way still holds it (I5), so a late touch never makes a
-    /// newer node look used.
+    /// the stamp is raised only if the way still holds it just before (I5), so a late touch
+    /// makes a newer node look used only if delayed between the two ("Known limits").
     #[inline]
     fn touch(&self, set: usize, way: usize, slot: *mut Node) {
         if !self.lru {
@@ -712,8 +731,6 @@ impl Shard {
         // A node allocated for an insertion whose claim failed, reused by the retry (never one
         // that an eviction published: see below).
         let mut spare: Option<Box<Node>> = None;
-        // Evictions of this insertion that were claimed and then failed (E3).
-        let mut failed = 0u32;
         loop {
             if is_claim(c) {
                 self.complete(set, c, guard);
@@ -799,18 +816,12 @@ impl Shard {
             };
             // An eviction: a one-entry multi-word compare-and-swap on the victim's word,
             // committed together with the claim (module docs, "Eviction").
-            // E3: after `FORCE_AFTER` evictions of this insertion failed, the next one is
-            // decided without the recency clock's check (its victim still unused since the
-            // plan).
-            let forced = self.lru && failed >= FORCE_AFTER;
-            let clock = if self.lru {
-                &raw const self.tick
-            } else {
-                std::ptr::null()
-            };
-            let op = GroupOp::eviction(victim, ptr, c, (stamp, clock, forced), self.no_limits);
+            let op = GroupOp::eviction(victim, ptr, c, stamp, self.no_limits);
             // SAFETY: `victim` was loaded under `guard` from our slot.
             let victim_node = unsafe { self.deref(victim.cast_mut(), guard) };
+            // Read now: once the eviction completes, this thread may have retired the victim.
+            #[cfg(loom)]
+            let victim_key = victim_node.key;
             if !GroupOp::install_victim(op, victim_node, word, guard) {
                 // The victim was used (or swept) since the plan: plan again. Nothing was shared.
                 // SAFETY: no marker of `op` was installed: no other thread saw it.
@@ -822,7 +833,8 @@ impl Shard {
                 continue;
             }
             if self.lru {
-                // The new key's recency, drawn before the eviction takes effect (I5).
+                // The new key's recency, drawn after the marker: the eviction's instant if it
+                // succeeds (I5, I9).
                 // SAFETY: ours; shared fields are atomic.
                 let this = unsafe { &*op };
                 // Relaxed: published by the claim below.
@@ -861,10 +873,8 @@ impl Shard {
             // entering now can load it.
             unsafe { guard.retire(op) };
             if evicted {
-                if forced {
-                    // Relaxed: a statistic.
-                    self.forced.fetch_add(1, Ordering::Relaxed);
-                }
+                #[cfg(loom)]
+                self.victims.lock().expect("not poisoned").push(victim_key);
                 return Got {
                     // SAFETY: our node, placed in its way by the completion.
                     node: unsafe { self.deref(ptr, guard) },
@@ -880,10 +890,8 @@ impl Shard {
                     evicted: 1,
                 };
             }
-            // Aborted: the victim was used first, or (LRU) an access drew a tick since the new
-            // key's. The new node was published through the operation, so it goes to the
-            // collector; plan again.
-            failed += 1;
+            // Aborted: the victim was used first. The new node was published through the
+            // operation, so it goes to the collector; plan again.
             // SAFETY: (1) from `Box::into_raw`, retired once; (2) it was never in a slot and the
             // claim word no longer leads to it.
             unsafe { guard.retire(ptr) };
@@ -1086,10 +1094,7 @@ impl Shard {
         // is a helper's decision.)
         // SAFETY: `op` was loaded under `guard` from the claim word.
         let stamp = unsafe { &*op }.stamp;
-        // Then (LRU) no access may have drawn a tick since the new key's (I9): the clock's
-        // load, last, is the eviction's linearization point if this decision succeeds.
-        let fresh = !self.lru
-            || (self.stamps[way].load(Ordering::SeqCst) == stamp && GroupOp::in_order(op, guard));
+        let fresh = !self.lru || self.stamps[way].load(Ordering::SeqCst) == stamp;
         let evicts = GroupOp::decide(op, fresh, guard);
         // Acquire: as in `scan`.
         let v = guard.protect(slot, Ordering::Acquire);
