@@ -547,7 +547,7 @@ impl Shard {
     /// again. A multi-word operation met on the word is resolved first; one met after the tick
     /// that fails (the word back as it was) changed nothing, so the tick stands. An `EVICTED`
     /// word is returned at once. In a CLOCK shard, the word as loaded.
-    #[inline]
+    #[inline(always)]
     fn access_word(
         &self,
         set: usize,
