@@ -549,7 +549,8 @@ fn weighted_groups_on_the_same_keys_admit_exactly_one_with_its_cost() {
 // A linearizability check against the reference model: two threads run their operations on the
 // real limiter; every interleaving of the two sequences (each thread's order kept) is replayed
 // on `Model` from the same start, and one of them must give every decision (with its details),
-// the tracked keys and every key's stored counts. A group is its lookup steps and its decision
+// the tracked keys, every key's stored counts and the keys evicted (the real limiter logs its
+// victims under loom). A group is its lookup steps and its decision
 // step, preceded perhaps by the lookups of one aborted attempt (E2 in the crate docs).
 
 use txgate_ratelimit::model::Model;
