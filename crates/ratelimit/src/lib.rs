@@ -48,17 +48,18 @@
 //!     groups it drops).
 //!   - **E3** (a bounded escape, forcing an eviction after failed commits) is not used: an
 //!     insertion whose victim keeps being used plans again, so an insertion and the uses of its
-//!     victim are obstruction-free against each other.
+//!     victim are obstruction-free against each other. In shards of up to 64 keys, recency
+//!     follows the order in which accesses take effect: each access takes effect at the tick
+//!     of the shard's recency clock it draws (drawing again if the key's word changed across
+//!     it), and an eviction at its new key's tick.
 //!
-//!   Known limit (the `table` module's `# Protocol` states it): in shards of up to 64 keys,
-//!   recency is the order in which accesses draw their recency ticks, which for accesses to
-//!   different keys that overlap in time can differ from the order in which they take effect, so
-//!   an eviction comparing two such keys may take the other one (the model checker finds one
-//!   such history: a weighted group racing an evicting insertion into its shard). In larger
-//!   (CLOCK) shards a spare unit of room is reserved before the set's claim and given back if
-//!   the claim fails, so an insertion into another set racing that failed claim may evict
-//!   although the shard has room at its instant (an early eviction, never a wrong victim in
-//!   its set; the protocol's known limits give the exact condition).
+//!   Known limits (the `table` module's `# Protocol` states them with their exact conditions):
+//!   in shards of up to 64 keys, an access that raised its key's recency stamp and then found
+//!   the key's word changed by another successful write draws a new tick; until then its key
+//!   looks used at the first one. In larger (CLOCK) shards a spare unit of room is reserved
+//!   before the set's claim and given back if the claim fails, so an insertion into another set
+//!   racing that failed claim may evict although the shard has room at its instant (an early
+//!   eviction, never a wrong victim in its set).
 //! - A weighted admission ([`AppRateLimiter::admit_n`]) of cost `c` (`1..=L`) asks
 //!   `prev * (window - offset) / window + cur + c <= L` of every app and adds `c` to each; a
 //!   cost above `L` is refused with [`InsufficientCapacity`]. A cost of 1 is [`admit`](AppRateLimiter::admit).
@@ -117,7 +118,9 @@
 //! - No lock in txgate's code on any path. A tracked key's admission is a set scan (tags in the
 //!   slot pointers spare dereferencing other keys' nodes) and one compare-and-swap on the key's
 //!   packed 64-bit state, which also carries its CLOCK reference bit (a dropped hit writes only
-//!   when it rolls the key or sets the bit); in a shard of up to 64 keys, also its recency stamp.
+//!   when it rolls the key or sets the bit); in a shard of up to 64 keys, also a tick of the
+//!   shard's recency clock (a shared fetch-and-add), its recency stamp and a second load of the
+//!   state word (the access takes effect at its tick if the word is unchanged across it).
 //!   A new key is one claim of its set, one slot switch and the claim's release; one that evicts
 //!   adds a marker on its victim and its resolution (a one-entry multi-word compare-and-swap):
 //!   duplicates of a key cannot arise (the `table` module's `# Protocol` section).

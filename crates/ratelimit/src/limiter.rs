@@ -16,7 +16,7 @@ use crate::node::{Node, Update};
 use crate::origin::{self, AppKey, Origin};
 use crate::small_buf::SmallBuf;
 use crate::state::{self, Counts, EVICTED, Instant, Limits, MARKER, TOUCHED};
-use crate::table::{Shard, Victim};
+use crate::table::{Got, Shard, Victim};
 
 /// Retired nodes batched per thread before a reclamation pass (seize's batch). seize runs one
 /// barrier per batch (a `membarrier` system call on Linux, microseconds), so a bigger batch keeps
@@ -423,6 +423,21 @@ impl AppRateLimiter {
         keys
     }
 
+    /// The keys evicted so far, as `(shard, hash)`, sorted (loom builds; for the model checker,
+    /// to compare with `model::Model::victims`).
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn victims(&self) -> Vec<(u32, u64)> {
+        let mut v: Vec<(u32, u64)> = self
+            .shards
+            .iter()
+            .enumerate()
+            .flat_map(|(i, shard)| shard.victims().into_iter().map(move |k| (i as u32, k)))
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
     /// The `(prev, cur)` of a tracked key as stored (not rolled), for differential tests; does
     /// not refresh its recency.
     #[doc(hidden)]
@@ -557,7 +572,9 @@ impl AppRateLimiter {
                 self.count(guard, Counter::Admitted, 1);
                 return Decision::admit(Some(limits.limit - cost));
             }
-            let mut word = got.node.load();
+            // The word as of this access (an LRU shard's recency tick drawn across it): a
+            // compare-and-swap from it takes effect at that tick; a failed one accesses again.
+            let mut word = got.word;
             loop {
                 if word & (MARKER | EVICTED) != 0 {
                     // A group operation to resolve, or an eviction in flight: the general path.
@@ -577,7 +594,7 @@ impl AppRateLimiter {
                                 self.count(guard, Counter::Admitted, 1);
                                 return Decision::admit(Some(remaining));
                             }
-                            Err(now) => word = now,
+                            Err(now) => word = shard.reaccess(&got, word, now, guard),
                         }
                     }
                     Err(c) => {
@@ -597,7 +614,7 @@ impl AppRateLimiter {
                                 Ordering::SeqCst,
                             )
                         {
-                            word = now;
+                            word = shard.reaccess(&got, word, now, guard);
                             continue;
                         }
                         self.count(guard, Counter::Dropped, 1);
@@ -605,7 +622,7 @@ impl AppRateLimiter {
                     }
                 }
             }
-            if let Some(d) = self.admit_contended(m, cost, got.node, at, guard) {
+            if let Some(d) = self.admit_contended(m, cost, &got, at, guard) {
                 return d;
             }
         }
@@ -618,16 +635,18 @@ impl AppRateLimiter {
         &self,
         m: Member,
         cost: u16,
-        node: &Node,
+        got: &Got<'_>,
         at: Instant,
         guard: &Guard<'_>,
     ) -> Option<Decision> {
         let limits = &self.limits;
-        let update = node.update(guard, |c| match state::admit(c, at, limits, cost) {
-            Some(next) => (Some(next), Ok(next)),
-            // Dropped: the key rolled to `at` all the same (as in `admit_one`).
-            None => (Some(state::roll(c, at).0), Err(c)),
-        });
+        let update =
+            self.shard(&m)
+                .update(got, guard, |c| match state::admit(c, at, limits, cost) {
+                    Some(next) => (Some(next), Ok(next)),
+                    // Dropped: the key rolled to `at` all the same (as in `admit_one`).
+                    None => (Some(state::roll(c, at).0), Err(c)),
+                });
         match update {
             Update::Done(Ok(next)) => {
                 self.count(guard, Counter::Admitted, 1);
@@ -659,10 +678,7 @@ impl AppRateLimiter {
             if got.inserted {
                 return;
             }
-            match got
-                .node
-                .update(guard, |c| (Some(state::penalize(c, at, limits)), ()))
-            {
+            match shard.update(&got, guard, |c| (Some(state::penalize(c, at, limits)), ())) {
                 Update::Done(()) => return,
                 Update::Evicted(_) => shard.settle(m.hash, guard),
             }
@@ -689,16 +705,24 @@ impl AppRateLimiter {
                 retired: None,
             });
             for m in members {
-                let got = self
-                    .shard(m)
-                    .get_or_insert(m.hash, Self::fresh(at), at, guard);
-                self.count(guard, Counter::Evicted, u64::from(got.evicted));
-                if !got.inserted {
+                let shard = self.shard(m);
+                // One lookup step (E2): the key touched, or inserted (evicting). A node found
+                // evicted before the lookup took effect is looked up again, so that every
+                // lookup leaves its key tracked and current.
+                let got = loop {
+                    let got = shard.get_or_insert(m.hash, Self::fresh(at), at, guard);
+                    self.count(guard, Counter::Evicted, u64::from(got.evicted));
                     // The lookup is an access: the key rolls to `at` whatever the group's
-                    // outcome (a dropped group leaves its keys current). Found evicted since:
-                    // the entry loop below decides what that means.
-                    let _ = got.node.update(guard, |c| (Some(state::roll(c, at).0), ()));
-                }
+                    // outcome (a dropped group leaves its keys current).
+                    if !got.inserted
+                        && let Update::Evicted(_) =
+                            shard.update(&got, guard, |c| (Some(state::roll(c, at).0), ()))
+                    {
+                        shard.settle(m.hash, guard);
+                        continue;
+                    }
+                    break got;
+                };
                 nodes.push(got.node);
                 if let Some(v) = got.victim {
                     victims.push(v);

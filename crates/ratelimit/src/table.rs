@@ -77,10 +77,11 @@
 //!   writes a key's word unless the word already shows it (same interval, reference bit set),
 //!   and in a CLOCK shard the planned word has the bit clear, so every access after the plan
 //!   read it fails the eviction. A sweep's clearing of a bit is itself a step.
-//! - **I5** In an LRU shard a key's recency is its way's stamp: each access raises it to a fresh
-//!   tick while the key's node is still in the way (so a late access never makes a newer node
-//!   look used). A new key's stamp is written only after its insertion took effect and only on
-//!   its own way: an eviction's tick (drawn before its claim, kept in its record) by its
+//! - **I5** In an LRU shard a key's recency is its way's stamp: each access raises it to its
+//!   tick (I9) if the key's node is still in the way when it checks, just before the raise
+//!   (so a late access does not make a newer node look used; the two steps are not one, see
+//!   "Known limits"). A new key's stamp is written only after its insertion took effect and
+//!   only on its own way: an eviction's tick (drawn before its claim, kept in its record) by its
 //!   completers once it succeeded; an empty way's first tick (drawn by a completer after the
 //!   claim) by compare-and-swap from 0, the stamp of a way no node was ever placed in, before
 //!   the claim is freed. A failed claim writes no stamp.
@@ -96,18 +97,37 @@
 //!   restored by a failed eviction, which changed no slot: so when a planner's claim succeeds, the
 //!   set's membership is the one its scan saw (the key is still missing, the planned way still
 //!   empty or holding the planned victim). Duplicates of a key cannot arise.
-//!
+//! - **I9** In an LRU shard the order of the recency clock's ticks is the linearization order
+//!   of the shard's accesses, insertions and evictions, so recency follows the order in which
+//!   they take effect (E1). An access loads its key's word, draws a tick, raises its stamp and
+//!   loads the word again (`access_word`); it takes effect at its tick if the word is the same
+//!   (a multi-word operation met there is resolved first, and one that fails leaves the word as
+//!   it was), and a write then expects exactly that word; a changed word, or a failed write,
+//!   draws a new tick. An eviction takes effect at its new key's tick, drawn after its marker is
+//!   in place, if it then succeeds: from that tick to its decision the victim is unused (an
+//!   access that took effect there wrote the victim's word, which the marker excludes, or
+//!   raised its stamp before the stamp check or met the marker, I6), the set's membership
+//!   cannot change (another insertion's claim makes this one's fail, I8), and no operation can
+//!   observe the new key or the victim's absence before the decision. The plan may read other
+//!   keys' stamps and words stale, but accesses only make a key more recent or current, never
+//!   less, so the planned victim is still the rule's choice at that tick. An empty way's
+//!   insertion takes effect at the draw of the tick that lands in its stamp (no access to the
+//!   new key, and no other insertion into the set, can come before its claim is freed).
+
 //! ## Linearization points
 //!
-//! - **Hit, admitted**: its compare-and-swap on the key's word (which also rolls the key and
-//!   sets its reference bit).
-//! - **Hit, dropped**: its load of the word, or the compare-and-swap that rolls the key or sets
-//!   its bit when that changes the word.
-//! - **New key, empty way**: the claim's compare-and-swap (the node is born holding its first
+//! - **Hit, admitted**: in an LRU shard its tick (I9); in a CLOCK shard its compare-and-swap on
+//!   the key's word (which also rolls the key and sets its reference bit).
+//! - **Hit, dropped**: in an LRU shard its tick (I9); in a CLOCK shard its load of the word, or
+//!   the compare-and-swap that rolls the key or sets its bit when that changes the word.
+//! - **New key, empty way**: in an LRU shard the draw of the tick that lands in its stamp (I9);
+//!   in a CLOCK shard the claim's compare-and-swap (the node is born holding its first
 //!   admission or penalty).
-//! - **New key with an eviction, and the eviction**: one instant, the decision of the eviction's
-//!   record (`UNDECIDED -> SUCCEEDED`): the victim's marker is in place (its word unchanged since
-//!   the plan, I4, I6) and the claim held (the membership unchanged since the scan, I8).
+//! - **New key with an eviction, and the eviction**: one instant, while the victim's marker is
+//!   in place (its word unchanged since the plan, I4, I6): in an LRU shard the draw of the new
+//!   key's tick, if the eviction then succeeds (I9); in a CLOCK shard the decision of the
+//!   eviction's record (`UNDECIDED -> SUCCEEDED`), with the claim held (the membership unchanged
+//!   since the scan, I8).
 //! - **Group admitted**: the decision `UNDECIDED -> SUCCEEDED` (all markers in place); its
 //!   lookups are steps of their own before it (E2).
 //! - **Group dropped**: the load of the failing key's word while the group is undecided (every
@@ -124,18 +144,19 @@
 //! in it). A group, or an eviction, in flight is aborted by any operation that needs its victim
 //! or one of its keys before it is settled; so a group and the operations on its keys, and an
 //! eviction and the uses of its victim, are only obstruction-free against each other (E3, a
-//! forced eviction after failed commits, is not used).
-//!
+//! forced eviction after failed commits, is not used: recency needs no commit condition beyond
+//! the victim's, I9).
+
 //! ## Known limits
 //!
-//! - In an LRU shard, recency is the order of the ticks accesses draw (I5), which for accesses
-//!   to different keys that overlap in time may differ from the order of their linearization
-//!   points (an evicting insertion draws its tick before its claim, an insertion into an
-//!   empty way just after it, a hit before its word action); an
-//!   eviction that compares such keys may then take the other one. The loom checker finds one
-//!   such history: a weighted group {a, b} racing an evicting insertion of c into their shard of
-//!   two, where c's tick is drawn before the group's lookup of b but c takes effect after it,
-//!   so the group's re-insertion of a evicts c where the model evicts b.
+//! - In an LRU shard, an access that raised its stamp and then found its key's word changed
+//!   by another successful write (an access of the same key, a group admitted or penalized)
+//!   draws a new tick and takes effect there (I9); until it raises the stamp again, its key
+//!   looks used at the first tick, where it did not take effect. An eviction in that window
+//!   that compares this key with one used between the two accesses may keep the wrong one.
+//!   Argued, not model-checked (it needs three accesses to race one eviction). Likewise a hit
+//!   checks that its way still holds its node and then raises the stamp, two steps: a hit
+//!   delayed between them can raise the stamp of the node that replaced its key (I5).
 //! - A CLOCK sweep that is abandoned (its claim failed, or the key turned out present) leaves
 //!   the bits it cleared, and the insertion's next sweep starts again at its start way: those
 //!   clearings are sweep steps (E1) of an insertion that does not happen, or that restarts.
@@ -160,7 +181,7 @@ use txgate_sync::reclaim::Guard;
 use txgate_sync::sync::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use crate::group::GroupOp;
-use crate::node::Node;
+use crate::node::{Node, Update};
 use crate::state::{self, Counts, Instant, Limits};
 
 /// Shards of at most this many keys are one set searched whole (exact LRU, never an early
@@ -272,6 +293,16 @@ pub(crate) struct Victim {
 pub(crate) struct Got<'g> {
     /// The key's node.
     pub(crate) node: &'g Node,
+    /// The node's state word as of this access: in an LRU shard, loaded before the access drew
+    /// its recency tick and found unchanged after its stamp was raised, so an access that
+    /// commits its change with a compare-and-swap from this word (or writes nothing) took
+    /// effect at its tick (I9); a marker or `EVICTED` word is returned as loaded, with no tick
+    /// drawn. For a node this call inserted, its first word.
+    pub(crate) word: u64,
+    /// The key's set, way and slot value (for [`Shard::reaccess`]).
+    set: usize,
+    way: usize,
+    slot: *mut Node,
     /// Whether this call inserted it (born with the `born` counts).
     pub(crate) inserted: bool,
     /// The node this call's own insertion replaced, if any (it is evicted).
@@ -310,6 +341,11 @@ pub(crate) struct Shard {
     stamps: Box<[AtomicU64]>,
     /// LRU shards: the recency clock.
     tick: AtomicU64,
+    /// Under loom: the hashes of the keys evicted, in the order their owners saw them commit,
+    /// for the model checker (a plain mutex: loom runs one thread at a time and none blocks
+    /// while holding it).
+    #[cfg(loom)]
+    victims: std::sync::Mutex<Vec<u64>>,
     /// The limits an eviction operation carries (it applies no window arithmetic).
     no_limits: Limits,
 }
@@ -381,6 +417,8 @@ impl Shard {
                 .map(|_| AtomicU64::new(0))
                 .collect(),
             tick: AtomicU64::new(0),
+            #[cfg(loom)]
+            victims: std::sync::Mutex::new(Vec::new()),
             no_limits: Limits::new(1, 1, 1),
         };
         for set in 0..sets {
@@ -396,6 +434,12 @@ impl Shard {
     pub(crate) fn entries(&self) -> usize {
         // Relaxed: a statistic.
         self.entries.load(Ordering::Relaxed)
+    }
+
+    /// Under loom: the hashes of the keys this shard evicted (see `victims`).
+    #[cfg(loom)]
+    pub(crate) fn victims(&self) -> Vec<u64> {
+        self.victims.lock().expect("not poisoned").clone()
     }
 
     /// Bytes of the table (slots, sets, stamps), for the memory report.
@@ -483,13 +527,122 @@ impl Shard {
     /// The answer for a key [`Shard::scan`] found: its way marked as just used, nothing
     /// inserted; `evicted` as counted by the caller.
     #[inline(always)]
-    fn found<'g>(&self, set: usize, hit: Hit<'g>, evicted: u32) -> Got<'g> {
-        self.touch(set, hit.way, hit.slot);
+    fn found<'g>(&self, set: usize, hit: Hit<'g>, evicted: u32, guard: &Guard<'_>) -> Got<'g> {
+        let word = self.access_word(set, hit.way, hit.slot, hit.node, guard);
         Got {
             node: hit.node,
+            word,
+            set,
+            way: hit.way,
+            slot: hit.slot,
             inserted: false,
             victim: None,
             evicted,
+        }
+    }
+
+    /// An access's view of a found node's word (see [`Got::word`]): in an LRU shard the word is
+    /// loaded, a tick drawn and the way's stamp raised (`touch`), and the word loaded again; the
+    /// access takes effect at its tick if the word did not change across it (I9), else it draws
+    /// again. A multi-word operation met on the word is resolved first; one met after the tick
+    /// that fails (the word back as it was) changed nothing, so the tick stands. An `EVICTED`
+    /// word is returned at once. In a CLOCK shard, the word as loaded.
+    #[inline(always)]
+    fn access_word(
+        &self,
+        set: usize,
+        way: usize,
+        slot: *mut Node,
+        node: &Node,
+        guard: &Guard<'_>,
+    ) -> u64 {
+        if !self.lru {
+            return node.load();
+        }
+        loop {
+            let before = node.load();
+            if before & state::MARKER != 0 {
+                crate::group::resolve(node, before, guard);
+                continue;
+            }
+            if before & state::EVICTED != 0 {
+                return before;
+            }
+            self.touch(set, way, slot);
+            // SeqCst (`Node::load`): after the stamp's SeqCst raise, as I6 needs.
+            let mut after = node.load();
+            if after & state::MARKER != 0 {
+                crate::group::resolve(node, after, guard);
+                after = node.load();
+            }
+            if after == before {
+                return after;
+            }
+        }
+    }
+
+    /// A new access to the node of `got` after its word `expected` was found changed to `now`
+    /// (a failed compare-and-swap): in an LRU shard, if `now` is a multi-word operation that
+    /// fails once resolved (the word back to `expected`), `expected` as of the same tick; else
+    /// a fresh tick and word (see [`Got::word`]). In a CLOCK shard `now` (its accesses take
+    /// effect at their word action).
+    #[inline]
+    pub(crate) fn reaccess(
+        &self,
+        got: &Got<'_>,
+        expected: u64,
+        now: u64,
+        guard: &Guard<'_>,
+    ) -> u64 {
+        if !self.lru {
+            return now;
+        }
+        if now & state::MARKER != 0 {
+            crate::group::resolve(got.node, now, guard);
+            if got.node.load() == expected {
+                return expected;
+            }
+        }
+        self.access_word(got.set, got.way, got.slot, got.node, guard)
+    }
+
+    /// Applies `f` to the counts of the key `got` found, as [`Node::update`] does, as one access:
+    /// every retry (the word changed, or a multi-word operation on it was resolved) is a new
+    /// access ([`Shard::access`]), so that the update takes effect at its tick in an LRU shard
+    /// (I9). `Evicted`: the node was evicted first (look the key up again).
+    pub(crate) fn update<T>(
+        &self,
+        got: &Got<'_>,
+        guard: &Guard<'_>,
+        mut f: impl FnMut(Counts) -> (Option<Counts>, T),
+    ) -> Update<T> {
+        let node = got.node;
+        let mut word = got.word;
+        loop {
+            if word & state::MARKER != 0 {
+                crate::group::resolve(node, word, guard);
+                word = node.load();
+                continue;
+            }
+            if word & state::EVICTED != 0 {
+                return Update::Evicted(state::counts(word));
+            }
+            let (next, out) = f(state::counts(word));
+            // An access: the reference bit set in the same write; no write if nothing changes.
+            let Some(next) = next
+                .map(|c| state::pack(c) | state::TOUCHED)
+                .filter(|&next| next != word)
+            else {
+                return Update::Done(out);
+            };
+            // Release on success, SeqCst on failure: as in `Node::update`.
+            match node
+                .state
+                .compare_exchange_weak(word, next, Ordering::Release, Ordering::SeqCst)
+            {
+                Ok(_) => return Update::Done(out),
+                Err(now) => word = self.reaccess(got, word, now, guard),
+            }
         }
     }
 
@@ -503,8 +656,8 @@ impl Shard {
 
     /// Marks a way as just used in an LRU shard (a CLOCK shard's reference bit is in the key's
     /// state word, set by the access itself). `slot`: the way's value as the caller loaded it;
-    /// the stamp is raised only while the way still holds it (I5), so a late touch never makes a
-    /// newer node look used.
+    /// the stamp is raised only if the way still holds it just before (I5), so a late touch
+    /// makes a newer node look used only if delayed between the two ("Known limits").
     #[inline]
     fn touch(&self, set: usize, way: usize, slot: *mut Node) {
         if !self.lru {
@@ -553,7 +706,7 @@ impl Shard {
         if !is_claim(c) {
             let (hit, len) = self.scan(set, key, guard);
             if let Some(hit) = hit {
-                return self.found(set, hit, 0);
+                return self.found(set, hit, 0, guard);
             }
             return self.insert(set, key, born, at, c, Some(len), guard);
         }
@@ -590,7 +743,7 @@ impl Shard {
                 None => {
                     let (hit, len) = self.scan(set, key, guard);
                     if let Some(hit) = hit {
-                        return self.found(set, hit, 0);
+                        return self.found(set, hit, 0, guard);
                     }
                     len
                 }
@@ -640,6 +793,10 @@ impl Shard {
                             // SAFETY: our node, published in our set and not retired before our
                             // guard drops (it can only be evicted by a later insertion).
                             node: unsafe { self.deref(ptr, guard) },
+                            word: state::pack(born),
+                            set,
+                            way,
+                            slot: tagged(ptr, key),
                             inserted: true,
                             victim: None,
                             evicted: 0,
@@ -662,6 +819,9 @@ impl Shard {
             let op = GroupOp::eviction(victim, ptr, c, stamp, self.no_limits);
             // SAFETY: `victim` was loaded under `guard` from our slot.
             let victim_node = unsafe { self.deref(victim.cast_mut(), guard) };
+            // Read now: once the eviction completes, this thread may have retired the victim.
+            #[cfg(loom)]
+            let victim_key = victim_node.key;
             if !GroupOp::install_victim(op, victim_node, word, guard) {
                 // The victim was used (or swept) since the plan: plan again. Nothing was shared.
                 // SAFETY: no marker of `op` was installed: no other thread saw it.
@@ -673,7 +833,8 @@ impl Shard {
                 continue;
             }
             if self.lru {
-                // The new key's recency, drawn before the eviction takes effect (I5).
+                // The new key's recency, drawn after the marker: the eviction's instant if it
+                // succeeds (I5, I9).
                 // SAFETY: ours; shared fields are atomic.
                 let this = unsafe { &*op };
                 // Relaxed: published by the claim below.
@@ -712,9 +873,15 @@ impl Shard {
             // entering now can load it.
             unsafe { guard.retire(op) };
             if evicted {
+                #[cfg(loom)]
+                self.victims.lock().expect("not poisoned").push(victim_key);
                 return Got {
                     // SAFETY: our node, placed in its way by the completion.
                     node: unsafe { self.deref(ptr, guard) },
+                    word: state::pack(born),
+                    set,
+                    way,
+                    slot: tagged(ptr, key),
                     inserted: true,
                     victim: Some(Victim {
                         node: victim,

@@ -549,7 +549,8 @@ fn weighted_groups_on_the_same_keys_admit_exactly_one_with_its_cost() {
 // A linearizability check against the reference model: two threads run their operations on the
 // real limiter; every interleaving of the two sequences (each thread's order kept) is replayed
 // on `Model` from the same start, and one of them must give every decision (with its details),
-// the tracked keys and every key's stored counts. A group is its lookup steps and its decision
+// the tracked keys, every key's stored counts and the keys evicted (the real limiter logs its
+// victims under loom). A group is its lookup steps and its decision
 // step, preceded perhaps by the lookups of one aborted attempt (E2 in the crate docs).
 
 use txgate_ratelimit::model::Model;
@@ -629,6 +630,9 @@ fn linearizable_within(
             l.tracked_keys(),
             s.keys.iter().map(|k| l.counts(*k)).collect(),
         );
+        // The keys the real operations evicted (the set-up's included), as a sorted list: the
+        // sequential order must evict the same keys, as often.
+        let victims = l.victims();
         l.validate();
         // E2: a group of two keys or more is its lookup steps, then its admit-or-drop step,
         // each a step of its own; it may first have run the lookups of one attempt that another
@@ -764,12 +768,17 @@ fn linearizable_within(
                             m.tracked_keys(),
                             s.keys.iter().map(|k| m.counts(k)).collect(),
                         ) == outcome
+                            && {
+                                let mut v = m.victims().to_vec();
+                                v.sort_unstable();
+                                v == victims
+                            }
                     })
             })
         });
         assert!(
             explained,
-            "no sequential order gives {got:?} ending in {outcome:?}"
+            "no sequential order gives {got:?} ending in {outcome:?}, evicting {victims:?}"
         );
     });
 }
@@ -1216,6 +1225,54 @@ fn linearizable_a_clock_sweep_going_round_after_a_use_of_its_start_key() {
             ],
             threads: [vec![admit(&[n], 1)], vec![admit(&[first], 1)]],
             keys: vec![v, w, n],
+        }
+    });
+}
+
+/// Scenario E (weighted, one shard of 2, L = 4; a and b at 1, a the least recently used): a
+/// group {a, b} of cost 2 races an admission of cost 3 of a new key c, which evicts one of them.
+/// Recency follows the order in which the accesses take effect: if the group's lookup of a key
+/// comes before c's eviction, c is more recent than that key, whichever drew its tick first, so
+/// the group's re-insertion of an evicted key never evicts c while the model evicts the other.
+#[test]
+fn linearizable_e_recency_follows_the_order_accesses_take_effect() {
+    linearizable(one_shard(4, 2), |l| {
+        let [a, b, c] = keys(l);
+        Scenario {
+            setup: vec![admit(&[a], 1), admit(&[b], 1)],
+            threads: [vec![admit(&[a, b], 2)], vec![admit(&[c], 3)]],
+            keys: vec![a, b, c],
+        }
+    });
+}
+
+/// Scenario E's core with single keys (shard of 2, L = 2; a then b used, a the least recently
+/// used): thread 1 inserts c (evicting a) while thread 2 uses b and then a. If b's use takes
+/// effect before c's eviction, c is the more recent of the two, so a's re-insertion evicts b,
+/// even when c drew its tick before b's.
+#[test]
+fn linearizable_e_a_hit_before_an_eviction_whose_tick_came_first() {
+    linearizable(one_shard(2, 2), |l| {
+        let [a, b, c] = keys(l);
+        Scenario {
+            setup: vec![admit(&[a], 1), admit(&[b], 1)],
+            threads: [vec![admit(&[c], 1)], vec![admit(&[b], 1), admit(&[a], 1)]],
+            keys: vec![a, b, c],
+        }
+    });
+}
+
+/// As [`linearizable_e_a_hit_before_an_eviction_whose_tick_came_first`] with a dropped hit
+/// that writes nothing (L = 1; b already dropped once, so its word is current): only b's
+/// recency shows the use.
+#[test]
+fn linearizable_e_a_dropped_hit_before_an_eviction_whose_tick_came_first() {
+    linearizable(one_shard(1, 2), |l| {
+        let [a, b, c] = keys(l);
+        Scenario {
+            setup: vec![admit(&[a], 1), admit(&[b], 1), admit(&[b], 1)],
+            threads: [vec![admit(&[c], 1)], vec![admit(&[b], 1), admit(&[a], 1)]],
+            keys: vec![a, b, c],
         }
     });
 }
