@@ -8,11 +8,18 @@
 //! compare-and-swap in the style of Harris, Fraser and Pratt ("A Practical Multi-Word
 //! Compare-and-Swap Operation", DISC 2002):
 //!
+//! A group first looks its keys up (each found key rolled to the group's instant: its lookup
+//! step) and reads their words. If a key refuses the admission, the group is dropped on that
+//! snapshot once the words of the keys before it read the same again ([`decide_drop`]): no
+//! record, no marker, no compare-and-swap beyond the lookups' rolls (under attack most group
+//! checks are drops). Only a group that admits (or a penalty) pays for the multi-word
+//! compare-and-swap ([`commit`]):
+//!
 //! 1. The owner builds a [`GroupOp`] (the instant, the kind, one entry per node) and, in the
 //!    limiter's canonical key order, replaces each node's counts word `w` with a *marker* (the
 //!    operation's address with the `MARKER` bit) by compare-and-swap, storing `w` in the entry
-//!    first. For an admission it installs only words that admit; a word that does not decides
-//!    the group: `FAILED`, dropped.
+//!    first. For an admission it installs only words that admit; a word that does not aborts
+//!    the record (`FAILED`) and the group is decided from a new snapshot as above.
 //! 2. Once every entry is settled the owner decides with one compare-and-swap of the status,
 //!    `UNDECIDED -> SUCCEEDED`. That is the group's linearization point: every node then holds
 //!    the operation's marker, so no other operation has changed any of their counts since they
@@ -414,9 +421,8 @@ impl GroupOp {
     pub(crate) fn undecided(op: *const Self, guard: &Guard<'_>) -> bool {
         guard.check(op);
         // SAFETY: as in `install`.
-        // Acquire: pairs with the decision's AcqRel. The caller's load of the failing key's
-        // word before this acquired any count written after an abort (those writes are Release,
-        // `Node::update`), so such a count comes with the abort visible here.
+        // Acquire: pairs with a resolver's AcqRel decision, so that the owner stops installing
+        // markers on a record already aborted (an early exit only: `finish` decides, once).
         unsafe { &*op }.status.load(Ordering::Acquire) == UNDECIDED
     }
 

@@ -580,7 +580,10 @@ impl AppRateLimiter {
                             Err(now) => word = now,
                         }
                     }
-                    Err(c) => {
+                    Err(_) => {
+                        // The counts from the word in a register, not from the error (whose
+                        // fields, stored one by one and reloaded whole, stall store forwarding).
+                        let c = state::counts(word);
                         // A dropped access leaves its key current too: its interval rolled
                         // and written (the crate's rule "on access, roll"), so that a key in
                         // use is never evicted as stale, and its reference bit set. A write

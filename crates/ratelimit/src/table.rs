@@ -110,10 +110,13 @@
 //!   the plan, I4, I6) and the claim held (the membership unchanged since the scan, I8).
 //! - **Group admitted**: the decision `UNDECIDED -> SUCCEEDED` (all markers in place); its
 //!   lookups are steps of their own before it (E2).
-//! - **Group dropped**: the load of the failing key's word while the group is undecided (every
-//!   earlier key still holds its marker). Every write of a key's counts is Release, so a load
-//!   that sees counts written after an abort of the group (by the aborting thread, or any
-//!   thread that acquired the abort) is followed by a status load that sees the abort.
+//! - **Group dropped**: the load of the failing key's word in a validated snapshot, with no
+//!   record and no marker (`group::decide_drop`): after the lookups, the group reads its keys'
+//!   words in canonical order up to the first key over its limit, then reads the earlier keys'
+//!   words again; equal counts both times were those counts throughout (a key's counts only
+//!   move forward: its interval never decreases, `cur` only grows within one, an evicted word
+//!   is final, an aborted marker restores the counts it replaced), so at that load every
+//!   earlier key admitted and the failing key did not.
 //! - **Penalty**: as an admitted hit (one key) or an admitted group (several).
 //! - **Weighted admission**: as an admission of its cost.
 //!
