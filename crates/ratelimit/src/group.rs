@@ -593,9 +593,12 @@ pub(crate) fn run<'g>(
     guard: &'g Guard<'_>,
 ) -> Outcome {
     let mut attempt = 0;
+    // Filled afresh by each attempt (kept across attempts so that no attempt copies them).
+    let mut keys = SmallBuf::new(NO_KEY);
+    let mut words = SmallBuf::new(0);
     loop {
-        let keys = look_up_all(n, g.at, &mut look_up, guard);
-        if let Some(outcome) = try_once(g, keys.as_slice(), guard) {
+        look_up_all(n, g.at, &mut look_up, &mut keys, guard);
+        if let Some(outcome) = try_once(g, keys.as_slice(), &mut words, guard) {
             return outcome;
         }
         backoff(attempt);
@@ -609,9 +612,10 @@ fn look_up_all<'g>(
     n: usize,
     at: Instant,
     look_up: &mut impl FnMut(usize) -> Got<'g>,
+    keys: &mut SmallBuf<Key, INLINE>,
     guard: &'g Guard<'_>,
-) -> SmallBuf<Key, INLINE> {
-    let mut keys = SmallBuf::new(NO_KEY);
+) {
+    keys.clear();
     let mut victims: SmallBuf<Victim, INLINE> = SmallBuf::new(Victim {
         node: std::ptr::null(),
         retired: None,
@@ -642,7 +646,6 @@ fn look_up_all<'g>(
             });
         }
     }
-    keys
 }
 
 /// The node of a group's key.
@@ -684,13 +687,14 @@ fn read(key: &Key, guard: &Guard<'_>) -> Option<u64> {
     }
 }
 
-/// Every key's word, in canonical order; `None` if one was evicted since its lookup.
-fn snapshot(keys: &[Key], guard: &Guard<'_>) -> Option<Words> {
-    let mut words = SmallBuf::new(0);
+/// Every key's word into `words`, in canonical order; `None` if one was evicted since its
+/// lookup.
+fn snapshot(keys: &[Key], words: &mut Words, guard: &Guard<'_>) -> Option<()> {
+    words.clear();
     for key in keys {
         words.push(read(key, guard)?);
     }
-    Some(words)
+    Some(())
 }
 
 /// The first key (canonical order) whose counts refuse an admission of the group's cost.
@@ -704,14 +708,18 @@ fn first_over(g: &Group<'_>, words: &[u64]) -> Option<usize> {
 }
 
 /// One attempt: `None` to look the keys up again.
-fn try_once(g: &Group<'_>, keys: &[Key], guard: &Guard<'_>) -> Option<Outcome> {
-    let words = snapshot(keys, guard)?;
-    if first_over(g, words.as_slice()).is_some() {
-        return decide_drop(g, keys, &words, guard);
+fn try_once(g: &Group<'_>, keys: &[Key], words: &mut Words, guard: &Guard<'_>) -> Option<Outcome> {
+    snapshot(keys, words, guard)?;
+    if let Some(i) = first_over(g, words.as_slice()) {
+        return decide_drop(g, keys, words.as_slice(), i, guard);
     }
     match commit(g, keys, words, guard) {
         Commit::Applied(outcome) => Some(outcome),
-        Commit::Over => decide_drop(g, keys, &snapshot(keys, guard)?, guard),
+        Commit::Over => {
+            snapshot(keys, words, guard)?;
+            let i = first_over(g, words.as_slice())?;
+            decide_drop(g, keys, words.as_slice(), i, guard)
+        }
         Commit::Aborted => None,
     }
 }
@@ -725,9 +733,14 @@ fn try_once(g: &Group<'_>, keys: &[Key], guard: &Guard<'_>) -> Option<Outcome> {
 /// read: at that instant, the group's linearization point, every earlier key admitted and key
 /// `i` did not. `None` if the snapshot does not hold (a key changed, was evicted, or now
 /// admits): look the keys up again.
-fn decide_drop(g: &Group<'_>, keys: &[Key], words: &Words, guard: &Guard<'_>) -> Option<Outcome> {
-    let words = words.as_slice();
-    let i = first_over(g, words)?;
+fn decide_drop(
+    g: &Group<'_>,
+    keys: &[Key],
+    words: &[u64],
+    i: usize,
+    guard: &Guard<'_>,
+) -> Option<Outcome> {
+    debug_assert_eq!(first_over(g, words), Some(i));
     for (key, &word) in keys[..i].iter().zip(words) {
         if read(key, guard)? & !TOUCHED != word & !TOUCHED {
             return None;
@@ -751,7 +764,7 @@ enum Commit {
 
 /// Applies the group to every key at one instant with a [`GroupOp`]: the owner's half of the
 /// multi-word compare-and-swap in the module docs. `words`: the snapshot the keys admitted on.
-fn commit(g: &Group<'_>, keys: &[Key], mut words: Words, guard: &Guard<'_>) -> Commit {
+fn commit(g: &Group<'_>, keys: &[Key], words: &mut Words, guard: &Guard<'_>) -> Commit {
     let mut nodes: SmallBuf<*const Node, INLINE> = SmallBuf::new(std::ptr::null());
     for key in keys {
         nodes.push(key.node);
@@ -789,9 +802,9 @@ fn commit(g: &Group<'_>, keys: &[Key], mut words: Words, guard: &Guard<'_>) -> C
     stopped.unwrap_or(Commit::Aborted)
 }
 
-/// Settles entry `i` of `op` on key `key`, whose word was `*word` when last read: installs the
-/// marker, re-reading the word as often as another operation changes it. `Err(Over)`: the key
-/// no longer admits; `Err(Aborted)`: it was evicted.
+/// Settles entry `i` of `op` on key `key`, whose word `*word` admitted when last read: installs
+/// the marker, re-reading the word (and checking it again) as often as another operation
+/// changes it. `Err(Over)`: the key no longer admits; `Err(Aborted)`: it was evicted.
 fn settle(
     g: &Group<'_>,
     op: *const GroupOp,
@@ -802,17 +815,17 @@ fn settle(
 ) -> Result<(), Commit> {
     let node = node(key, guard);
     loop {
-        if g.kind == Kind::Admit
-            && state::admit(state::counts(*word), g.at, g.limits, g.cost).is_none()
-        {
-            return Err(Commit::Over);
-        }
         // The word as the lookup left it (rolled, and its reference bit as the lookup and any
         // sweep since left it): the admission applies to it, an abort restores it.
         if GroupOp::install(op, i, node, *word, *word, guard) {
             return Ok(());
         }
         *word = read(key, guard).ok_or(Commit::Aborted)?;
+        if g.kind == Kind::Admit
+            && state::admit(state::counts(*word), g.at, g.limits, g.cost).is_none()
+        {
+            return Err(Commit::Over);
+        }
     }
 }
 
