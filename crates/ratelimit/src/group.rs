@@ -58,7 +58,7 @@ use txgate_sync::sync::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use crate::node::Node;
 use crate::small_buf::SmallBuf;
 use crate::state::{self, Counts, Instant, Limits, MARKER, TOUCHED};
-use crate::table::{Got, Victim};
+use crate::table::Got;
 
 const UNDECIDED: u8 = 0;
 const SUCCEEDED: u8 = 1;
@@ -188,7 +188,7 @@ impl GroupOp {
         cost: u16,
         at: Instant,
         limits: Limits,
-        nodes: &[*const Node],
+        nodes: impl IntoIterator<Item = *const Node>,
     ) -> *mut Self {
         let mut op = pooled().unwrap_or_else(|| {
             Box::new(GroupOp {
@@ -212,7 +212,7 @@ impl GroupOp {
         op.at = at;
         op.limits = limits;
         op.entries.clear();
-        op.entries.extend(nodes.iter().map(|&node| Entry {
+        op.entries.extend(nodes.into_iter().map(|node| Entry {
             node,
             old: AtomicU64::new(FROZEN),
         }));
@@ -237,7 +237,7 @@ impl GroupOp {
             interval: 0,
             offset: 0,
         };
-        let op = Self::new(Kind::Evict, 1, at, limits, &[victim]);
+        let op = Self::new(Kind::Evict, 1, at, limits, [victim]);
         // SAFETY: just allocated and unshared.
         let this = unsafe { &mut *op };
         this.insert = insert;
@@ -616,10 +616,6 @@ fn look_up_all<'g>(
     guard: &'g Guard<'_>,
 ) {
     keys.clear();
-    let mut victims: SmallBuf<Victim, INLINE> = SmallBuf::new(Victim {
-        node: std::ptr::null(),
-        retired: None,
-    });
     for i in 0..n {
         let got = look_up(i);
         if !got.inserted {
@@ -632,12 +628,13 @@ fn look_up_all<'g>(
             node: got.node,
             frozen: None,
         });
-        if let Some(v) = got.victim {
-            victims.push(v);
-        }
-    }
-    for key in keys.as_mut_slice() {
-        if let Some(v) = victims.as_slice().iter().find(|v| v.node == key.node) {
+        // A node this lookup evicted is no longer in the table, so no later lookup returns it:
+        // only an earlier key of the group can be it.
+        if let Some(v) = got.victim
+            && let Some(key) = keys.as_mut_slice()[..i]
+                .iter_mut()
+                .find(|k| k.node == v.node)
+        {
             // A node this thread retired itself is not read again: its final word was kept
             // when it was evicted.
             key.frozen = Some(match v.retired {
@@ -765,11 +762,7 @@ enum Commit {
 /// Applies the group to every key at one instant with a [`GroupOp`]: the owner's half of the
 /// multi-word compare-and-swap in the module docs. `words`: the snapshot the keys admitted on.
 fn commit(g: &Group<'_>, keys: &[Key], words: &mut Words, guard: &Guard<'_>) -> Commit {
-    let mut nodes: SmallBuf<*const Node, INLINE> = SmallBuf::new(std::ptr::null());
-    for key in keys {
-        nodes.push(key.node);
-    }
-    let op = GroupOp::new(g.kind, g.cost, g.at, *g.limits, nodes.as_slice());
+    let op = GroupOp::new(g.kind, g.cost, g.at, *g.limits, keys.iter().map(|k| k.node));
     let mut stopped = None;
     let mut installed = 0;
     for (i, key) in keys.iter().enumerate() {
