@@ -517,6 +517,10 @@ impl AppRateLimiter {
             }
             [m] => self.admit_one(*m, cost, at, &guard),
             _ => {
+                // The keys' set lines load side by side while the first lookup runs.
+                for m in members {
+                    self.shard(m).prefetch(m.hash);
+                }
                 let d = self.run_group(Kind::Admit, cost, members, at, &guard);
                 let counter = if d.is_admit() {
                     Counter::Admitted
