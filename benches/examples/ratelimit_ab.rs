@@ -4,12 +4,14 @@
 //! probe reports the median and quartiles of the per-round ratios.
 //!
 //! ```text
-//! cargo run --release -p txgate-benches --example ratelimit_ab -- [rounds]
+//! cargo run --release -p txgate-benches --example ratelimit_ab -- [rounds] [case]
 //! ```
 //!
 //! Cases, as the criterion groups of the same names (`benches/ratelimit.rs`): `existing_key`
 //! (4,096 tracked keys, pre-derived), `new_key_eviction` (65,536 keys of room, a uniform stream
-//! over 2^20 pairs: about 94 % of admissions evict).
+//! over 2^20 pairs: about 94 % of admissions evict), `group2` (3,072 groups of two apps, a third
+//! of them dropped, against go-algorand's `shouldDropKeys`) and `drop` (one key at its limit hit
+//! 4,096 times). `case`: run only the cases whose name contains it.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -52,6 +54,16 @@ fn main() {
     let rounds: usize = std::env::args()
         .nth(1)
         .map_or(30, |r| r.parse().expect("rounds: a number"));
+    let only = std::env::args().nth(2).unwrap_or_default();
+    if "group2".contains(only.as_str()) {
+        group2(rounds);
+    }
+    if "drop".contains(only.as_str()) {
+        drop_at_limit(rounds);
+    }
+    if !"existing_key".contains(only.as_str()) {
+        return;
+    }
 
     // existing_key
     let pairs: Vec<(u64, Origin)> = (0..4096u32)
@@ -103,7 +115,12 @@ fn main() {
         summary(m_ns).0
     );
 
-    // new_key_eviction
+    if "new_key_eviction".contains(only.as_str()) {
+        new_key_eviction(rounds);
+    }
+}
+
+fn new_key_eviction(rounds: usize) {
     let t = txgate(CAPACITY);
     let m = MutexLimiter::new(CAPACITY, 65_530, WINDOW, SALT);
     let EvictionKeys {
@@ -148,5 +165,140 @@ fn main() {
         summary(t_ns).0,
         summary(m_ns).0,
         t.stats().evicted
+    );
+}
+
+/// A limiter pair with L = 10 per 10 s window, as the criterion `group2` and `drop` rows.
+fn small() -> (AppRateLimiter, MutexLimiter) {
+    let t = AppRateLimiter::new(
+        Config::default()
+            .with_max_size(1 << 20)
+            .with_rate_per_second(1)
+            .with_window(Duration::from_nanos(WINDOW))
+            .with_shards(128)
+            .with_salt(Some(SALT)),
+    )
+    .expect("valid config");
+    (t, MutexLimiter::new(1 << 20, 10, WINDOW, SALT))
+}
+
+/// Runs `rounds` rounds of one txgate pass and one baseline pass (alternating which goes first;
+/// `setup(txgate?, now)` untimed before each) and prints the median of the ratios.
+fn ab(
+    name: &str,
+    rounds: usize,
+    per_pass: f64,
+    mut setup: impl FnMut(bool, u64),
+    mut pass: impl FnMut(bool, u64),
+) {
+    let mut now = T0;
+    let mut ratios = Vec::with_capacity(rounds);
+    let (mut t_ns, mut m_ns) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let (mut pass_t, mut pass_m) = (0.0, 0.0);
+        for first_txgate in [round % 2 == 0, round % 2 != 0] {
+            now += 2 * WINDOW;
+            setup(first_txgate, now);
+            let dt = time(|| pass(first_txgate, now));
+            if first_txgate {
+                pass_t += dt;
+            } else {
+                pass_m += dt;
+            }
+        }
+        ratios.push(pass_t / pass_m);
+        t_ns.push(pass_t * 1e9 / per_pass);
+        m_ns.push(pass_m * 1e9 / per_pass);
+    }
+    let (med, q1, q3) = summary(ratios);
+    println!(
+        "{name}: txgate / mutex median {med:.2} (quartiles {q1:.2}-{q3:.2}); medians {:.1} vs {:.1} ns",
+        summary(t_ns).0,
+        summary(m_ns).0
+    );
+}
+
+fn group2(rounds: usize) {
+    const GROUPS: u32 = 3072;
+    let (t, m) = small();
+    let o0 = Origin::from_peer_id(&0u32.to_le_bytes());
+    let first = 41;
+    let second = (first + 1..)
+        .find(|&a| {
+            t.app_key(a, &o0).shard() != t.app_key(first, &o0).shard()
+                && m.key(a, &o0).0 != m.key(first, &o0).0
+        })
+        .expect("two apps apart");
+    let origins: Vec<Origin> = (0..GROUPS)
+        .map(|i| Origin::from_peer_id(&i.to_le_bytes()))
+        .collect();
+    let tkeys: Vec<[AppKey; 2]> = origins
+        .iter()
+        .map(|o| [first, second].map(|a| t.app_key(a, o)))
+        .collect();
+    let mkeys: Vec<[(usize, u64); 2]> = origins
+        .iter()
+        .map(|o| [first, second].map(|a| m.key(a, o)))
+        .collect();
+    let ten = std::num::NonZeroU32::new(10).expect("non-zero");
+    ab(
+        "group2",
+        rounds,
+        f64::from(GROUPS),
+        |txgate, now| {
+            // Every third group's second key is filled to the limit: a third are dropped.
+            if txgate {
+                for k in tkeys.iter().step_by(3) {
+                    assert!(
+                        t.admit_keys_n(&k[1..], ten, now)
+                            .expect("cost <= L")
+                            .is_admit()
+                    );
+                }
+            } else {
+                for k in mkeys.iter().step_by(3) {
+                    for _ in 0..10 {
+                        assert!(!m.should_drop_keys(&k[1..], now));
+                    }
+                }
+            }
+        },
+        |txgate, now| {
+            if txgate {
+                for k in &tkeys {
+                    let _ = black_box(t.admit_keys(k, now));
+                }
+            } else {
+                for k in &mkeys {
+                    black_box(m.should_drop_keys(k, now));
+                }
+            }
+        },
+    );
+}
+
+fn drop_at_limit(rounds: usize) {
+    const HITS: u32 = 4096;
+    let (t, m) = small();
+    let o = Origin::from_peer_id(&0u32.to_le_bytes());
+    let (tk, mk) = (t.app_key(51, &o), m.key(51, &o));
+    for _ in 0..10 {
+        assert!(t.admit_key(tk, T0).is_admit());
+        assert!(!m.should_drop_keys(&[mk], T0));
+    }
+    ab(
+        "drop",
+        rounds,
+        f64::from(HITS),
+        |_, _| {},
+        |txgate, _| {
+            for _ in 0..HITS {
+                if txgate {
+                    let _ = black_box(t.admit_key(black_box(tk), T0));
+                } else {
+                    black_box(m.should_drop_keys(&[black_box(mk)], T0));
+                }
+            }
+        },
     );
 }

@@ -8,11 +8,18 @@
 //! compare-and-swap in the style of Harris, Fraser and Pratt ("A Practical Multi-Word
 //! Compare-and-Swap Operation", DISC 2002):
 //!
+//! A group first looks its keys up (each found key rolled to the group's instant: its lookup
+//! step) and reads their words. If a key refuses the admission, the group is dropped on that
+//! snapshot once the words of the keys before it read the same again ([`decide_drop`]): no
+//! record, no marker, no compare-and-swap beyond the lookups' rolls (under attack most group
+//! checks are drops). Only a group that admits (or a penalty) pays for the multi-word
+//! compare-and-swap ([`commit`]):
+//!
 //! 1. The owner builds a [`GroupOp`] (the instant, the kind, one entry per node) and, in the
 //!    limiter's canonical key order, replaces each node's counts word `w` with a *marker* (the
 //!    operation's address with the `MARKER` bit) by compare-and-swap, storing `w` in the entry
-//!    first. For an admission it installs only words that admit; a word that does not decides
-//!    the group: `FAILED`, dropped.
+//!    first. For an admission it installs only words that admit; a word that does not aborts
+//!    the record (`FAILED`) and the group is decided from a new snapshot as above.
 //! 2. Once every entry is settled the owner decides with one compare-and-swap of the status,
 //!    `UNDECIDED -> SUCCEEDED`. That is the group's linearization point: every node then holds
 //!    the operation's marker, so no other operation has changed any of their counts since they
@@ -49,7 +56,9 @@ use txgate_sync::reclaim::{Guard, Reclaim};
 use txgate_sync::sync::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 
 use crate::node::Node;
-use crate::state::{self, Instant, Limits, MARKER};
+use crate::small_buf::SmallBuf;
+use crate::state::{self, Counts, Instant, Limits, MARKER, TOUCHED};
+use crate::table::Got;
 
 const UNDECIDED: u8 = 0;
 const SUCCEEDED: u8 = 1;
@@ -179,7 +188,7 @@ impl GroupOp {
         cost: u16,
         at: Instant,
         limits: Limits,
-        nodes: &[*const Node],
+        nodes: impl IntoIterator<Item = *const Node>,
     ) -> *mut Self {
         let mut op = pooled().unwrap_or_else(|| {
             Box::new(GroupOp {
@@ -203,7 +212,7 @@ impl GroupOp {
         op.at = at;
         op.limits = limits;
         op.entries.clear();
-        op.entries.extend(nodes.iter().map(|&node| Entry {
+        op.entries.extend(nodes.into_iter().map(|node| Entry {
             node,
             old: AtomicU64::new(FROZEN),
         }));
@@ -228,7 +237,7 @@ impl GroupOp {
             interval: 0,
             offset: 0,
         };
-        let op = Self::new(Kind::Evict, 1, at, limits, &[victim]);
+        let op = Self::new(Kind::Evict, 1, at, limits, [victim]);
         // SAFETY: just allocated and unshared.
         let this = unsafe { &mut *op };
         this.insert = insert;
@@ -364,20 +373,26 @@ impl GroupOp {
     }
 
     /// Owner: settles entry `i` on the node's counts word `word` (neither marker nor evicted):
-    /// stores it and installs the marker. `false` if the word changed meanwhile (read it again).
+    /// stores `old` (the word as the group's lookup leaves it: `word` rolled to the group's
+    /// instant with the reference bit set, or `word` itself for a key the lookup created) and
+    /// replaces `word` with the marker. The lookup takes effect at that compare-and-swap: a
+    /// resolver that aborts the group writes `old` back. `false` if the word changed meanwhile
+    /// (read it again).
     pub(crate) fn install(
         op: *const Self,
         i: usize,
         node: &Node,
         word: u64,
+        old: u64,
         guard: &Guard<'_>,
     ) -> bool {
         guard.check(op);
         // SAFETY: the owner's operation stays allocated until the owner retires it.
         let this = unsafe { &*op };
         debug_assert!(std::ptr::eq(this.entries[i].node, node));
+        debug_assert_eq!(old & (MARKER | state::EVICTED), 0);
         // Relaxed: published by the Release of the install below.
-        this.entries[i].old.store(word, Ordering::Relaxed);
+        this.entries[i].old.store(old, Ordering::Relaxed);
         // Release on success: publishes the operation's fields and this entry's `old` to the
         // Acquire loads of whoever meets the marker. Relaxed on failure: we read the word again.
         if node
@@ -406,9 +421,8 @@ impl GroupOp {
     pub(crate) fn undecided(op: *const Self, guard: &Guard<'_>) -> bool {
         guard.check(op);
         // SAFETY: as in `install`.
-        // Acquire: pairs with the decision's AcqRel. The caller's load of the failing key's
-        // word before this acquired any count written after an abort (those writes are Release,
-        // `Node::update`), so such a count comes with the abort visible here.
+        // Acquire: pairs with a resolver's AcqRel decision, so that the owner stops installing
+        // markers on a record already aborted (an early exit only: `finish` decides, once).
         unsafe { &*op }.status.load(Ordering::Acquire) == UNDECIDED
     }
 
@@ -520,4 +534,303 @@ pub(crate) fn backoff(attempt: u32) {
     for _ in 0..1u32 << attempt.min(10) {
         txgate_sync::sync::spin_loop();
     }
+}
+
+/// Distinct keys a group holds without allocating (go-algorand groups hold at most 16
+/// transactions).
+pub(crate) const INLINE: usize = 16;
+
+/// What a group of two or more keys asks for: the kind (an admission or a penalty), an
+/// admission's weight (`1..=L`), the instant and the limits.
+pub(crate) struct Group<'a> {
+    pub(crate) kind: Kind,
+    pub(crate) cost: u16,
+    pub(crate) at: Instant,
+    pub(crate) limits: &'a Limits,
+}
+
+/// How a group ended.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    /// Applied to every key at one instant; for an admission, the admissions its tightest key
+    /// has left.
+    Applied { remaining: Option<u16> },
+    /// Dropped: key `key` (canonical order) was the first over its limit, with these counts.
+    Dropped { key: usize, counts: Counts },
+}
+
+/// One key of a group as the group's lookup left it.
+#[derive(Clone, Copy)]
+struct Key {
+    /// Its node, from `Shard::get_or_insert` under the caller's guard.
+    node: *const Node,
+    /// Evicted by a later lookup of the same group (more of its keys in one shard than the shard
+    /// holds): its final word, which decides for it, and which is never installed on (as in a
+    /// sequential run, where the group's own insertion evicted it).
+    frozen: Option<u64>,
+}
+
+const NO_KEY: Key = Key {
+    node: std::ptr::null(),
+    frozen: None,
+};
+
+/// A group's state words, one per key.
+type Words = SmallBuf<u64, INLINE>;
+
+/// Runs a group of `n >= 2` distinct keys in canonical order; `look_up(i)` is key `i`'s lookup
+/// step (E2): it finds or creates the key (`Shard::get_or_insert` with fresh counts, evictions
+/// counted by the caller) and rolls a found key to the group's instant, looking it up again if
+/// it was evicted before the roll took effect.
+///
+/// Each attempt looks every key up, then reads their words (resolving other groups' markers).
+/// An admission that some key refuses is decided from that snapshot, validated, without any
+/// record ([`decide_drop`]); otherwise the keys are committed by the multi-word
+/// compare-and-swap of the module docs ([`commit`]). An attempt that meets an eviction of one
+/// of its keys, or that another operation aborts, starts over after a back-off.
+pub(crate) fn run<'g>(
+    g: &Group<'_>,
+    n: usize,
+    mut look_up: impl FnMut(usize) -> Got<'g>,
+    guard: &'g Guard<'_>,
+) -> Outcome {
+    let mut attempt = 0;
+    // Filled afresh by each attempt (kept across attempts so that no attempt copies them).
+    let mut keys = SmallBuf::new(NO_KEY);
+    let mut words = SmallBuf::new(0);
+    loop {
+        look_up_all(n, &mut look_up, &mut keys, guard);
+        if let Some(outcome) = try_once(g, keys.as_slice(), &mut words, guard) {
+            return outcome;
+        }
+        backoff(attempt);
+        attempt += 1;
+    }
+}
+
+/// Looks every key up, in canonical order; marks the keys a later lookup of the same group
+/// evicted as frozen, with their final words.
+fn look_up_all<'g>(
+    n: usize,
+    look_up: &mut impl FnMut(usize) -> Got<'g>,
+    keys: &mut SmallBuf<Key, INLINE>,
+    guard: &'g Guard<'_>,
+) {
+    keys.clear();
+    for i in 0..n {
+        // The lookup step (`look_up`'s contract): a found key is rolled to the group's instant
+        // with its reference bit set before the next key's lookup (which may evict by staleness
+        // or recency). Evicted since: the snapshot sees it and the attempt starts over.
+        let got = look_up(i);
+        keys.push(Key {
+            node: got.node,
+            frozen: None,
+        });
+        // A node this lookup evicted is no longer in the table, so no later lookup returns it:
+        // only an earlier key of the group can be it.
+        if let Some(v) = got.victim
+            && let Some(key) = keys.as_mut_slice()[..i]
+                .iter_mut()
+                .find(|k| k.node == v.node)
+        {
+            // A node this thread retired itself is not read again: its final word was kept
+            // when it was evicted.
+            key.frozen = Some(match v.retired {
+                Some(word) => word,
+                None => final_word(node(key, guard), guard),
+            });
+        }
+    }
+}
+
+/// The node of a group's key.
+fn node<'g>(key: &Key, guard: &'g Guard<'_>) -> &'g Node {
+    guard.check(key.node);
+    // SAFETY: returned by `get_or_insert` under `guard`, which keeps it allocated; not one this
+    // thread retired (those are frozen with their final word and never read again).
+    unsafe { &*key.node }
+}
+
+/// The final word of a node evicted by the group's own lookups (its eviction's marker resolved).
+fn final_word(node: &Node, guard: &Guard<'_>) -> u64 {
+    loop {
+        let word = node.load();
+        if word & MARKER == 0 {
+            debug_assert_ne!(word & state::EVICTED, 0, "a victim is evicted");
+            return word;
+        }
+        resolve(node, word, guard);
+    }
+}
+
+/// A key's counts word, any marker on it resolved first; `None` if another operation evicted
+/// it since the lookup (look it up again). A frozen key's final word.
+fn read(key: &Key, guard: &Guard<'_>) -> Option<u64> {
+    if let Some(word) = key.frozen {
+        return Some(word);
+    }
+    let node = node(key, guard);
+    loop {
+        let word = node.load();
+        if word & MARKER != 0 {
+            resolve(node, word, guard);
+        } else if word & state::EVICTED != 0 {
+            return None;
+        } else {
+            return Some(word);
+        }
+    }
+}
+
+/// Every key's word into `words`, in canonical order; `None` if one was evicted since its
+/// lookup.
+fn snapshot(keys: &[Key], words: &mut Words, guard: &Guard<'_>) -> Option<()> {
+    words.clear();
+    for key in keys {
+        words.push(read(key, guard)?);
+    }
+    Some(())
+}
+
+/// The first key (canonical order) whose counts refuse an admission of the group's cost.
+fn first_over(g: &Group<'_>, words: &[u64]) -> Option<usize> {
+    if g.kind != Kind::Admit {
+        return None;
+    }
+    words
+        .iter()
+        .position(|&w| state::admit(state::counts(w), g.at, g.limits, g.cost).is_none())
+}
+
+/// One attempt: `None` to look the keys up again.
+fn try_once(g: &Group<'_>, keys: &[Key], words: &mut Words, guard: &Guard<'_>) -> Option<Outcome> {
+    snapshot(keys, words, guard)?;
+    if let Some(i) = first_over(g, words.as_slice()) {
+        return decide_drop(g, keys, words.as_slice(), i, guard);
+    }
+    match commit(g, keys, words, guard) {
+        Commit::Applied(outcome) => Some(outcome),
+        Commit::Over => {
+            snapshot(keys, words, guard)?;
+            let i = first_over(g, words.as_slice())?;
+            decide_drop(g, keys, words.as_slice(), i, guard)
+        }
+        Commit::Aborted => None,
+    }
+}
+
+/// A drop decided from a validated snapshot, with no record and no marker: after the lookups
+/// (each found key rolled), `words` were read in canonical order; `i` is the first key over its
+/// limit among them, and the words of the keys before it are read again. A key's counts
+/// only move forward (its interval never decreases; within an interval `cur` only grows; an
+/// evicted word is final; a marker that is aborted restores the counts it replaced), so counts
+/// read equal twice were those counts throughout, and in particular when key `i`'s word was
+/// read: at that instant, the group's linearization point, every earlier key admitted and key
+/// `i` did not. `None` if the snapshot does not hold (a key changed, was evicted, or now
+/// admits): look the keys up again.
+fn decide_drop(
+    g: &Group<'_>,
+    keys: &[Key],
+    words: &[u64],
+    i: usize,
+    guard: &Guard<'_>,
+) -> Option<Outcome> {
+    debug_assert_eq!(first_over(g, words), Some(i));
+    for (key, &word) in keys[..i].iter().zip(words) {
+        if read(key, guard)? & !TOUCHED != word & !TOUCHED {
+            return None;
+        }
+    }
+    Some(Outcome::Dropped {
+        key: i,
+        counts: state::counts(words[i]),
+    })
+}
+
+/// How a commit ended.
+enum Commit {
+    /// Decided `SUCCEEDED`.
+    Applied(Outcome),
+    /// A key no longer admits: the group is to be dropped (the record aborted).
+    Over,
+    /// Aborted by another operation, or a key was evicted: start over.
+    Aborted,
+}
+
+/// Applies the group to every key at one instant with a [`GroupOp`]: the owner's half of the
+/// multi-word compare-and-swap in the module docs. `words`: the snapshot the keys admitted on.
+fn commit(g: &Group<'_>, keys: &[Key], words: &mut Words, guard: &Guard<'_>) -> Commit {
+    let op = GroupOp::new(g.kind, g.cost, g.at, *g.limits, keys.iter().map(|k| k.node));
+    let mut stopped = None;
+    let mut installed = 0;
+    for (i, key) in keys.iter().enumerate() {
+        if key.frozen.is_some() {
+            GroupOp::freeze(op, i, guard);
+        } else if let Err(why) = settle(g, op, i, key, &mut words.as_mut_slice()[i], guard) {
+            stopped = Some(why);
+            break;
+        } else {
+            installed = i + 1;
+        }
+        if !GroupOp::undecided(op, guard) {
+            break;
+        }
+    }
+    let succeeded = GroupOp::finish(op, stopped.is_some(), installed, guard);
+    if installed > 0 {
+        // SAFETY: (1) `op` came from `Box::into_raw` in `GroupOp::new` and is retired once;
+        // (2) `finish` replaced every marker of it, so no thread entering now can load it (I7).
+        unsafe { guard.retire(op) };
+    } else {
+        // SAFETY: no marker of `op` was installed: no other thread saw it.
+        unsafe { GroupOp::recycle(op) };
+    }
+    if succeeded {
+        return Commit::Applied(Outcome::Applied {
+            remaining: remaining(g, words.as_slice()),
+        });
+    }
+    stopped.unwrap_or(Commit::Aborted)
+}
+
+/// Settles entry `i` of `op` on key `key`, whose word `*word` admitted when last read: installs
+/// the marker, re-reading the word (and checking it again) as often as another operation
+/// changes it. `Err(Over)`: the key no longer admits; `Err(Aborted)`: it was evicted.
+fn settle(
+    g: &Group<'_>,
+    op: *const GroupOp,
+    i: usize,
+    key: &Key,
+    word: &mut u64,
+    guard: &Guard<'_>,
+) -> Result<(), Commit> {
+    let node = node(key, guard);
+    loop {
+        // The word as the lookup left it (rolled, and its reference bit as the lookup and any
+        // sweep since left it): the admission applies to it, an abort restores it.
+        if GroupOp::install(op, i, node, *word, *word, guard) {
+            return Ok(());
+        }
+        *word = read(key, guard).ok_or(Commit::Aborted)?;
+        if g.kind == Kind::Admit
+            && state::admit(state::counts(*word), g.at, g.limits, g.cost).is_none()
+        {
+            return Err(Commit::Over);
+        }
+    }
+}
+
+/// An applied group's answer: for an admission, the admissions its tightest key has left.
+fn remaining(g: &Group<'_>, words: &[u64]) -> Option<u16> {
+    words
+        .iter()
+        .map(|&w| {
+            let c = state::counts(w);
+            let after = match g.kind {
+                Kind::Admit => state::admit(c, g.at, g.limits, g.cost).unwrap_or(c),
+                Kind::Penalize | Kind::Evict => c,
+            };
+            state::remaining(after, g.at, g.limits)
+        })
+        .min()
 }

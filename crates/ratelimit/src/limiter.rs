@@ -11,12 +11,12 @@ use txgate_sync::sync::Ordering;
 use crate::config::{Config, ConfigError};
 use crate::counters::{Counter, DecisionCounters};
 use crate::decision::{Clock, Decision, InsufficientCapacity, Stats, SystemClock};
-use crate::group::{self, GroupOp, Kind};
-use crate::node::{Node, Update};
+use crate::group::{self, Group, Kind, Outcome};
+use crate::node::Update;
 use crate::origin::{self, AppKey, Origin};
 use crate::small_buf::SmallBuf;
 use crate::state::{self, Counts, EVICTED, Instant, Limits, MARKER, TOUCHED};
-use crate::table::{Got, Shard, Victim};
+use crate::table::{Got, Shard};
 
 /// Retired nodes batched per thread before a reclamation pass (seize's batch). seize runs one
 /// barrier per batch (a `membarrier` system call on Linux, microseconds), so a bigger batch keeps
@@ -25,7 +25,7 @@ const RECLAIM_BATCH: usize = 512;
 
 /// Groups with up to this many distinct app ids are handled without allocating (go-algorand
 /// groups hold at most 16 transactions).
-const INLINE_GROUP: usize = 16;
+const INLINE_GROUP: usize = group::INLINE;
 
 /// A lock-free, sharded, sliding-window rate limiter of transaction groups per (application id,
 /// origin), after go-algorand's app rate limiter (`appRateLimiter` in its `data` package).
@@ -532,6 +532,10 @@ impl AppRateLimiter {
             }
             [m] => self.admit_one(*m, cost, at, &guard),
             _ => {
+                // The keys' set lines load side by side while the first lookup runs.
+                for m in members {
+                    self.shard(m).prefetch(m.hash);
+                }
                 let d = self.run_group(Kind::Admit, cost, members, at, &guard);
                 let counter = if d.is_admit() {
                     Counter::Admitted
@@ -597,7 +601,10 @@ impl AppRateLimiter {
                             Err(now) => word = shard.reaccess(&got, word, now, guard),
                         }
                     }
-                    Err(c) => {
+                    Err(_) => {
+                        // The counts from the word in a register, not from the error (whose
+                        // fields, stored one by one and reloaded whole, stall store forwarding).
+                        let c = state::counts(word);
                         // A dropped access leaves its key current too: its interval rolled
                         // and written (the crate's rule "on access, roll"), so that a key in
                         // use is never evicted as stale, and its reference bit set. A write
@@ -685,9 +692,8 @@ impl AppRateLimiter {
         }
     }
 
-    /// A group of two or more distinct keys (canonical order): every key is looked up (created
-    /// if missing, recency refreshed), then the admission (of weight `cost`) or penalty is applied
-    /// to all of them at one instant by a [`GroupOp`], retried if another operation aborts it.
+    /// A group of two or more distinct keys (canonical order): the admission (of weight `cost`)
+    /// or penalty, applied to all of them at one instant or dropped ([`group::run`]).
     fn run_group(
         &self,
         kind: Kind,
@@ -697,134 +703,38 @@ impl AppRateLimiter {
         guard: &Guard<'_>,
     ) -> Decision {
         let limits = &self.limits;
-        let mut attempt = 0;
-        loop {
-            let mut nodes: SmallBuf<*const Node, INLINE_GROUP> = SmallBuf::new(std::ptr::null());
-            let mut victims: SmallBuf<Victim, INLINE_GROUP> = SmallBuf::new(Victim {
-                node: std::ptr::null(),
-                retired: None,
-            });
-            for m in members {
-                let shard = self.shard(m);
-                // One lookup step (E2): the key touched, or inserted (evicting). A node found
-                // evicted before the lookup took effect is looked up again, so that every
-                // lookup leaves its key tracked and current.
-                let got = loop {
-                    let got = shard.get_or_insert(m.hash, Self::fresh(at), at, guard);
-                    self.count(guard, Counter::Evicted, u64::from(got.evicted));
-                    // The lookup is an access: the key rolls to `at` whatever the group's
-                    // outcome (a dropped group leaves its keys current).
-                    if !got.inserted
-                        && let Update::Evicted(_) =
-                            shard.update(&got, guard, |c| (Some(state::roll(c, at).0), ()))
-                    {
-                        shard.settle(m.hash, guard);
-                        continue;
-                    }
-                    break got;
-                };
-                nodes.push(got.node);
-                if let Some(v) = got.victim {
-                    victims.push(v);
+        let g = Group {
+            kind,
+            cost,
+            at,
+            limits,
+        };
+        // One lookup step (E2): the key touched (rolled to `at`, whatever the group's outcome:
+        // a dropped group leaves its keys current), or inserted (evicting). A node found
+        // evicted before the lookup took effect is looked up again, so that every lookup leaves
+        // its key tracked and current.
+        let look_up = |i: usize| {
+            let m = &members[i];
+            let shard = self.shard(m);
+            loop {
+                let got = shard.get_or_insert(m.hash, Self::fresh(at), at, guard);
+                self.count(guard, Counter::Evicted, u64::from(got.evicted));
+                if !got.inserted
+                    && let Update::Evicted(_) =
+                        shard.update(&got, guard, |c| (Some(state::roll(c, at).0), ()))
+                {
+                    shard.settle(m.hash, guard);
+                    continue;
                 }
+                break got;
             }
-            let nodes = nodes.as_slice();
-            let op = GroupOp::new(kind, cost, at, *limits, nodes);
-            // The counts each entry was settled on, for the decision's details.
-            let mut seen: SmallBuf<Counts, INLINE_GROUP> = SmallBuf::new(Counts::default());
-            let mut dropped = None;
-            let mut aborted = false;
-            let mut installed = 0;
-            let mut shared = false;
-            'entries: for (i, &ptr) in nodes.iter().enumerate() {
-                guard.check(ptr);
-                // SAFETY: returned by `get_or_insert` under `guard`, which keeps it allocated
-                // (and not retired by this thread, unless it is one of `victims`).
-                let node = unsafe { &*ptr };
-                let victim = victims.as_slice().iter().find(|v| v.node == ptr);
-                loop {
-                    // A node this thread retired itself is not read again: its final word was
-                    // kept when it was evicted.
-                    let word = match victim.and_then(|v| v.retired) {
-                        Some(word) => word,
-                        None => node.load(),
-                    };
-                    if word & MARKER != 0 {
-                        group::resolve(node, word, guard);
-                        continue;
-                    }
-                    let c = state::counts(word);
-                    let evicted = word & EVICTED != 0;
-                    // Evicted by this group's own lookups (more of its keys in one shard than
-                    // the shard holds): its final counts decide and its admission is not
-                    // stored, as for a key a sequential run evicts itself. Evicted by another
-                    // thread since the lookup: start over.
-                    let own = evicted && victim.is_some();
-                    if evicted && !own {
-                        aborted = true;
-                        break 'entries;
-                    }
-                    if kind == Kind::Admit && state::admit(c, at, limits, cost).is_none() {
-                        // A drop is decided here only if no other operation has aborted this
-                        // one: while it is undecided every earlier key still holds its marker,
-                        // so their counts and this one's are a snapshot of one instant, at which
-                        // this key is the first over its limit in key order. Aborted, the
-                        // earlier keys may have moved since: start over.
-                        if GroupOp::undecided(op, guard) {
-                            dropped = Some((i, c));
-                        } else {
-                            aborted = true;
-                        }
-                        break 'entries;
-                    }
-                    if own {
-                        GroupOp::freeze(op, i, guard);
-                        seen.push(c);
-                        installed = i + 1;
-                        break;
-                    }
-                    if GroupOp::install(op, i, node, word, guard) {
-                        seen.push(c);
-                        installed = i + 1;
-                        shared = true;
-                        break;
-                    }
-                }
-                if !GroupOp::undecided(op, guard) {
-                    break;
-                }
-            }
-            let fail = dropped.is_some() || aborted;
-            let succeeded = GroupOp::finish(op, fail, installed, guard);
-            if shared {
-                // SAFETY: (1) `op` came from `Box::into_raw` in `GroupOp::new` and is retired
-                // once; (2) `finish` replaced every marker of it, so no thread entering now can
-                // load it.
-                unsafe { guard.retire(op) };
-            } else {
-                // SAFETY: no marker of `op` was installed: no other thread saw it.
-                unsafe { GroupOp::recycle(op) };
-            }
-            if succeeded {
-                let remaining = seen
-                    .as_slice()
-                    .iter()
-                    .map(|&c| match kind {
-                        Kind::Admit => state::remaining(
-                            state::admit(c, at, limits, cost).unwrap_or(c),
-                            at,
-                            limits,
-                        ),
-                        Kind::Penalize | Kind::Evict => state::remaining(c, at, limits),
-                    })
-                    .min();
-                return Decision::admit(remaining);
-            }
-            if let Some((i, c)) = dropped {
-                return Decision::drop(members[i].index, state::retry_after(c, at, limits, cost));
-            }
-            group::backoff(attempt);
-            attempt += 1;
+        };
+        match group::run(&g, members.len(), look_up, guard) {
+            Outcome::Applied { remaining } => Decision::admit(remaining),
+            Outcome::Dropped { key, counts } => Decision::drop(
+                members[key].index,
+                state::retry_after(counts, at, limits, cost),
+            ),
         }
     }
 }

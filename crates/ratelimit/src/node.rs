@@ -136,13 +136,13 @@ impl Node {
                 // write.
                 return Update::Done(out);
             };
-            // Release on success: a group that loads this word and then finds itself undecided
-            // decides a drop on it (`crate::group`), so every abort of a group that this thread
-            // performed before this write (its AcqRel decision) must happen before that load's
-            // thread reads the group's status: the group then sees `FAILED` and starts over
-            // instead of naming counts written after its abort. The counts themselves need
-            // only the atomicity of the CAS. SeqCst on failure: the newer word may be a marker
-            // (see `load`).
+            // Release on success: every abort of a group that this thread performed before this
+            // write (its AcqRel decision) happens before whatever a thread that acquires this
+            // word does next. A group's drop no longer reads its own status after a key's word
+            // (it is decided on a validated snapshot, `group::decide_drop`, which needs only the
+            // words' modification orders), so this is kept as a margin, not cited by a rule.
+            // The counts themselves need only the atomicity of the CAS. SeqCst on failure: the
+            // newer word may be a marker (see `load`).
             match self
                 .state
                 .compare_exchange_weak(word, next, Ordering::Release, Ordering::SeqCst)

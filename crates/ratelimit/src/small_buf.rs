@@ -30,6 +30,12 @@ impl<T: Copy, const N: usize> SmallBuf<T, N> {
         self.len += 1;
     }
 
+    /// Empties the buffer (keeping any heap spill's capacity).
+    pub(crate) fn clear(&mut self) {
+        self.len = 0;
+        self.spill.clear();
+    }
+
     pub(crate) fn as_slice(&self) -> &[T] {
         if self.len <= N {
             &self.inline[..self.len]

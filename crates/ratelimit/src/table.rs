@@ -130,10 +130,13 @@
 //!   since the scan, I8).
 //! - **Group admitted**: the decision `UNDECIDED -> SUCCEEDED` (all markers in place); its
 //!   lookups are steps of their own before it (E2).
-//! - **Group dropped**: the load of the failing key's word while the group is undecided (every
-//!   earlier key still holds its marker). Every write of a key's counts is Release, so a load
-//!   that sees counts written after an abort of the group (by the aborting thread, or any
-//!   thread that acquired the abort) is followed by a status load that sees the abort.
+//! - **Group dropped**: the load of the failing key's word in a validated snapshot, with no
+//!   record and no marker (`group::decide_drop`): after the lookups, the group reads its keys'
+//!   words in canonical order up to the first key over its limit, then reads the earlier keys'
+//!   words again; equal counts both times were those counts throughout (a key's counts only
+//!   move forward: its interval never decreases, `cur` only grows within one, an evicted word
+//!   is final, an aborted marker restores the counts it replaced), so at that load every
+//!   earlier key admitted and the failing key did not.
 //! - **Penalty**: as an admitted hit (one key) or an admitted group (several).
 //! - **Weighted admission**: as an admission of its cost.
 //!
@@ -471,6 +474,25 @@ impl Shard {
     #[inline]
     fn claim(&self, set: usize) -> &AtomicPtr<Node> {
         &self.set(set)[0]
+    }
+
+    /// Asks the CPU to start loading the first line of `key`'s set (its claim word and first
+    /// seven slots), so that a group's lookups overlap their cache misses instead of taking them
+    /// one after another. A hint only: no memory is read or written, nothing changes.
+    #[inline]
+    pub(crate) fn prefetch(&self, key: u64) {
+        #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+        {
+            let word: *const AtomicPtr<Node> = self.claim(self.set_of(key));
+            // SAFETY: `_mm_prefetch` needs SSE, part of every x86-64 target's baseline; and a
+            // prefetch hint has no memory effect (Intel SDM, PREFETCHh: it "does not affect
+            // program behavior"), on a pointer that is in bounds anyway.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(word.cast());
+            }
+        }
+        #[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
+        let _ = key;
     }
 
     /// The set of a key: the high bits of `key * sets` (keys are uniform BLAKE2b output; the tag

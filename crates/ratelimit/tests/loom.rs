@@ -1276,3 +1276,23 @@ fn linearizable_e_a_dropped_hit_before_an_eviction_whose_tick_came_first() {
         }
     });
 }
+
+/// A group {a, b} decided on a snapshot races admissions of a and then b by one thread (L = 2;
+/// both keys at 1): a group that read a before the admissions and b after them must not name b
+/// (no instant has a with room and b without). Fails if a dropped group does not read the keys
+/// before the failing one again (seen with three preemptions: the group's two reads and the
+/// other thread's two admissions between them).
+#[test]
+fn linearizable_a_dropped_group_revalidates_its_snapshot() {
+    linearizable_within(Some(3), one_shard(2, 4), |l| {
+        let (a, b) = ordered_pair(l);
+        Scenario {
+            setup: vec![admit(&[a], 1), admit(&[b], 1)],
+            threads: [
+                vec![admit(&[a, b], 1)],
+                vec![admit(&[a], 1), admit(&[b], 1)],
+            ],
+            keys: vec![a, b],
+        }
+    });
+}
