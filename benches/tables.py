@@ -23,6 +23,9 @@ from pathlib import Path
 # The row each group's ratios are taken against: the first name (exact, else as a prefix) that
 # the group has. Mutex rows rebuild go-algorand's limiter; sbbf-rs-safe is the fastest peer
 # filter; `limiter_off` is the handler without the limiter; `line_read` the memory's own limit.
+# Rows of one group written further apart than this came from different runs.
+SAME_RUN_SECONDS = 30 * 60
+
 BASELINES = [
     "mutex_prederived",
     "mutex_derive_blake2b",
@@ -37,7 +40,7 @@ BASELINES = [
 
 
 def rows(target):
-    """(table, row, median_ns) for every benchmark criterion has results of."""
+    """(table, row, median_ns, mtime) for every benchmark criterion has results of."""
     root = Path(target) / "criterion"
     for bench in sorted(root.glob("**/new/benchmark.json")):
         estimates = bench.with_name("estimates.json")
@@ -46,10 +49,11 @@ def rows(target):
         meta = json.loads(bench.read_text())
         median = json.loads(estimates.read_text())["median"]["point_estimate"]
         group, function, value = meta["group_id"], meta.get("function_id"), meta.get("value_str")
+        mtime = estimates.stat().st_mtime
         if function is not None and value is not None:
-            yield f"{group}/{function}", value, median
+            yield f"{group}/{function}", value, median, mtime
         else:
-            yield group, function or value or meta["full_id"], median
+            yield group, function or value or meta["full_id"], median, mtime
 
 
 def baseline(names):
@@ -64,11 +68,11 @@ def baseline(names):
 
 
 def fmt_ns(ns):
-    if ns >= 1e6:
-        return f"{ns / 1e6:.3g} ms"
-    if ns >= 1e3:
-        return f"{ns / 1e3:.3g} us"
-    return f"{ns:.3g} ns"
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3), ("ns", 1.0)):
+        if ns >= scale or unit == "ns":
+            v = ns / scale
+            digits = 0 if v >= 100 else 1 if v >= 10 else 2
+            return f"{v:.{digits}f} {unit}"
 
 
 def main(argv):
@@ -81,15 +85,21 @@ def main(argv):
         else:
             target = arg
     tables = defaultdict(dict)
-    for table, row, median in rows(target):
+    times = defaultdict(list)
+    for table, row, median, mtime in rows(target):
         if pattern is None or pattern.search(f"{table}/{row}"):
             tables[table][row] = median
+            times[table].append(mtime)
     if not tables:
         sys.exit(f"no criterion results under {target}/criterion (run `cargo bench` first)")
     for table in sorted(tables):
         results = tables[table]
         base = baseline(results)
         print(f"`{table}`" + (f" (ratio: / `{base}`)" if base else ""))
+        spread = max(times[table]) - min(times[table])
+        if spread > SAME_RUN_SECONDS:
+            # Rows left by different `cargo bench` invocations: their ratios compare runs.
+            print(f"\nWARNING: rows written {spread / 60:.0f} minutes apart (not one run).")
         print()
         print("| row | median | ratio |" if base else "| row | median |")
         print("|---|---|---|" if base else "|---|---|")
