@@ -65,7 +65,7 @@ fn main() {
         let z = rng.next_u64();
         let shard = (z % shards as u64) as usize;
         let _ = l.admit_key(AppKey::from_parts(shard as u32, z), now);
-        let now_evicted = l.evicted();
+        let now_evicted = l.stats().evicted;
         let has_room = sizes[shard] < capacity;
         offered_with_room += u64::from(has_room);
         if now_evicted > evicted {

@@ -80,9 +80,4 @@ impl DecisionCounters {
         }
         stats
     }
-
-    /// Bytes the stripes take.
-    pub(crate) fn bytes(&self) -> usize {
-        std::mem::size_of_val(&*self.0)
-    }
 }

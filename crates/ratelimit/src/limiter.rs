@@ -394,20 +394,6 @@ impl AppRateLimiter {
         stats
     }
 
-    /// Keys evicted so far (as in [`stats`](Self::stats)).
-    #[doc(hidden)]
-    pub fn evicted(&self) -> u64 {
-        self.stats().evicted
-    }
-
-    /// Bytes the tables take (not the nodes), for memory reports.
-    #[doc(hidden)]
-    pub fn table_bytes(&self) -> usize {
-        self.shards.iter().map(|s| s.table_bytes()).sum::<usize>()
-            + std::mem::size_of_val(&*self.shards)
-            + self.counters.bytes()
-    }
-
     /// The tracked keys (for differential tests against the reference model): every key as
     /// `(shard, hash)`, sorted. O(max_size).
     #[doc(hidden)]
@@ -460,13 +446,6 @@ impl AppRateLimiter {
         }
         let entries: usize = self.shards.iter().map(|s| s.entries()).sum();
         assert!(entries <= self.config.max_size);
-    }
-
-    /// Number of objects reclaimed by collectors in this process (debug builds; tests).
-    #[doc(hidden)]
-    #[cfg(all(debug_assertions, not(loom)))]
-    pub fn reclaimed_nodes() -> u64 {
-        txgate_sync::reclaim::reclaimed()
     }
 
     #[inline]

@@ -445,11 +445,6 @@ impl Shard {
         self.victims.lock().expect("not poisoned").clone()
     }
 
-    /// Bytes of the table (slots, sets, stamps), for the memory report.
-    pub(crate) fn table_bytes(&self) -> usize {
-        std::mem::size_of_val(&*self.words) + std::mem::size_of_val(&*self.stamps)
-    }
-
     /// All words, as one slice.
     #[inline]
     fn flat(&self) -> &[AtomicPtr<Node>] {

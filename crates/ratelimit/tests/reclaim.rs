@@ -1,6 +1,6 @@
 //! Evicted nodes are really freed, while the limiter lives and all of them once it drops.
 //!
-//! The process-wide count of reclaimed objects ([`AppRateLimiter::reclaimed_nodes`]) is exact
+//! The process-wide count of reclaimed objects (`txgate_sync::reclaim::reclaimed`) is exact
 //! only where nothing else reclaims: this file holds one test, so its binary (run by
 //! `cargo test`, or by `cargo nextest` in a process per test) reclaims nothing else.
 //! Not under loom (no real collector) nor `txgate_tsan` (which frees only when the collector
@@ -16,7 +16,7 @@ use txgate_ratelimit::{AppRateLimiter, Config, Origin};
 #[test]
 fn evicted_nodes_are_reclaimed() {
     assert_eq!(
-        AppRateLimiter::reclaimed_nodes(),
+        txgate_sync::reclaim::reclaimed(),
         0,
         "something else in this process reclaimed"
     );
@@ -44,7 +44,7 @@ fn evicted_nodes_are_reclaimed() {
     // batch (512 objects; 2 under Miri), so at least `retired - batch` and a whole number of
     // batches.
     let batch = if cfg!(miri) { 2 } else { 512 };
-    let freed = AppRateLimiter::reclaimed_nodes();
+    let freed = txgate_sync::reclaim::reclaimed();
     assert!(
         (retired - batch..=retired).contains(&freed) && freed.is_multiple_of(batch),
         "freed {freed} of {retired} retired objects"
@@ -52,5 +52,5 @@ fn evicted_nodes_are_reclaimed() {
     // The collector frees the rest when the limiter drops; the two nodes still tracked are the
     // table's to free, not the collector's.
     drop(l);
-    assert_eq!(AppRateLimiter::reclaimed_nodes(), retired);
+    assert_eq!(txgate_sync::reclaim::reclaimed(), retired);
 }
