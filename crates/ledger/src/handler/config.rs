@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use txgate_algorand::codec;
 
-use super::types::DecodeFn;
+use super::interface::DecodeFn;
 
 /// go-algorand `TxBacklogSize` default (config.Local, `version[27]:"26000"`): groups the backlog
 /// holds before it drops.

@@ -11,9 +11,9 @@ use txgate_sync::sync::{AtomicBool, AtomicUsize, Condvar, Mutex};
 
 use super::backlog::Backlog;
 use super::dedup::DedupCache;
+use super::interface::{CommittedTxids, DecodeFn, Group, PoolSink};
 use super::keys::KeyCache;
 use super::stats::Counters;
-use super::types::{CommittedTxids, DecodeFn, Group, PoolSink};
 
 /// The closed bit of `Inner::gate`.
 pub(super) const CLOSED: usize = 1;

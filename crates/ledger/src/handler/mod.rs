@@ -78,7 +78,7 @@
 //! - `workers.rs`: the worker loop, the park/unpark handshake, the shutdown sequence.
 //! - `inner.rs`: the state shared with the workers: the shutdown gate, the wake-up slots.
 //! - `config.rs`: [`HandlerConfig`], the go-algorand defaults, [`HandlerConfig::validate`], the
-//!   errors; `types.rs`: [`CommittedTxids`], [`PoolSink`], [`Message`], [`Group`], [`Outcome`].
+//!   errors; `interface.rs`: [`CommittedTxids`], [`PoolSink`], [`Message`], [`Group`], [`Outcome`].
 //! - `dedup.rs` (raw-message dedup cache), `keys.rs` (rate-limiter key cache), `backlog.rs`
 //!   (bounded backlog), `stats.rs` ([`HandlerStats`]).
 //!
@@ -138,11 +138,11 @@ mod backlog;
 mod config;
 mod dedup;
 mod inner;
+mod interface;
 mod keys;
 mod pipeline;
 mod stats;
 mod tx_handler;
-mod types;
 mod workers;
 
 pub use config::{
@@ -151,6 +151,8 @@ pub use config::{
     DEFAULT_MAX_MESSAGE_SIZE, HandlerConfig, HandlerConfigError, MAX_APP_KEY_CACHE,
     MAX_BACKLOG_CAPACITY, WorkerError,
 };
+pub use interface::{
+    CommittedTxids, DecodeFn, Group, Message, Outcome, PoolReject, PoolSink, Source,
+};
 pub use stats::HandlerStats;
 pub use tx_handler::TxHandler;
-pub use types::{CommittedTxids, DecodeFn, Group, Message, Outcome, PoolReject, PoolSink, Source};

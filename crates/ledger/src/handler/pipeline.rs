@@ -9,9 +9,9 @@ use txgate_ratelimit::{AppKey, AppRateLimiter, Origin};
 
 use super::dedup::Check;
 use super::inner::Inner;
+use super::interface::{Group, Message, Outcome, Source};
 use super::keys::KeyBuf;
 use super::stats::Counter;
-use super::types::{Group, Message, Outcome, Source};
 
 impl Inner {
     /// Steps 0 to 5 for an open handler.

@@ -3,7 +3,7 @@
 use crossbeam_utils::CachePadded;
 use txgate_sync::sync::{AtomicU64, Ordering, thread_index};
 
-use super::types::Outcome;
+use super::interface::Outcome;
 
 /// A snapshot of a [`TxHandler`](super::TxHandler)'s counters: one per outcome of
 /// [`TxHandler::handle`](super::TxHandler::handle), one per result of the workers, and gauges.

@@ -12,9 +12,9 @@ use super::backlog::Backlog;
 use super::config::{HandlerConfig, HandlerConfigError, WorkerError};
 use super::dedup::DedupCache;
 use super::inner::{CLOSED, IN_FLIGHT_ONE, Inner, Phase};
+use super::interface::{CommittedTxids, Message, Outcome, PoolSink};
 use super::keys::KeyCache;
 use super::stats::{Counters, HandlerStats};
-use super::types::{CommittedTxids, Message, Outcome, PoolSink};
 
 /// go-algorand's transaction handler without signature checks: see the [module docs](super).
 ///
