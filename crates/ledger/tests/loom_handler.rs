@@ -13,13 +13,13 @@
 //! loom operation runs while one of its locks is held.
 #![cfg(loom)]
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use loom::thread;
 use txgate_algorand::codec::{DecodeError, Txn};
 use txgate_ledger::Txid;
 use txgate_ledger::handler::{
-    CommittedTxids, Group, HandlerConfig, Message, Outcome, PoolReject, PoolSink, Source, TxHandler,
+    Group, HandlerConfig, Message, Outcome, PoolReject, PoolSink, Source, TxHandler,
 };
 use txgate_ratelimit::Origin;
 
