@@ -429,4 +429,239 @@ mod tests {
         assert_eq!(l.mean_ns, 50.5);
         assert_eq!(Latency::of(vec![]).count, 0);
     }
+
+    fn latency(base: u64) -> Latency {
+        Latency {
+            count: base,
+            mean_ns: base as f64 * 1.5 + 0.25,
+            p50_ns: base + 1,
+            p90_ns: base * 2 + 3,
+            p99_ns: base * 3 + 5,
+            max_ns: base * 10 + 7,
+        }
+    }
+
+    fn run(offered: u64, step: u64) -> RunReport {
+        let class = |name: &str, offered: u64, admitted: u64| ClassReport {
+            name: name.into(),
+            offered,
+            admitted,
+            seconds: vec![(0, offered, admitted)],
+        };
+        RunReport {
+            offered,
+            admitted: offered - 10 * step,
+            duplicate: step,
+            decode_error: step + 1,
+            group_too_large: step + 2,
+            already_committed: step + 3,
+            rate_limited: step + 4,
+            backlog_full: step + 5,
+            limiter_checks: step * 100,
+            pool_accepted: offered - 10 * step,
+            max_backlog: step * 7,
+            classes: vec![
+                class("honest", 600, 600 - step),
+                class("spam", 300, 100 + step),
+                class("resent", 0, 0),
+            ],
+        }
+    }
+
+    /// A report with a distinct value in every field the table prints.
+    fn sample() -> Report {
+        Report {
+            schema_version: crate::output::SCHEMA_VERSION,
+            source: "built-in workload, seed 7".into(),
+            db: Some("/tmp/ledger".into()),
+            config_source: ConfigSource {
+                path: Some("node.toml".into()),
+                from: "--config",
+                format: Some("toml"),
+                ignored_keys: 0,
+            },
+            config: NodeConfig {
+                tx_backlog_size: 400,
+                bloom_false_positive_rate: 0.01,
+                ..NodeConfig::default()
+            },
+            ingest: IngestReport {
+                rounds_read: 12,
+                rounds_skipped: 2,
+                rounds_ingested: 10,
+                txns_read: 1_234,
+                txns_ingested: 1_000,
+                ingested_bytes: 2_345_678,
+                first_round: Some(3),
+                latest_round: Some(14),
+                time_ns: 1_234_567_890,
+                fetch_ns: 345_678_901,
+                fetch_wait_ns: 45_678_901,
+                add_block_ns: 987_654_321,
+                rounds_per_second: 8.1,
+                txns_per_second: 810.4,
+            },
+            follow: Some(FollowReport {
+                rounds: 4,
+                txns: 40,
+                first_round: Some(11),
+                last_round: Some(14),
+                fetch_ns: 12_345_678,
+                add_block_ns: 23_456_789,
+                hits: 40,
+                hits_found: 39,
+                hit_mean_ns: 6_280.0,
+                misses: 400,
+                misses_found: 1,
+                miss_mean_ns: 51.0,
+            }),
+            lookups: LookupReport {
+                hits: 1_000,
+                hits_found: 999,
+                misses: 2_000,
+                misses_found: 3,
+                blooms_hit: latency(1_000),
+                blooms_hit_window: latency(600),
+                blooms_hit_older: latency(400),
+                window_first_round: Some(4),
+                blooms_miss: latency(2_000),
+                blooms_window_miss: latency(3_000),
+                baseline_hits: 100,
+                baseline_hits_found: 98,
+                baseline_misses: 50,
+                baseline_misses_found: 4,
+                baseline_hit: latency(100),
+                baseline_miss: latency(50),
+                speedup_hit_p50: 6.94,
+                speedup_miss_p50: 21.86,
+            },
+            bloom: BloomReport {
+                rounds: 45,
+                probes: 1_000_035,
+                false_positives: 18,
+                configured_fpr: 0.01,
+                expected_fpr: 0.000_041_7,
+                measured_fpr: 0.000_018_2,
+                memory_per_txn_bytes: 8.976,
+            },
+            traffic: TrafficReport {
+                source: "synthesized from the blocks' groups".into(),
+                messages: 900,
+                span_ns: 2_049_000_000,
+                service_rate_per_second: 300,
+                congestion_threshold: 40,
+                with_limiter: Some(run(900, 11)),
+                without_limiter: run(900, 22),
+            },
+        }
+    }
+
+    /// The table of [`sample`], byte for byte.
+    const SAMPLE_TABLE: &str = r#"txgate replay: built-in workload, seed 7
+ledger: /tmp/ledger
+config: node.toml
+
+== ingest
+rounds read 12 | skipped (already in db) 2 | ingested 10 | ledger rounds 3..=14
+txns read 1234 | ingested 1000 | 2.3 MB of blocks
+time 1.23 s | add_block 0.99 s | fetch 0.35 s, ingest waited 0.05 s for it | 8 rounds/s | 810 txns/s
+followed 4 rounds (11..=14) | 40 txns | fetch 0.012 s | add_block 0.023 s | lookups: hits found 39/40 (mean 6.28 us), misses wrongly found 1/400 (mean 0.05 us)
+
+== lookups (latency in us)
+                               count      mean       p50       p90       p99       max
+hit, blooms                     1000      1.50      1.00      2.00      3.00     10.01
+hit, blooms, in window           600      0.90      0.60      1.20      1.80      6.01
+hit, blooms, older rounds        400      0.60      0.40      0.80      1.21      4.01
+hit, no blooms (baseline)        100      0.15      0.10      0.20      0.30      1.01
+miss, blooms                    2000      3.00      2.00      4.00      6.00     20.01
+miss, no blooms (baseline)        50      0.08      0.05      0.10      0.15      0.51
+window miss (find_txid)         3000      4.50      3.00      6.00      9.01     30.01
+hits found 999/1000 (baseline 98/100) | misses wrongly found 3 (baseline 4)
+median speedup of blooms: hit 6.9x, miss 21.9x
+
+== bloom false-positive rate
+1000035 probes over 45 rounds: 18 false positives | measured 0.00002 | formula 0.00004 | configured 0.01 | 8.98 bytes/txn
+
+== traffic (synthesized from the blocks' groups)
+900 messages over 2.0 s | pool takes 300 groups/s | limiter runs above 40 queued
+                             app limiter on  app limiter off
+offered                                 900              900
+admitted                                790              680
+dropped: duplicate                       11               22
+dropped: decode error                    12               23
+dropped: group too large                 13               24
+dropped: committed                       14               25
+dropped: rate limited                    15               26
+dropped: backlog full                    16               27
+limiter checks                         1100             2200
+max backlog                              77              154
+accepted: honest                      98.2%            96.3%
+accepted: spam                        37.0%            40.7%
+accepted: resent                          -                -
+"#;
+
+    /// The table of [`sample`] without the optional parts: no `--db`, no config file, no follow
+    /// line, no limiter column.
+    const SAMPLE_TABLE_BARE: &str = r#"txgate replay: built-in workload, seed 7
+ledger: temporary directory (deleted at exit)
+config: go-algorand defaults
+
+== ingest
+rounds read 12 | skipped (already in db) 2 | ingested 10 | ledger rounds 3..=14
+txns read 1234 | ingested 1000 | 2.3 MB of blocks
+time 1.23 s | add_block 0.99 s | fetch 0.35 s, ingest waited 0.05 s for it | 8 rounds/s | 810 txns/s
+
+== lookups (latency in us)
+                               count      mean       p50       p90       p99       max
+hit, blooms                     1000      1.50      1.00      2.00      3.00     10.01
+hit, blooms, in window           600      0.90      0.60      1.20      1.80      6.01
+hit, blooms, older rounds        400      0.60      0.40      0.80      1.21      4.01
+hit, no blooms (baseline)        100      0.15      0.10      0.20      0.30      1.01
+miss, blooms                    2000      3.00      2.00      4.00      6.00     20.01
+miss, no blooms (baseline)        50      0.08      0.05      0.10      0.15      0.51
+window miss (find_txid)         3000      4.50      3.00      6.00      9.01     30.01
+hits found 999/1000 (baseline 98/100) | misses wrongly found 3 (baseline 4)
+median speedup of blooms: hit 6.9x, miss 21.9x
+
+== bloom false-positive rate
+1000035 probes over 45 rounds: 18 false positives | measured 0.00002 | formula 0.00004 | configured 0.01 | 8.98 bytes/txn
+
+== traffic (synthesized from the blocks' groups)
+900 messages over 2.0 s | pool takes 300 groups/s | limiter runs above 40 queued
+                            app limiter off
+offered                                 900
+admitted                                680
+dropped: duplicate                       22
+dropped: decode error                    23
+dropped: group too large                 24
+dropped: committed                       25
+dropped: rate limited                    26
+dropped: backlog full                    27
+limiter checks                         2200
+max backlog                             154
+accepted: honest                      96.3%
+accepted: spam                        40.7%
+accepted: resent                          -
+"#;
+
+    #[test]
+    fn table_of_every_section_byte_for_byte() {
+        let table = sample().table();
+        assert_eq!(table, SAMPLE_TABLE, "\n{table}");
+    }
+
+    #[test]
+    fn table_without_the_optional_parts_byte_for_byte() {
+        let mut report = sample();
+        report.db = None;
+        report.config_source = ConfigSource {
+            from: "defaults",
+            ..ConfigSource::default()
+        };
+        report.config = NodeConfig::default();
+        report.follow = None;
+        report.traffic.with_limiter = None;
+        let table = report.table();
+        assert_eq!(table, SAMPLE_TABLE_BARE, "\n{table}");
+    }
 }
