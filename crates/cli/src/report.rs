@@ -268,7 +268,8 @@ impl Report {
     }
 }
 
-/// The whole table: what was replayed, the ledger, the configuration, then the sections
+/// The whole table: what was replayed, the ledger, the configuration (its source, then the
+/// values in force by go-algorand's names), then the sections
 /// (ingest with its follow line, lookups, bloom false-positive rate, traffic), each after an
 /// empty line.
 impl fmt::Display for Report {
@@ -280,6 +281,7 @@ impl fmt::Display for Report {
             .unwrap_or("temporary directory (deleted at exit)");
         writeln!(f, "ledger: {ledger}")?;
         writeln!(f, "config: {}", self.config_source.describe())?;
+        write!(f, "{}", self.config)?;
         write!(f, "\n{}", self.ingest)?;
         if let Some(follow) = &self.follow {
             write!(f, "{follow}")?;
@@ -625,6 +627,8 @@ mod tests {
     const SAMPLE_TABLE: &str = r#"txgate replay: built-in workload, seed 7
 ledger: /tmp/ledger
 config: node.toml
+  TxBacklogSize=400 TxBacklogAppTxPerSecondRate=100 TxBacklogServiceRateWindowSeconds=10 TxBacklogAppTxRateLimiterMaxSize=1048576
+  TxBacklogAppRateLimitingCongestionPct=10 EnableTxBacklogAppRateLimiting=true BloomFalsePositiveRate=0.01 MaxTxnLife=1000
 
 == ingest
 rounds read 12 | skipped (already in db) 2 | ingested 10 | ledger rounds 3..=14
@@ -670,6 +674,8 @@ accepted: resent                          -                -
     const SAMPLE_TABLE_BARE: &str = r#"txgate replay: built-in workload, seed 7
 ledger: temporary directory (deleted at exit)
 config: go-algorand defaults
+  TxBacklogSize=26000 TxBacklogAppTxPerSecondRate=100 TxBacklogServiceRateWindowSeconds=10 TxBacklogAppTxRateLimiterMaxSize=1048576
+  TxBacklogAppRateLimitingCongestionPct=10 EnableTxBacklogAppRateLimiting=true BloomFalsePositiveRate=0.001 MaxTxnLife=1000
 
 == ingest
 rounds read 12 | skipped (already in db) 2 | ingested 10 | ledger rounds 3..=14
