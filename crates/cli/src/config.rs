@@ -122,6 +122,57 @@ pub(crate) const KEYS: [&str; 8] = [
     "MaxTxnLife",
 ];
 
+impl NodeConfig {
+    /// The values in force as (go-algorand's name, value as the JSON report writes it), in
+    /// [`KEYS`]' order.
+    pub(crate) fn values(&self) -> [(&'static str, String); 8] {
+        [
+            ("TxBacklogSize", self.tx_backlog_size.to_string()),
+            (
+                "TxBacklogAppTxPerSecondRate",
+                self.app_tx_per_second_rate.to_string(),
+            ),
+            (
+                "TxBacklogServiceRateWindowSeconds",
+                self.service_rate_window_seconds.to_string(),
+            ),
+            (
+                "TxBacklogAppTxRateLimiterMaxSize",
+                self.app_tx_rate_limiter_max_size.to_string(),
+            ),
+            (
+                "TxBacklogAppRateLimitingCongestionPct",
+                self.app_rate_limiting_congestion_pct.to_string(),
+            ),
+            (
+                "EnableTxBacklogAppRateLimiting",
+                self.enable_app_rate_limiting.to_string(),
+            ),
+            (
+                "BloomFalsePositiveRate",
+                self.bloom_false_positive_rate.to_string(),
+            ),
+            ("MaxTxnLife", self.max_txn_life.to_string()),
+        ]
+    }
+}
+
+/// The values in force for the report's table: two lines, each indented by two spaces, of
+/// `Name=value` by go-algorand's names in [`KEYS`]' order (the backlog size and the limiter's
+/// rate, window and size; then the congestion percentage, the switch and the ledger's two).
+impl Display for NodeConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for line in self.values().chunks(4) {
+            write!(f, " ")?;
+            for (name, value) in line {
+                write!(f, " {name}={value}")?;
+            }
+            writeln!(f)?;
+        }
+        Ok(())
+    }
+}
+
 /// Where the configuration came from, in the report's `config_source`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub(crate) struct ConfigSource {
@@ -442,6 +493,28 @@ mod tests {
         let mut keys = KEYS.to_vec();
         keys.sort_unstable();
         assert_eq!(names, keys);
+    }
+
+    #[test]
+    fn values_are_the_json_s_names_and_values_in_two_lines() {
+        let c = NodeConfig::parse(
+            "TxBacklogSize = 400\nBloomFalsePositiveRate = 0.01\n\
+             EnableTxBacklogAppRateLimiting = false\nMaxTxnLife = 7\n",
+        )
+        .unwrap();
+        let json = serde_json::to_value(&c).unwrap();
+        let values = c.values();
+        assert_eq!(values.clone().map(|(name, _)| name), KEYS);
+        for (name, value) in &values {
+            assert_eq!(*value, json[name].to_string(), "{name}");
+        }
+        assert_eq!(
+            c.to_string(),
+            "  TxBacklogSize=400 TxBacklogAppTxPerSecondRate=100 \
+             TxBacklogServiceRateWindowSeconds=10 TxBacklogAppTxRateLimiterMaxSize=1048576\n  \
+             TxBacklogAppRateLimitingCongestionPct=10 EnableTxBacklogAppRateLimiting=false \
+             BloomFalsePositiveRate=0.01 MaxTxnLife=7\n"
+        );
     }
 
     #[test]

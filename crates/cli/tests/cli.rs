@@ -593,17 +593,50 @@ fn config_values_take_effect() {
          EnableTxBacklogAppRateLimiting = false\nBloomFalsePositiveRate = 0.01\n",
     )
     .unwrap();
-    let report = replay_json(
-        dir.path(),
-        &[
-            "--rounds",
-            "4",
-            "--txns-per-round",
-            "20",
-            "--config",
-            config.to_str().unwrap(),
-        ],
+    let json = dir.path().join("r.json");
+    let mut args = vec![
+        "replay",
+        "--rounds",
+        "4",
+        "--txns-per-round",
+        "20",
+        "--config",
+        config.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    args.extend_from_slice(SMALL);
+    let out = txgate(&args);
+    assert_ok(&out);
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // The table shows every value in force under `config:`, the file's and the defaults, as
+    // the JSON has them.
+    let table = common::stdout(&out);
+    let lines: Vec<&str> = table.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("config: ") && l.ends_with("node.toml"))
+        .expect("a config: line naming the file");
+    let shown = format!("{} {}", lines[at + 1], lines[at + 2]);
+    let pairs: Vec<&str> = shown.split_whitespace().collect();
+    assert_eq!(
+        pairs,
+        [
+            "TxBacklogSize=400",
+            "TxBacklogAppTxPerSecondRate=100",
+            "TxBacklogServiceRateWindowSeconds=10",
+            "TxBacklogAppTxRateLimiterMaxSize=1048576",
+            "TxBacklogAppRateLimitingCongestionPct=50",
+            "EnableTxBacklogAppRateLimiting=false",
+            "BloomFalsePositiveRate=0.01",
+            "MaxTxnLife=1000",
+        ]
     );
+    for pair in pairs {
+        let (name, value) = pair.split_once('=').unwrap();
+        assert_eq!(report["config"][name].to_string(), value, "{name}");
+    }
+    assert_eq!(lines[at + 3], "", "two lines of values, then the sections");
     assert_eq!(report["config"]["TxBacklogSize"], 400);
     assert_eq!(report["traffic"]["congestion_threshold"], 200);
     assert!(report["traffic"]["with_limiter"].is_null());
@@ -752,6 +785,11 @@ fn go_algorand_config_json_from_the_flag_or_algorand_data() {
     let table = String::from_utf8(out.stdout).unwrap();
     assert!(
         table.contains("config.json (from $ALGORAND_DATA; go-algorand config.json, 2 keys"),
+        "{table}"
+    );
+    assert!(
+        table.contains("  TxBacklogSize=400 TxBacklogAppTxPerSecondRate=100 ")
+            && table.contains("  TxBacklogAppRateLimitingCongestionPct=50 "),
         "{table}"
     );
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
