@@ -54,9 +54,10 @@
 //!     it), and an eviction at its new key's tick.
 //!
 //!   Known limits (the `table` module's `# Protocol` states them with their exact conditions):
-//!   in shards of up to 64 keys, an access that raised its key's recency stamp and then found
-//!   the key's word changed by another successful write draws a new tick; until then its key
-//!   looks used at the first one. In larger (CLOCK) shards a spare unit of room is reserved
+//!   in shards of up to 64 keys, an access's recency stamp is seen before its write of the
+//!   key's word, so an eviction or a read of the key in between can disagree with every
+//!   sequential order (E0 and E1 fail there; the loom suite's `limit_lru_*` models, ignored,
+//!   show it); larger shards, the default geometry, are not affected. In larger (CLOCK) shards a spare unit of room is reserved
 //!   before the set's claim and given back if the claim fails, so an insertion into another set
 //!   racing that failed claim may evict although the shard has room at its instant (an early
 //!   eviction, never a wrong victim in its set).

@@ -152,14 +152,19 @@
 
 //! ## Known limits
 //!
-//! - In an LRU shard, an access that raised its stamp and then found its key's word changed
-//!   by another successful write (an access of the same key, a group admitted or penalized)
-//!   draws a new tick and takes effect there (I9); until it raises the stamp again, its key
-//!   looks used at the first tick, where it did not take effect. An eviction in that window
-//!   that compares this key with one used between the two accesses may keep the wrong one.
-//!   Argued, not model-checked (it needs three accesses to race one eviction). Likewise a hit
-//!   checks that its way still holds its node and then raises the stamp, two steps: a hit
-//!   delayed between them can raise the stamp of the node that replaced its key (I5).
+//! - In an LRU shard (up to 64 keys) an access raises its key's stamp at its tick before it
+//!   writes the key's word, and I9 places the access at that tick; between the two, other
+//!   threads see the stamp without the write. An eviction in that window may keep the key for
+//!   that use and take another, while an operation that reads the key's word there (a dropped
+//!   hit that writes nothing, a group dropped on its snapshot) reads counts without the
+//!   admission, and an access whose write then fails draws a new tick and takes effect later,
+//!   after the eviction that rested on its first tick. So E0 and E1 fail in such histories; the
+//!   loom checker finds them with two threads (`limit_lru_*` in the loom suite, ignored with
+//!   this reason). Likewise a hit checks that its way still holds its node and then raises the
+//!   stamp, two steps: a hit delayed between them can raise the stamp of the node that replaced
+//!   its key (I5). Shards of more than 64 keys (CLOCK; every shard of the default geometry) are
+//!   not affected: their accesses take effect at their write. A repair not built: a stamp marked
+//!   pending until its write, which an eviction or a read-only access makes fail first.
 //! - A CLOCK sweep that is abandoned (its claim failed, or the key turned out present) leaves
 //!   the bits it cleared, and the insertion's next sweep starts again at its start way: those
 //!   clearings are sweep steps (E1) of an insertion that does not happen, or that restarts.

@@ -1296,3 +1296,63 @@ fn linearizable_a_dropped_group_revalidates_its_snapshot() {
         }
     });
 }
+
+/// LRU shard of 2 (L = 4; k at 2 and least recent, then j): thread 1 admits k and is stopped
+/// after raising k's stamp at its tick, before its write; thread 2 inserts n, which evicts j
+/// (k's stamp is newer), then asks k for cost 4 and, reading k's word without thread 1's
+/// admission, is dropped on cur = 2; thread 1's write then lands. j's eviction needs thread 1's
+/// admission before n, so thread 2's second access must see cur = 3. The known limit of the
+/// table's protocol ("Known limits": an LRU access's stamp is seen before its write).
+#[test]
+#[ignore = "known limit, documented in the table module's protocol: in an LRU shard an \
+            access's raised stamp is seen before its write of the key's word"]
+fn limit_lru_a_dropped_hit_misses_an_admission_at_an_earlier_tick() {
+    linearizable(one_shard(4, 2), |l| {
+        let [k, j, n] = keys(l);
+        Scenario {
+            setup: vec![admit(&[k], 1), admit(&[k], 1), admit(&[j], 1)],
+            threads: [vec![admit(&[k], 1)], vec![admit(&[n], 1), admit(&[k], 4)]],
+            keys: vec![k, j, n],
+        }
+    });
+}
+
+/// As [`limit_lru_a_dropped_hit_misses_an_admission_at_an_earlier_tick`], the second access
+/// an admission of cost 2 that succeeds on the word without thread 1's: thread 1's write then
+/// fails, it draws a new tick and is dropped, although j's eviction rested on its first tick.
+#[test]
+#[ignore = "known limit, documented in the table module's protocol: in an LRU shard an \
+            access's raised stamp is seen before its write of the key's word"]
+fn limit_lru_an_eviction_rests_on_a_tick_whose_access_draws_again() {
+    linearizable(one_shard(4, 2), |l| {
+        let [k, j, n] = keys(l);
+        Scenario {
+            setup: vec![admit(&[k], 1), admit(&[k], 1), admit(&[j], 1)],
+            threads: [vec![admit(&[k], 1)], vec![admit(&[n], 1), admit(&[k], 2)]],
+            keys: vec![k, j, n],
+        }
+    });
+}
+
+/// LRU shard of 2 (L = 2; k0 at 2): a group {k0, k1, k2} at T0 + 1 s rolls k0 and inserts k1;
+/// thread 2, one interval behind, raises k0's stamp and is stopped before its write; the
+/// group's lookup of k2 evicts k1 (k0's stamp is newer) and its snapshot reads k0 without
+/// thread 2's admission, so it is dropped naming a wait that no order with k1 evicted gives.
+#[test]
+#[ignore = "known limit, documented in the table module's protocol: in an LRU shard an \
+            access's raised stamp is seen before its write of the key's word"]
+fn limit_lru_a_dropped_group_misses_an_admission_at_an_earlier_tick() {
+    linearizable(one_shard(3, 2), |l| {
+        let mut k: Vec<AppKey> = (0..3).map(|i| l.app_key(1, &peer(i))).collect();
+        k.sort_by_key(|k| (k.shard(), k.hash()));
+        let (k0, k1, k2) = (k[0], k[1], k[2]);
+        Scenario {
+            setup: vec![admit(&[k0], 2)],
+            threads: [
+                vec![Op::Admit(vec![k0, k1, k2], 2, SEC)],
+                vec![Op::Admit(vec![k0], 1, 0)],
+            ],
+            keys: vec![k0, k1, k2],
+        }
+    });
+}
