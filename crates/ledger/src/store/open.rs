@@ -21,7 +21,7 @@ use super::tables::{
 use super::window::Window;
 use crate::Round;
 
-/// What [`Ledger::open`] found and did.
+/// What [`Ledger::open`] found and did, kept by the ledger: [`Ledger::open_report`].
 #[derive(Debug, Clone, PartialEq, Default)]
 #[non_exhaustive]
 pub struct OpenReport {
