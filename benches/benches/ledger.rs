@@ -82,7 +82,7 @@ fn build(dir: &Path, blooms: bool, rounds: Round) -> (Ledger, Vec<Vec<Txid>>) {
 }
 
 fn build_with(dir: &Path, config: LedgerConfig, rounds: Round) -> (Ledger, Vec<Vec<Txid>>) {
-    let (ledger, _) = Ledger::open(dir, config).unwrap();
+    let ledger = Ledger::open(dir, config).unwrap();
     let mut ids = Vec::new();
     for round in 0..rounds {
         let (raw, txids) = round_block(round);
@@ -201,7 +201,7 @@ fn add_block(c: &mut Criterion) {
         ("bloom_only", bloom_only()),
     ] {
         let dir = tempfile::tempdir().unwrap();
-        let (ledger, _) = Ledger::open(dir.path(), config).unwrap();
+        let ledger = Ledger::open(dir.path(), config).unwrap();
         let mut next: Round = 0;
         g.bench_function(mode, |b| {
             b.iter_custom(|iters| {
@@ -243,14 +243,15 @@ fn window_and_reopen(c: &mut Criterion) {
     g.measurement_time(Duration::from_secs(10));
     g.bench_function("load_blooms", |b| {
         b.iter(|| {
-            let (ledger, report) = Ledger::open(dir.path(), config(true)).unwrap();
+            let ledger = Ledger::open(dir.path(), config(true)).unwrap();
+            let report = ledger.open_report();
             assert_eq!(report.blooms_loaded, ROUNDS);
             black_box(ledger)
         })
     });
     g.bench_function("rebuild_from_blocks", |b| {
         b.iter(|| {
-            let (ledger, _) = Ledger::open(dir.path(), config(false)).unwrap();
+            let ledger = Ledger::open(dir.path(), config(false)).unwrap();
             let seed = ledger.bloom_seed();
             let blooms: Vec<_> = (0..ROUNDS)
                 .map(|round| {

@@ -125,6 +125,7 @@ impl CliError {
                     | L::MaxTxnLife { .. }
                     | L::Format { .. }
                     | L::OutOfOrder { .. }
+                    | L::AlreadyHeld { .. }
                     | L::OtherNetwork { .. }
                     | L::Verify { .. }
                     | L::Decode { round: None, .. }

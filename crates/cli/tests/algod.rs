@@ -309,7 +309,8 @@ fn replay_follow_ingests_every_round_once_while_the_node_makes_them() {
 
     // The ledger is whole: every round, no bloom to rebuild; the lines' bloom sizes are the
     // stored blooms'.
-    let (ledger, open) = Ledger::open(&db, Default::default()).unwrap();
+    let ledger = Ledger::open(&db, Default::default()).unwrap();
+    let open = ledger.open_report();
     assert_eq!((open.first, open.latest), (Some(0), Some(LAST)));
     assert!(open.rebuilt.is_empty());
     for &(round, _, bytes) in &rows {
@@ -450,7 +451,8 @@ fn a_db_of_another_network_is_refused_and_left_alone() {
         2,
         &["round 4", "txgate-synth-v1", "nothing was written"],
     );
-    let (ledger, open) = Ledger::open(Path::new(db), Default::default()).unwrap();
+    let ledger = Ledger::open(Path::new(db), Default::default()).unwrap();
+    let open = ledger.open_report();
     assert_eq!((open.first, open.latest), (Some(1), Some(3)));
     drop(ledger);
 }

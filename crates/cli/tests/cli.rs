@@ -496,7 +496,8 @@ fn corrupt_block_mid_archive_keeps_earlier_rounds_and_the_db_continues() {
     assert_bad(&out, &["blocks/10", "round 10"]);
     {
         // Rounds 0..=9 are in the db, which opens cleanly.
-        let (ledger, open) = txgate_ledger::store::Ledger::open(&db, Default::default()).unwrap();
+        let ledger = txgate_ledger::store::Ledger::open(&db, Default::default()).unwrap();
+        let open = ledger.open_report();
         assert_eq!((open.first, open.latest), (Some(0), Some(9)));
         assert!(open.rebuilt.is_empty());
         drop(ledger);

@@ -341,7 +341,8 @@ fn sigterm_with_a_db_leaves_a_valid_ledger() {
     assert!(err.contains("txgate: interrupted by SIGTERM"), "{err}");
     assert!(!err.contains("temporary ledger"), "{err}");
     s.assert_tmp_empty();
-    let (ledger, open) = Ledger::open(&db, Default::default()).unwrap();
+    let ledger = Ledger::open(&db, Default::default()).unwrap();
+    let open = ledger.open_report();
     // Rounds 1..=N for the N the run committed (each add_block one transaction).
     assert!(
         open.first.is_none() || open.first == Some(1),
@@ -580,7 +581,8 @@ fn rounds_beyond_the_archive_are_a_usage_error() {
     let out = s.run(&["txids", "--blocks", archive, "--rounds", "400..=500"]);
     assert_fails(&out, 2, &["--rounds 400..=500", "no block of"]);
     // The --db is still a valid (empty) ledger.
-    let (ledger, open) = Ledger::open(&db, Default::default()).unwrap();
+    let ledger = Ledger::open(&db, Default::default()).unwrap();
+    let open = ledger.open_report();
     assert_eq!((open.first, open.latest), (None, None));
     drop(ledger);
 }
@@ -623,7 +625,8 @@ fn a_db_that_starts_late_samples_lookups_from_the_rounds_it_keeps() {
     assert_eq!(l["hits"], want);
     assert_eq!(l["hits_found"], want);
     assert_eq!(l["baseline_hits_found"], l["baseline_hits"]);
-    let (ledger, open) = Ledger::open(Path::new(db), Default::default()).unwrap();
+    let ledger = Ledger::open(Path::new(db), Default::default()).unwrap();
+    let open = ledger.open_report();
     assert_eq!((open.first, open.latest), (Some(30), Some(377)));
     drop(ledger);
 }

@@ -128,7 +128,8 @@ fn a_bit_flipped_block_in_an_archive_stops_replay_and_the_db_continues() {
     assert_empty(&tmp);
     {
         // Rounds 0 and 1 are in the db, which opens cleanly; round 2 is not.
-        let (ledger, open) = Ledger::open(&db, Default::default()).unwrap();
+        let ledger = Ledger::open(&db, Default::default()).unwrap();
+        let open = ledger.open_report();
         assert_eq!((open.first, open.latest), (Some(0), Some(1)));
         assert!(open.rebuilt.is_empty());
         drop(ledger);
@@ -181,7 +182,8 @@ fn an_algod_answering_another_round_is_refused() {
     let out = command().args(&args).output().unwrap();
     assert_bad(&out, &["algod round 3", "round 5: expected round 3"]);
     // Nothing was ingested.
-    let (_ledger, open) = Ledger::open(&db, Default::default()).unwrap();
+    let ledger = Ledger::open(&db, Default::default()).unwrap();
+    let open = ledger.open_report();
     assert_eq!(open.latest, None);
     // The honest answer for round 5 alone passes.
     let out = command()

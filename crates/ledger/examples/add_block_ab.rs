@@ -80,7 +80,7 @@ fn main() {
                 .with_blooms(mode != Mode::Off)
                 .with_txid_index(mode == Mode::On)
                 .with_sync_every(sync_every);
-            Ledger::open(dir.path(), config).unwrap().0
+            Ledger::open(dir.path(), config).unwrap()
         })
         .collect();
     // Warm-up rounds, not timed.

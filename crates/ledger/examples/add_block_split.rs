@@ -97,7 +97,7 @@ fn ledger(parent: Option<&Path>, blooms: bool) -> (tempfile::TempDir, Ledger) {
         None => tempfile::tempdir().unwrap(),
     };
     let config = LedgerConfig::default().with_blooms(blooms);
-    let ledger = Ledger::open(dir.path(), config).unwrap().0;
+    let ledger = Ledger::open(dir.path(), config).unwrap();
     (dir, ledger)
 }
 

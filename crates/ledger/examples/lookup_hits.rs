@@ -63,7 +63,7 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let config = LedgerConfig::default();
     let life = config.max_txn_life;
-    let (ledger, _) = Ledger::open(dir.path(), config).unwrap();
+    let ledger = Ledger::open(dir.path(), config).unwrap();
     let started = Instant::now();
     // Every txid, by round (the answers to check).
     let mut ids: Vec<Vec<Txid>> = Vec::with_capacity(rounds as usize);

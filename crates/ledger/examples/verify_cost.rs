@@ -42,7 +42,7 @@ fn run(rounds: Round, version: Option<u32>) {
     let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
     let ledgers: Vec<Ledger> = dirs
         .iter()
-        .map(|d| Ledger::open(d.path(), LedgerConfig::default()).unwrap().0)
+        .map(|d| Ledger::open(d.path(), LedgerConfig::default()).unwrap())
         .collect();
     let warm = 10;
     // Per round: seconds of (decode, verify, add with verification, add without).

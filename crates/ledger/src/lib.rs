@@ -25,7 +25,7 @@
 //! }
 //!
 //! let dir = tempfile::tempdir()?;
-//! let ledger = Arc::new(Ledger::open(dir.path(), LedgerConfig::default())?.0);
+//! let ledger = Arc::new(Ledger::open(dir.path(), LedgerConfig::default())?);
 //! let (net, hash) = ("testnet-v1.0", [0; 32]);
 //! let committed = SynthTxn::payment([7; 32], 1, 1000);
 //! ledger.add_block(&encode_block(1, net, &hash, 0, &[committed.clone()]))?;

@@ -69,7 +69,7 @@ const TXNS: usize = 400;
 /// returns the heap's peak growth over the reads, in bytes, and the bytes of the blocks.
 fn growth_reading_every_block(dir: &std::path::Path, cache_bytes: usize) -> (usize, usize) {
     let config = LedgerConfig::default().with_cache_bytes(cache_bytes);
-    let (ledger, _) = Ledger::open(dir, config).unwrap();
+    let ledger = Ledger::open(dir, config).unwrap();
     let before = reset_peak();
     let mut bytes = 0;
     for pass in 0..2 {
@@ -89,7 +89,7 @@ fn growth_reading_every_block(dir: &std::path::Path, cache_bytes: usize) -> (usi
 fn cache_bytes_bounds_the_pages_kept_after_reading_every_block() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let (ledger, _) = Ledger::open(dir.path(), LedgerConfig::default()).unwrap();
+        let ledger = Ledger::open(dir.path(), LedgerConfig::default()).unwrap();
         for round in 1..=ROUNDS {
             let txns: Vec<SynthTxn> = (0..TXNS)
                 .map(|i| {

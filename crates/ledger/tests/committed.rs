@@ -32,7 +32,7 @@ fn fill(ledger: &Ledger, rounds: std::ops::RangeInclusive<u64>) {
 fn committed_in_the_range_and_the_window_only() {
     let dir = tempfile::tempdir().unwrap();
     let config = LedgerConfig::default().with_max_txn_life(10);
-    let (ledger, _) = Ledger::open(dir.path(), config).unwrap();
+    let ledger = Ledger::open(dir.path(), config).unwrap();
     let check: &dyn CommittedTxids = &ledger;
     // Empty ledger: nothing is committed.
     assert!(!check.is_committed(&txid(20), 0, u64::MAX));
@@ -69,7 +69,7 @@ fn pruned_rounds_are_not_committed() {
     let config = LedgerConfig::default()
         .with_max_txn_life(10)
         .with_archival(false);
-    let (ledger, _) = Ledger::open(dir.path(), config).unwrap();
+    let ledger = Ledger::open(dir.path(), config).unwrap();
     fill(&ledger, 1..=30);
     // Rounds 1..=19 were pruned; 20..=30 remain.
     assert_eq!(ledger.first(), Some(20));

@@ -250,7 +250,7 @@ fn real_txns_committed_inside_their_window_are_dropped() {
         [(28, 1028), (5, 1005)]
     );
     let dir = tempfile::tempdir().unwrap();
-    let (ledger, _) = Ledger::open(dir.path(), LedgerConfig::default()).unwrap();
+    let ledger = Ledger::open(dir.path(), LedgerConfig::default()).unwrap();
     for round in 4..=500 {
         let signed: &[&[u8]] = match round {
             4 => &[&upd.bytes],

@@ -43,7 +43,8 @@ fn dataset2() -> (Vec<Vec<u8>>, RoundTxids) {
 
 fn replay(config: LedgerConfig, blocks: &[Vec<u8>]) -> (tempfile::TempDir, Ledger) {
     let dir = tempfile::tempdir().unwrap();
-    let (ledger, report) = Ledger::open(dir.path(), config).unwrap();
+    let ledger = Ledger::open(dir.path(), config).unwrap();
+    let report = ledger.open_report();
     assert_eq!(report.latest, None);
     for (round, raw) in blocks.iter().enumerate() {
         assert_eq!(ledger.add_block(raw).unwrap(), round as Round);
@@ -167,7 +168,8 @@ fn dataset2_hits_in_every_kept_round_read_no_block() {
             .unwrap();
         txn.commit().unwrap();
     }
-    let (ledger, report) = Ledger::open(dir.path(), config).unwrap();
+    let ledger = Ledger::open(dir.path(), config).unwrap();
+    let report = ledger.open_report();
     assert_eq!((report.blooms_loaded, report.rebuilt.len()), (21, 0));
     assert_eq!(answers(&ledger), before);
     assert!(matches!(
@@ -187,7 +189,8 @@ fn dataset2_reopen_loads_blooms_and_rebuilds_a_damaged_one() {
     let (blocks, txids) = dataset2();
     let (dir, ledger) = replay(LedgerConfig::default(), &blocks);
     drop(ledger);
-    let (ledger, report) = Ledger::open(dir.path(), LedgerConfig::default()).unwrap();
+    let ledger = Ledger::open(dir.path(), LedgerConfig::default()).unwrap();
+    let report = ledger.open_report();
     assert_eq!((report.first, report.latest), (Some(0), Some(377)));
     assert_eq!(report.blooms_loaded, 378);
     assert!(report.rebuilt.is_empty());
@@ -205,7 +208,8 @@ fn dataset2_reopen_loads_blooms_and_rebuilds_a_damaged_one() {
         }
         txn.commit().unwrap();
     }
-    let (ledger, report) = Ledger::open(dir.path(), LedgerConfig::default()).unwrap();
+    let ledger = Ledger::open(dir.path(), LedgerConfig::default()).unwrap();
+    let report = ledger.open_report();
     assert_eq!(report.blooms_loaded, 377);
     assert_eq!(report.rebuilt.len(), 1);
     assert_eq!(report.rebuilt[0].round, busy);
@@ -252,7 +256,7 @@ fn synthetic_non_archival_ledger_prunes_and_continues() {
         .with_archival(false);
     let mut all = Vec::new();
     {
-        let (ledger, _) = Ledger::open(dir.path(), config.clone()).unwrap();
+        let ledger = Ledger::open(dir.path(), config.clone()).unwrap();
         for round in 0..40 {
             let (raw, ids) = synth_round(round, (round % 4) as usize * 5);
             ledger.add_block(&raw).unwrap();
@@ -260,7 +264,8 @@ fn synthetic_non_archival_ledger_prunes_and_continues() {
         }
         assert_eq!(ledger.first(), Some(29));
     }
-    let (ledger, report) = Ledger::open(dir.path(), config).unwrap();
+    let ledger = Ledger::open(dir.path(), config).unwrap();
+    let report = ledger.open_report();
     assert_eq!((report.first, report.latest), (Some(29), Some(39)));
     assert_eq!(report.blooms_loaded, 11);
     let mut seen = HashSet::new();

@@ -73,7 +73,8 @@ fn crash_child_ingests_until_killed() {
     let Some(dir) = std::env::var_os(CHILD_ENV) else {
         return;
     };
-    let (ledger, report) = Ledger::open(&dir, config()).unwrap();
+    let ledger = Ledger::open(&dir, config()).unwrap();
+    let report = ledger.open_report();
     let mut round = report.latest.map_or(0, |l| l + 1);
     loop {
         let raw = block(round);
@@ -173,7 +174,8 @@ fn a_killed_writer_leaves_whole_rounds_and_ingest_continues() {
         );
 
         let (blocks, blooms, index) = rows(dir.path());
-        let (ledger, report) = Ledger::open(dir.path(), config()).unwrap();
+        let ledger = Ledger::open(dir.path(), config()).unwrap();
+        let report = ledger.open_report();
         let latest = report
             .latest
             .expect("the child committed at least one round");
@@ -221,7 +223,7 @@ fn a_killed_writer_leaves_whole_rounds_and_ingest_continues() {
     // Ingest is almost all add_block (mostly its commit), so most kills land inside one.
     assert!(mid_add >= 1, "no kill landed inside add_block");
     // Ingest continues from latest + 1 in this process too.
-    let (ledger, _) = Ledger::open(dir.path(), config()).unwrap();
+    let ledger = Ledger::open(dir.path(), config()).unwrap();
     let next = last_latest.unwrap() + 1;
     assert_eq!(ledger.add_block(&block(next)).unwrap(), next);
     assert_eq!(
@@ -244,7 +246,7 @@ fn sync_child_adds_five_rounds_and_aborts() {
         return;
     };
     let end = std::env::var(SYNC_END_ENV).unwrap();
-    let (ledger, _) = Ledger::open(&dir, LedgerConfig::default().with_sync_every(3)).unwrap();
+    let ledger = Ledger::open(&dir, LedgerConfig::default().with_sync_every(3)).unwrap();
     for round in 0..=4 {
         ledger.add_block(&small_block(round)).unwrap();
     }
@@ -299,7 +301,8 @@ fn batched_syncs_lose_at_most_the_unsynced_rounds() {
             .status()
             .unwrap();
         assert!(!status.success(), "{end}: the child aborts: {status:?}");
-        let (ledger, report) = Ledger::open(dir.path(), LedgerConfig::default()).unwrap();
+        let ledger = Ledger::open(dir.path(), LedgerConfig::default()).unwrap();
+        let report = ledger.open_report();
         assert_eq!(report.latest, Some(latest), "{end}");
         for round in 0..=latest {
             for (i, txn) in small_txns(round).iter().enumerate() {

@@ -56,7 +56,7 @@ fn a_bit_flipped_real_block_is_refused_and_nothing_is_written() {
         .collect();
     let dir = tempfile::tempdir().unwrap();
     {
-        let (ledger, _) = Ledger::open(dir.path(), LedgerConfig::default()).unwrap();
+        let ledger = Ledger::open(dir.path(), LedgerConfig::default()).unwrap();
         for raw in &blocks[..2] {
             ledger.add_block(raw).unwrap();
         }
@@ -89,7 +89,8 @@ fn a_bit_flipped_real_block_is_refused_and_nothing_is_written() {
         // The undamaged round goes in after it.
         ledger.add_block(&blocks[2]).unwrap();
     }
-    let (ledger, open) = Ledger::open(dir.path(), LedgerConfig::default()).unwrap();
+    let ledger = Ledger::open(dir.path(), LedgerConfig::default()).unwrap();
+    let open = ledger.open_report();
     assert_eq!((open.first, open.latest), (Some(0), Some(2)));
     assert!(open.rebuilt.is_empty());
     ledger.add_block(&blocks[3]).unwrap();
@@ -98,7 +99,7 @@ fn a_bit_flipped_real_block_is_refused_and_nothing_is_written() {
 #[test]
 fn every_commitment_kind_is_checked_and_uncommitted_blocks_need_the_opt_out() {
     let dir = tempfile::tempdir().unwrap();
-    let (ledger, _) = Ledger::open(dir.path(), LedgerConfig::default()).unwrap();
+    let ledger = Ledger::open(dir.path(), LedgerConfig::default()).unwrap();
     // Rounds 1..=4: flat (none), v25 flat, v30 Merkle, v42 all three: each verifies.
     ledger
         .add_block(&encode_block(1, GEN, &GH, 0, &txns(1)))

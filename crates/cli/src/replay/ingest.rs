@@ -3,7 +3,8 @@
 //! ([`Block::verify`]: its payset commitments, and the round its source names: a file's name,
 //! the round asked of algod) before any of its txids is used, and added with
 //! [`Ledger::add_verified_block`]; rounds the ledger already holds are skipped (a continued
-//! `--db`), after a check that they are of the ledger's network. With `--follow`, every new round
+//! `--db`): the ledger refuses them as [`LedgerError::AlreadyHeld`] after checking that they are
+//! of its network. With `--follow`, every new round
 //! after the range too, one line each, until Ctrl-C (see [`crate::follow`]).
 
 use std::collections::VecDeque;
@@ -13,7 +14,7 @@ use rand::Rng;
 use rand::rngs::SmallRng;
 use txgate_algorand::codec::{Block, Expected, Txn, decode_block};
 use txgate_algorand::{Round, Txid};
-use txgate_ledger::store::{Ledger, VerifiedBlock};
+use txgate_ledger::store::{Ledger, LedgerError, VerifiedBlock};
 
 use super::args::{DEFAULT_WORKLOAD_ROUNDS, ReplayArgs};
 use crate::config::NodeConfig;
@@ -282,18 +283,21 @@ fn ingest_one(
     let r = &mut ing.report;
     r.rounds_read += 1;
     r.txns_read += block.txns.len() as u64;
-    let added = if ledger.latest().is_some_and(|latest| block.round <= latest) {
-        ledger.check_network(&block).map_err(ledger_err)?;
-        r.rounds_skipped += 1;
-        None
-    } else {
-        let t = Instant::now();
-        ledger.add_verified_block(&verified).map_err(ledger_err)?;
-        let add = t.elapsed();
-        r.rounds_ingested += 1;
-        r.txns_ingested += block.txns.len() as u64;
-        r.ingested_bytes += bytes.len() as u64;
-        Some(add)
+    let t = Instant::now();
+    let added = match ledger.add_verified_block(&verified) {
+        Ok(_) => {
+            let add = t.elapsed();
+            r.rounds_ingested += 1;
+            r.txns_ingested += block.txns.len() as u64;
+            r.ingested_bytes += bytes.len() as u64;
+            Some(add)
+        }
+        // A round the ledger holds, of its network (a continued `--db`): skipped.
+        Err(LedgerError::AlreadyHeld { .. }) => {
+            r.rounds_skipped += 1;
+            None
+        }
+        Err(e) => return Err(ledger_err(e)),
     };
     let mut distinct: Vec<Txid> = block.txns.iter().map(|t| t.txid).collect();
     distinct.sort_unstable();

@@ -149,7 +149,8 @@ impl Db {
     /// them (the baseline).
     fn open(&self, blooms: bool) -> Result<Ledger, CliError> {
         let config = self.config.clone().with_blooms(blooms);
-        let (ledger, open) = Ledger::open(&self.dir, config).map_err(self.error("ledger"))?;
+        let ledger = Ledger::open(&self.dir, config).map_err(self.error("ledger"))?;
+        let open = ledger.open_report();
         if blooms && !open.rebuilt.is_empty() {
             eprintln!(
                 "open: rebuilt {} missing or corrupt blooms from their blocks",

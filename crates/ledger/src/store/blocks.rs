@@ -3,7 +3,7 @@
 use redb::{AccessGuard, ReadableTable};
 use txgate_algorand::codec::{self, Block, DecodeError, Expected, VerifyError};
 
-use super::error::{LedgerError, db_err};
+use super::error::{At, LedgerError};
 use crate::{Round, Txid};
 
 /// [`codec::payset_entry_txid`]'s shape: block bytes, entry offset, genesis id and hash.
@@ -52,11 +52,8 @@ pub(super) fn stored_block<'t>(
     blocks: &'t impl ReadableTable<u64, &'static [u8]>,
     round: Round,
 ) -> Result<AccessGuard<'t, &'static [u8]>, LedgerError> {
-    blocks
-        .get(round)
-        .map_err(db_err(Some(round)))?
-        .ok_or(LedgerError::Missing {
-            what: "block",
-            round,
-        })
+    blocks.get(round).at(round)?.ok_or(LedgerError::Missing {
+        what: "block",
+        round,
+    })
 }

@@ -58,14 +58,28 @@ pub enum LedgerError {
         found: u64,
     },
     /// A database operation failed.
-    #[error("ledger store error{}", fmt_round(*.round))]
+    #[error("ledger store error while {op}{}", fmt_round(*.round))]
     Store {
         /// The round concerned, if any.
         round: Option<Round>,
+        /// What the ledger asked of the database.
+        op: StoreOp,
         /// The database's error.
         source: DbError,
     },
-    /// `add_block` of a round that is not the latest + 1. Nothing was written.
+    /// `add_block` of a round at or before the latest: the ledger holds it (or held it and
+    /// pruned it). The block was checked to be of the ledger's network (else
+    /// [`LedgerError::OtherNetwork`]) but not compared with the stored one. Nothing was written:
+    /// a caller continuing a ledger from an earlier round skips it.
+    #[error("round {round} is already in the ledger (latest round {latest}); nothing was written")]
+    AlreadyHeld {
+        /// The round of the block.
+        round: Round,
+        /// The ledger's latest round.
+        latest: Round,
+    },
+    /// `add_block` of a round after the latest + 1 (a gap), or of round `u64::MAX`. Nothing was
+    /// written.
     #[error("block of round {got} is out of order: the next round is {expected}")]
     OutOfOrder {
         /// latest + 1.
@@ -184,11 +198,69 @@ fn fmt_opt(round: Option<Round>) -> String {
     round.map_or_else(|| "none".to_owned(), |r| r.to_string())
 }
 
-/// Maps a redb error into [`LedgerError::Store`] for `round`.
-pub(super) fn db_err<E: Into<redb::Error>>(round: Option<Round>) -> impl FnOnce(E) -> LedgerError {
-    move |e| LedgerError::Store {
-        round,
-        source: DbError::from(e.into()),
+/// What the ledger asked of the database when it failed ([`LedgerError::Store`]), named after
+/// the redb error type each operation returns (redb joins one error enum per operation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StoreOp {
+    /// Beginning a read or write transaction (redb's `TransactionError`).
+    Begin,
+    /// Opening a table (redb's `TableError`).
+    OpenTable,
+    /// Reading, writing or deleting rows of an open table (redb's `StorageError`).
+    Rows,
+    /// Committing a write transaction (redb's `CommitError`).
+    Commit,
+}
+
+impl std::fmt::Display for StoreOp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StoreOp::Begin => "beginning a transaction",
+            StoreOp::OpenTable => "opening a table",
+            StoreOp::Rows => "accessing rows",
+            StoreOp::Commit => "committing",
+        })
+    }
+}
+
+/// A redb error type and the operation that returns it.
+pub(super) trait RedbError: Into<redb::Error> {
+    /// The operation.
+    const OP: StoreOp;
+}
+
+impl RedbError for redb::TransactionError {
+    const OP: StoreOp = StoreOp::Begin;
+}
+
+impl RedbError for redb::TableError {
+    const OP: StoreOp = StoreOp::OpenTable;
+}
+
+impl RedbError for redb::StorageError {
+    const OP: StoreOp = StoreOp::Rows;
+}
+
+impl RedbError for redb::CommitError {
+    const OP: StoreOp = StoreOp::Commit;
+}
+
+/// Context for a redb result: `.at(round)?` turns its error into [`LedgerError::Store`] naming
+/// the round (or `None`) and the operation (from the error's type).
+pub(super) trait At<T> {
+    /// The result with its error as [`LedgerError::Store`] of `round`.
+    fn at(self, round: impl Into<Option<Round>>) -> Result<T, LedgerError>;
+}
+
+impl<T, E: RedbError> At<T> for Result<T, E> {
+    #[inline]
+    fn at(self, round: impl Into<Option<Round>>) -> Result<T, LedgerError> {
+        self.map_err(|e| LedgerError::Store {
+            round: round.into(),
+            op: E::OP,
+            source: DbError::from(e.into()),
+        })
     }
 }
 

@@ -28,7 +28,7 @@ use txgate_bloom::{AnyBloom, BloomBuilder};
 
 use super::blocks::{Codec, stored_block};
 use super::config::LedgerConfig;
-use super::error::{LedgerError, db_err};
+use super::error::{At, LedgerError};
 use super::tables::BLOCKS;
 use crate::{Round, Txid};
 
@@ -218,7 +218,7 @@ pub(super) fn search_prefixes(
     if matches.peek().is_none() {
         return Ok(None);
     }
-    let blocks = txn.open_table(BLOCKS).map_err(db_err(Some(round)))?;
+    let blocks = txn.open_table(BLOCKS).at(round)?;
     let raw = stored_block(&blocks, round)?;
     for i in matches {
         let found = (codec.entry_txid)(

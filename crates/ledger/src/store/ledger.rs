@@ -6,18 +6,19 @@ use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use redb::{Database, Durability, ReadTransaction};
+use redb::{Database, Durability, ReadTransaction, WriteTransaction};
 use txgate_algorand::codec::{Block, Expected};
 use txgate_bloom::AnyBloom;
 
 use super::blocks::{Codec, stored_block};
 use super::config::LedgerConfig;
-use super::error::{LedgerError, db_err};
+use super::error::{At, LedgerError};
 use super::genesis::Genesis;
 use super::index::{
     PrefixIndex, build_round_bloom, build_round_index, search_format_1_row, search_prefixes,
     search_txids,
 };
+use super::open::OpenReport;
 use super::rows::{check_network, persist_round_rows, prune, write_genesis};
 use super::tables::{
     BLOCKS, BLOOMS, META, META_FIRST, META_INDEXED_FROM, META_LATEST, ROUND_TXIDS, TXID_PREFIXES,
@@ -60,6 +61,8 @@ pub struct Ledger {
     pub(super) window: Window<Option<AnyBloom>>,
     /// Serializes writers; holds the oldest kept round and the network (`None`: empty ledger).
     pub(super) writer: Mutex<WriterState>,
+    /// What open found and did ([`Ledger::open_report`]).
+    pub(super) open_report: OpenReport,
 }
 
 /// The writer's state, assigned only after a write transaction commits (so a writer that
@@ -72,6 +75,69 @@ pub(super) struct WriterState {
     /// Rounds committed since the last durable commit (`LedgerConfig::sync_every`).
     // Invariant: below `config.sync_every`.
     pub(super) unsynced: u64,
+}
+
+/// A round's rows as [`Ledger::write_round`] writes them.
+struct RoundRows<'a> {
+    round: Round,
+    /// The block's bytes.
+    raw: &'a [u8],
+    /// Its bloom and, when indexed, its txid index row (`None`: blooms disabled).
+    indexed: Option<&'a (AnyBloom, Option<Vec<u8>>)>,
+    /// The network, when this round sets or completes it.
+    genesis: Option<&'a Genesis>,
+}
+
+/// The network to write with `block`: the block's when the ledger has none, the ledger's with
+/// the block's hash when the ledger's is all zeros (not set) and the block's is not, else `None`
+/// (nothing new).
+fn learnt_genesis(ledger: Option<&Genesis>, block: &Block) -> Option<Genesis> {
+    let genesis = Genesis::of(block);
+    match ledger {
+        Some(g) if g.hash != [0; 32] || genesis.hash == [0; 32] => None,
+        Some(g) => Some(Genesis {
+            id: g.id.clone(),
+            hash: genesis.hash,
+        }),
+        None => Some(genesis),
+    }
+}
+
+/// Whether `bloom` may hold `txid` (one probe). `hashed` is the (seed, hash) of the last bloom
+/// that hashed the txid: the txid is hashed again only for a bloom of another seed.
+fn may_hold(bloom: &AnyBloom, txid: &Txid, hashed: &mut Option<(u64, u64)>) -> bool {
+    let hash = match *hashed {
+        Some((seed, hash)) if seed == bloom.seed() => hash,
+        _ => {
+            let hash = bloom.hash_id(txid.as_bytes());
+            *hashed = Some((bloom.seed(), hash));
+            hash
+        }
+    };
+    bloom.contains_hash(hash)
+}
+
+/// Writes `round` as the latest in `meta`, and as the first (and the indexed-from round when
+/// it is `indexed`) when it is the ledger's `first_round`; a round not `indexed` removes the
+/// indexed-from marker, whose promise it breaks.
+fn write_meta(
+    txn: &WriteTransaction,
+    round: Round,
+    first_round: bool,
+    indexed: bool,
+) -> Result<(), LedgerError> {
+    let mut meta = txn.open_table(META).at(round)?;
+    meta.insert(META_LATEST, round).at(round)?;
+    if first_round {
+        meta.insert(META_FIRST, round).at(round)?;
+        if indexed {
+            meta.insert(META_INDEXED_FROM, round).at(round)?;
+        }
+    }
+    if !indexed {
+        meta.remove(META_INDEXED_FROM).at(round)?;
+    }
+    Ok(())
 }
 
 impl Drop for Ledger {
@@ -130,8 +196,8 @@ impl Ledger {
     }
 
     /// Checks that `block` is of the ledger's network (see [`Genesis`]); an empty ledger takes
-    /// any. [`Ledger::add_decoded_block`] runs this check; a caller that skips blocks it
-    /// already holds can run it on them too.
+    /// any. [`Ledger::add_decoded_block`] runs this check, also on a block of a round the ledger
+    /// holds (before refusing it as [`LedgerError::AlreadyHeld`]).
     ///
     /// # Errors
     ///
@@ -177,7 +243,8 @@ impl Ledger {
     /// # Errors
     ///
     /// [`LedgerError::Verify`] (a commitment, the protocol's rule, or `raw` not the block's
-    /// bytes), [`LedgerError::OutOfOrder`], [`LedgerError::OtherNetwork`],
+    /// bytes), [`LedgerError::AlreadyHeld`] (a round at or before the latest, of the ledger's
+    /// network), [`LedgerError::OutOfOrder`], [`LedgerError::OtherNetwork`],
     /// [`LedgerError::TooManyTxns`], [`LedgerError::Bloom`], [`LedgerError::Store`]. Nothing is
     /// written or published on error.
     pub fn add_decoded_block(&self, block: &Block, raw: &[u8]) -> Result<Round, LedgerError> {
@@ -212,8 +279,8 @@ impl Ledger {
     pub fn sync(&self) -> Result<(), LedgerError> {
         let mut writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         if writer.unsynced > 0 {
-            let txn = self.db.begin_write().map_err(db_err(None))?;
-            txn.commit().map_err(db_err(None))?;
+            let txn = self.db.begin_write().at(None)?;
+            txn.commit().at(None)?;
             writer.unsynced = 0;
         }
         Ok(())
@@ -225,88 +292,28 @@ impl Ledger {
         // the commit, so a poisoned lock is still consistent.
         let mut writer = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let round = block.round;
-        if let Some(latest) = self.window.latest() {
-            let expected = latest.checked_add(1).ok_or(LedgerError::OutOfOrder {
-                expected: latest,
-                got: round,
-            })?;
-            if round != expected {
-                return Err(LedgerError::OutOfOrder {
-                    expected,
-                    got: round,
-                });
-            }
-        }
-        if round == u64::MAX {
-            // The window encodes latest + 1; no chain gets there.
-            return Err(LedgerError::OutOfOrder {
-                expected: u64::MAX - 1,
-                got: round,
-            });
-        }
-        check_network(writer.genesis.as_ref(), block)?;
-        // The first block names the network; a zero hash is learnt when a block sets it.
-        let genesis = Genesis::of(block);
-        let new_genesis = match &writer.genesis {
-            Some(g) if g.hash != [0; 32] || genesis.hash == [0; 32] => None,
-            Some(g) => Some(Genesis {
-                id: g.id.clone(),
-                hash: genesis.hash,
-            }),
-            None => Some(genesis),
-        };
+        self.check_next(writer.genesis.as_ref(), block)?;
+        let new_genesis = learnt_genesis(writer.genesis.as_ref(), block);
         let indexed = if self.config.blooms {
             Some(self.build_round_rows(block, round, self.config.txid_index)?)
         } else {
             None
         };
-        let indexed_round = self.config.blooms && self.config.txid_index;
-
-        let mut txn = self.db.begin_write().map_err(db_err(Some(round)))?;
         // Every `sync_every`th round since the last durable commit waits for the disk; the
         // others commit without a sync (atomic and visible, not yet durable).
         let durable = writer.unsynced + 1 >= self.config.sync_every;
+        let mut txn = self.db.begin_write().at(round)?;
         if !durable {
             txn.set_durability(Durability::None);
         }
-        let first = writer.first.unwrap_or(round);
-        let mut new_first = first;
-        {
-            let mut blocks = txn.open_table(BLOCKS).map_err(db_err(Some(round)))?;
-            blocks.insert(round, raw).map_err(db_err(Some(round)))?;
-        }
-        {
-            let mut meta = txn.open_table(META).map_err(db_err(Some(round)))?;
-            meta.insert(META_LATEST, round)
-                .map_err(db_err(Some(round)))?;
-            if writer.first.is_none() {
-                meta.insert(META_FIRST, round)
-                    .map_err(db_err(Some(round)))?;
-                if indexed_round {
-                    meta.insert(META_INDEXED_FROM, round)
-                        .map_err(db_err(Some(round)))?;
-                }
-            }
-            if !indexed_round {
-                // This round has no bloom or no index row.
-                meta.remove(META_INDEXED_FROM)
-                    .map_err(db_err(Some(round)))?;
-            }
-        }
-        if let Some((bloom, index)) = &indexed {
-            persist_round_rows(&txn, round, bloom, index.as_deref())?;
-        }
-        if let Some(g) = &new_genesis {
-            write_genesis(&txn, round, g)?;
-        }
-        if !self.config.archival {
-            let window_start = round.saturating_sub(self.config.max_txn_life);
-            if first < window_start {
-                prune(&txn, first, window_start)?;
-                new_first = window_start;
-            }
-        }
-        txn.commit().map_err(db_err(Some(round)))?;
+        let rows = RoundRows {
+            round,
+            raw,
+            indexed: indexed.as_ref(),
+            genesis: new_genesis.as_ref(),
+        };
+        let new_first = self.write_round(&txn, writer.first, &rows)?;
+        txn.commit().at(round)?;
         writer.unsynced = if durable { 0 } else { writer.unsynced + 1 };
         writer.first = Some(new_first);
         if new_genesis.is_some() {
@@ -314,6 +321,65 @@ impl Ledger {
         }
         self.window.publish(round, indexed.map(|(bloom, _)| bloom));
         Ok(round)
+    }
+
+    /// Checks that `block` may be the next round: of the ledger's network (`genesis`), and its
+    /// round the latest + 1 (any round for an empty ledger, but `u64::MAX`, which the window
+    /// cannot encode as latest + 1 and no chain reaches).
+    fn check_next(&self, genesis: Option<&Genesis>, block: &Block) -> Result<(), LedgerError> {
+        let round = block.round;
+        let expected = match self.window.latest() {
+            Some(latest) if round <= latest => {
+                check_network(genesis, block)?;
+                return Err(LedgerError::AlreadyHeld { round, latest });
+            }
+            Some(latest) => latest + 1,
+            None => round,
+        };
+        if round != expected {
+            return Err(LedgerError::OutOfOrder {
+                expected,
+                got: round,
+            });
+        }
+        if round == u64::MAX {
+            return Err(LedgerError::OutOfOrder {
+                expected: u64::MAX - 1,
+                got: round,
+            });
+        }
+        check_network(genesis, block)
+    }
+
+    /// Writes a round's rows in `txn`: its block, the `meta` rows, its bloom and index rows, the
+    /// network when learnt, and (non-archival) the prune of the rounds that left the window.
+    /// `first` is the oldest kept round before (`None`: empty ledger); returns the one after.
+    fn write_round(
+        &self,
+        txn: &WriteTransaction,
+        first: Option<Round>,
+        rows: &RoundRows<'_>,
+    ) -> Result<Round, LedgerError> {
+        let round = rows.round;
+        txn.open_table(BLOCKS)
+            .at(round)?
+            .insert(round, rows.raw)
+            .at(round)?;
+        let indexed_round = self.config.blooms && self.config.txid_index;
+        write_meta(txn, round, first.is_none(), indexed_round)?;
+        if let Some((bloom, index)) = rows.indexed {
+            persist_round_rows(txn, round, bloom, index.as_deref())?;
+        }
+        if let Some(g) = rows.genesis {
+            write_genesis(txn, round, g)?;
+        }
+        let first = first.unwrap_or(round);
+        let window_start = round.saturating_sub(self.config.max_txn_life);
+        if !self.config.archival && first < window_start {
+            prune(txn, first, window_start)?;
+            return Ok(window_start);
+        }
+        Ok(first)
     }
 
     /// Looks `txid` up in `round`. With blooms, a round of the window whose bloom says "no" is
@@ -369,20 +435,8 @@ impl Ledger {
         for round in (lo..=hi).rev() {
             let blooms = match reader.get(round) {
                 Probe::Hit(entry) => match &*entry {
-                    Some(bloom) => {
-                        let hash = match hashed {
-                            Some((seed, hash)) if seed == bloom.seed() => hash,
-                            _ => {
-                                let hash = bloom.hash_id(txid.as_bytes());
-                                hashed = Some((bloom.seed(), hash));
-                                hash
-                            }
-                        };
-                        if !bloom.contains_hash(hash) {
-                            continue;
-                        }
-                        true
-                    }
+                    Some(bloom) if !may_hold(bloom, txid, &mut hashed) => continue,
+                    Some(_) => true,
                     None => false,
                 },
                 // The writer moved the window on since `latest` was read: older rounds are out.
@@ -412,7 +466,7 @@ impl Ledger {
     pub fn block(&self, round: Round) -> Result<Vec<u8>, LedgerError> {
         let txn = self.read()?;
         self.check_kept(&txn, round)?;
-        let blocks = txn.open_table(BLOCKS).map_err(db_err(Some(round)))?;
+        let blocks = txn.open_table(BLOCKS).at(round)?;
         Ok(stored_block(&blocks, round)?.value().to_vec())
     }
 
@@ -427,7 +481,7 @@ impl Ledger {
     /// use txgate_ledger::store::{Ledger, LedgerConfig};
     ///
     /// let dir = tempfile::tempdir()?;
-    /// let ledger = Ledger::open(dir.path(), LedgerConfig::default())?.0;
+    /// let ledger = Ledger::open(dir.path(), LedgerConfig::default())?;
     /// let txn = SynthTxn::payment([1; 32], 1, 1000);
     /// let txid = txn.txid("net-v1", &[7; 32]);
     /// ledger.add_block(&encode_block(0, "net-v1", &[7; 32], 0, &[txn]))?;
@@ -445,8 +499,8 @@ impl Ledger {
     pub fn round_bloom(&self, round: Round) -> Result<Option<AnyBloom>, LedgerError> {
         let txn = self.read()?;
         self.check_kept(&txn, round)?;
-        let blooms = txn.open_table(BLOOMS).map_err(db_err(Some(round)))?;
-        let Some(row) = blooms.get(round).map_err(db_err(Some(round)))? else {
+        let blooms = txn.open_table(BLOOMS).at(round)?;
+        let Some(row) = blooms.get(round).at(round)? else {
             return Ok(None);
         };
         AnyBloom::from_bytes(row.value())
@@ -468,7 +522,7 @@ impl Ledger {
     }
 
     fn read(&self) -> Result<ReadTransaction, LedgerError> {
-        self.db.begin_read().map_err(db_err(None))
+        self.db.begin_read().at(None)
     }
 
     /// Checks in `txn`'s snapshot that `round` is kept; returns the indexed-from round.
@@ -477,12 +531,8 @@ impl Ledger {
         txn: &ReadTransaction,
         round: Round,
     ) -> Result<Option<Round>, LedgerError> {
-        let meta = txn.open_table(META).map_err(db_err(Some(round)))?;
-        let get = |key| {
-            meta.get(key)
-                .map(|v| v.map(|v| v.value()))
-                .map_err(db_err(Some(round)))
-        };
+        let meta = txn.open_table(META).at(round)?;
+        let get = |key| meta.get(key).map(|v| v.map(|v| v.value())).at(round);
         let latest = get(META_LATEST)?;
         match (get(META_FIRST)?, latest) {
             (Some(first), Some(latest)) if (first..=latest).contains(&round) => {
@@ -491,6 +541,39 @@ impl Ledger {
             (Some(first), Some(_)) if round < first => Err(LedgerError::NotKept { round, first }),
             _ => Err(LedgerError::BeyondLatest { round, latest }),
         }
+    }
+
+    /// Searches `round`'s txid index row for `txid`: its position, or `Some(None)` when it is not
+    /// there; `None` when the row is malformed (a damaged file: the block answers instead).
+    /// Format 3's row, else format 2's compact row, else format 1's.
+    ///
+    /// # Errors
+    ///
+    /// [`LedgerError::Missing`] when the round has no index row in any format;
+    /// [`LedgerError::Store`]; format 2: as [`search_prefixes`].
+    fn search_index(
+        &self,
+        txn: &ReadTransaction,
+        txid: &Txid,
+        round: Round,
+    ) -> Result<Option<Option<u32>>, LedgerError> {
+        let rows = txn.open_table(ROUND_TXIDS).at(round)?;
+        if let Some(row) = rows.get(round).at(round)? {
+            return Ok(search_txids(row.value(), txid));
+        }
+        let prefixes = txn.open_table(TXID_PREFIXES).at(round)?;
+        if let Some(row) = prefixes.get(round).at(round)? {
+            return match PrefixIndex::parse(row.value()) {
+                Some(index) => search_prefixes(&self.codec, txn, &index, txid, round).map(Some),
+                None => Ok(None),
+            };
+        }
+        let table = txn.open_table(TXIDS).at(round)?;
+        let row = table.get(round).at(round)?.ok_or(LedgerError::Missing {
+            what: "txid index",
+            round,
+        })?;
+        Ok(Some(search_format_1_row(row.value(), txid)))
     }
 
     /// Confirms in the database whether `txid` is in `round` (a bloom said "maybe", or there is
@@ -504,39 +587,13 @@ impl Ledger {
         indexed: bool,
     ) -> Result<Option<TxRecord>, LedgerError> {
         let indexed_from = self.check_kept(txn, round)?;
-        if indexed && indexed_from.is_some_and(|from| from <= round) {
-            let rows = txn.open_table(ROUND_TXIDS).map_err(db_err(Some(round)))?;
-            if let Some(row) = rows.get(round).map_err(db_err(Some(round)))? {
-                if let Some(found) = search_txids(row.value(), txid) {
-                    return Ok(found.map(|index| TxRecord { round, index }));
-                }
-                // A malformed row (a damaged file): the block below answers.
-            } else {
-                // A round an earlier format indexed: format 2's compact row, else format 1's.
-                let prefixes = txn.open_table(TXID_PREFIXES).map_err(db_err(Some(round)))?;
-                match prefixes.get(round).map_err(db_err(Some(round)))? {
-                    Some(row) => {
-                        if let Some(index) = PrefixIndex::parse(row.value()) {
-                            return Ok(search_prefixes(&self.codec, txn, &index, txid, round)?
-                                .map(|index| TxRecord { round, index }));
-                        }
-                        // A malformed row: the block below answers.
-                    }
-                    None => {
-                        let table = txn.open_table(TXIDS).map_err(db_err(Some(round)))?;
-                        let row = table.get(round).map_err(db_err(Some(round)))?.ok_or(
-                            LedgerError::Missing {
-                                what: "txid index",
-                                round,
-                            },
-                        )?;
-                        return Ok(search_format_1_row(row.value(), txid)
-                            .map(|index| TxRecord { round, index }));
-                    }
-                }
-            }
+        if indexed
+            && indexed_from.is_some_and(|from| from <= round)
+            && let Some(found) = self.search_index(txn, txid, round)?
+        {
+            return Ok(found.map(|index| TxRecord { round, index }));
         }
-        let blocks = txn.open_table(BLOCKS).map_err(db_err(Some(round)))?;
+        let blocks = txn.open_table(BLOCKS).at(round)?;
         let block = self
             .codec
             .decode_stored(stored_block(&blocks, round)?.value(), round)?;

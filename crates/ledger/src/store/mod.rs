@@ -95,7 +95,8 @@
 //! use txgate_ledger::Txid;
 //!
 //! let dir = tempfile::tempdir()?;
-//! let (ledger, report) = Ledger::open(dir.path(), LedgerConfig::default())?;
+//! let ledger = Ledger::open(dir.path(), LedgerConfig::default())?;
+//! let report = ledger.open_report();
 //! assert_eq!(report.latest, None);
 //! let raw = encode_block(1, "testnet-v1.0", &[0; 32], 0, &[SynthTxn::payment([7; 32], 1, 1000)]);
 //! // `add_block(raw)` decodes raw bytes; a caller that already decoded them hands both over.
@@ -127,7 +128,7 @@ pub use config::{
     DEFAULT_BLOOM_LAYOUT, DEFAULT_BLOOM_SEED, DEFAULT_CACHE_BYTES, DEFAULT_FALSE_POSITIVE_RATE,
     DEFAULT_MAX_TXN_LIFE, LedgerConfig, MAX_WINDOW_ROUNDS,
 };
-pub use error::{DbError, LedgerError};
+pub use error::{DbError, LedgerError, StoreOp};
 pub use genesis::Genesis;
 pub use ledger::{Ledger, TxRecord};
 pub use open::{OpenReport, RebuildReason, RebuiltBloom};

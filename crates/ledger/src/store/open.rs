@@ -2,15 +2,16 @@
 //! migration (formats 1 and 2 open as format 3), the seed, pruning at open, and loading the
 //! window's blooms, rebuilding (and writing back) those missing or corrupt ([`OpenReport`]).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use redb::{ReadableTable, WriteTransaction};
+use redb::{Database, ReadableTable, WriteTransaction};
 use txgate_bloom::{AnyBloom, LoadError};
 
 use super::blocks::{Codec, stored_block};
 use super::config::LedgerConfig;
-use super::error::{DbError, LedgerError, db_err};
+use super::error::{At, DbError, LedgerError};
+use super::genesis::Genesis;
 use super::ledger::{Ledger, WriterState};
 use super::rows::{persist_round_rows, prune, read_genesis};
 use super::tables::{
@@ -20,7 +21,7 @@ use super::tables::{
 use super::window::Window;
 use crate::Round;
 
-/// What [`Ledger::open`] found and did.
+/// What [`Ledger::open`] found and did, kept by the ledger: [`Ledger::open_report`].
 #[derive(Debug, Clone, PartialEq, Default)]
 #[non_exhaustive]
 pub struct OpenReport {
@@ -68,11 +69,19 @@ pub enum RebuildReason {
     MissingIndex,
 }
 
+/// The `meta` rows [`Ledger::open`] reads: the seed in use, the first and latest round.
+struct Meta {
+    seed: u64,
+    first: Option<Round>,
+    latest: Option<Round>,
+}
+
 impl Ledger {
-    /// Opens the ledger in directory `dir`, creating the directory and the database if needed.
-    /// With blooms enabled, the blooms of the window's rounds are loaded from the database (not
-    /// rebuilt); a missing or corrupt one is rebuilt from its block, written back and listed in
-    /// the report. With `archival` false, rounds that left the window are pruned at open too.
+    /// Opens the ledger in directory `dir`, creating the directory and the database if needed
+    /// (as redb's `Database::create` does for its file). With blooms enabled, the blooms of the
+    /// window's rounds are loaded from the database (not rebuilt); a missing or corrupt one is
+    /// rebuilt from its block, written back and listed in [`Ledger::open_report`]. With
+    /// `archival` false, rounds that left the window are pruned at open too.
     ///
     /// # Errors
     ///
@@ -82,202 +91,294 @@ impl Ledger {
     /// learning the network of a ledger written before the `chain` table existed,
     /// [`LedgerError::Missing`] (no block), [`LedgerError::Decode`], [`LedgerError::Bloom`];
     /// [`LedgerError::Store`].
-    pub fn open(
-        dir: impl AsRef<Path>,
-        config: LedgerConfig,
-    ) -> Result<(Ledger, OpenReport), LedgerError> {
+    pub fn open(dir: impl AsRef<Path>, config: LedgerConfig) -> Result<Ledger, LedgerError> {
         Self::open_with_codec(dir.as_ref(), config, Codec::ALGORAND)
+    }
+
+    /// What [`Ledger::open`] found and did: the rounds it found, the blooms it loaded and those
+    /// it rebuilt, the seed in use. Fixed at open (the latest round now is [`Ledger::latest`]).
+    pub fn open_report(&self) -> &OpenReport {
+        &self.open_report
     }
 
     pub(crate) fn open_with_codec(
         dir: &Path,
         config: LedgerConfig,
         codec: Codec,
-    ) -> Result<(Ledger, OpenReport), LedgerError> {
+    ) -> Result<Ledger, LedgerError> {
         config.check()?;
-        std::fs::create_dir_all(dir).map_err(|source| LedgerError::Dir {
-            path: dir.to_owned(),
-            source,
-        })?;
-        let path = dir.join(DB_FILE);
-        let open_err = |e: redb::Error| LedgerError::Open {
-            path: path.clone(),
-            source: DbError::from(e),
-        };
-        let db = redb::Builder::new()
-            .set_cache_size(config.cache_bytes)
-            .create(&path)
-            .map_err(|e| open_err(e.into()))?;
-
+        let (db, path) = create_database(dir, &config)?;
         // One write transaction creates the tables, checks the format, fixes the seed, prunes
         // (non-archival) and rebuilds missing blooms; the loaded blooms come from it too.
-        let txn = db.begin_write().map_err(|e| open_err(e.into()))?;
-        let (seed, first, latest) = {
-            let mut meta = txn.open_table(META).map_err(|e| open_err(e.into()))?;
-            let get = |meta: &redb::Table<'_, &str, u64>, key| {
-                meta.get(key)
-                    .map(|v| v.map(|v| v.value()))
-                    .map_err(|e| open_err(e.into()))
-            };
-            match get(&meta, META_FORMAT)? {
-                // A format-1 or format-2 ledger reads as format 3 (its `txids` or
-                // `txid_prefixes` rows stay readable); marking it keeps earlier builds, which
-                // cannot read `round_txids` rows, from opening it.
-                None | Some(FORMAT_VERSION_1 | FORMAT_VERSION_2) => {
-                    meta.insert(META_FORMAT, FORMAT_VERSION)
-                        .map_err(db_err(None))?;
-                }
-                Some(FORMAT_VERSION) => {}
-                Some(found) => return Err(LedgerError::Format { path, found }),
-            }
-            let seed = match get(&meta, META_SEED)? {
-                Some(seed) => seed,
-                None => {
-                    meta.insert(META_SEED, config.bloom_seed)
-                        .map_err(db_err(None))?;
-                    config.bloom_seed
-                }
-            };
-            (seed, get(&meta, META_FIRST)?, get(&meta, META_LATEST)?)
+        let txn = db.begin_write().map_err(open_err(&path))?;
+        let meta = check_meta(&txn, &path, config.bloom_seed)?;
+        create_tables(&txn)?;
+        let genesis = read_genesis(&txn, meta.first, &codec)?;
+        let mut ledger = Ledger::assemble(db, path, config, codec, &meta, genesis);
+        let loaded = match (meta.first, meta.latest) {
+            (Some(first), Some(latest)) => Some(ledger.prune_and_load(&txn, first, latest)?),
+            _ => None,
         };
-        // Create the other tables, so that read transactions always find them.
-        txn.open_table(BLOCKS).map_err(db_err(None))?;
-        txn.open_table(BLOOMS).map_err(db_err(None))?;
-        txn.open_table(ROUND_TXIDS).map_err(db_err(None))?;
-        txn.open_table(TXID_PREFIXES).map_err(db_err(None))?;
-        txn.open_table(TXIDS).map_err(db_err(None))?;
-        let genesis = read_genesis(&txn, first, &codec)?;
+        txn.commit().at(None)?;
+        // Publish after the commit: readers then find every round they can see stored.
+        if let Some((start, blooms)) = loaded {
+            for (round, bloom) in (start..).zip(blooms) {
+                ledger.window.publish(round, bloom);
+            }
+        }
+        Ok(ledger)
+    }
 
+    /// The ledger over an opened database, its window empty, its report the rows `meta` holds.
+    fn assemble(
+        db: redb::Database,
+        path: PathBuf,
+        config: LedgerConfig,
+        codec: Codec,
+        meta: &Meta,
+        genesis: Option<Genesis>,
+    ) -> Ledger {
         // The window holds MaxTxnLife + 1 rounds (the `Ledger::window` invariant); the cast is
         // in range, as `check` bounded MaxTxnLife by MAX_WINDOW_ROUNDS.
-        let capacity = config.max_txn_life + 1;
-        let window = Window::new(capacity as usize);
-        let mut ledger = Ledger {
+        let window = Window::new((config.max_txn_life + 1) as usize);
+        Ledger {
             db,
             path,
-            seed,
+            seed: meta.seed,
             codec,
             window,
             writer: Mutex::new(WriterState {
-                first,
+                first: meta.first,
                 genesis,
                 unsynced: 0,
             }),
             config,
-        };
-        let mut report = OpenReport {
-            first,
-            latest,
-            bloom_seed: seed,
-            ..OpenReport::default()
-        };
-        if let (Some(mut first), Some(latest)) = (first, latest) {
-            let window_start = latest.saturating_sub(ledger.config.max_txn_life);
-            if !ledger.config.archival && first < window_start {
-                prune(&txn, first, window_start)?;
-                first = window_start;
-                report.first = Some(first);
-                ledger
-                    .writer
-                    .get_mut()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .first = Some(first);
-            }
-            let start = first.max(window_start);
-            let blooms = ledger.load_window(&txn, start, latest, &mut report)?;
-            // Publish after the commit: readers then find every round they can see stored.
-            txn.commit().map_err(db_err(None))?;
-            for (round, bloom) in (start..=latest).zip(blooms) {
-                ledger.window.publish(round, bloom);
-            }
-        } else {
-            txn.commit().map_err(db_err(None))?;
+            open_report: OpenReport {
+                first: meta.first,
+                latest: meta.latest,
+                bloom_seed: meta.seed,
+                ..OpenReport::default()
+            },
         }
-        Ok((ledger, report))
+    }
+
+    /// Prunes the rounds before the window (non-archival), then loads (or rebuilds) the blooms
+    /// of the window's kept rounds; returns the first of them and the blooms, in round order.
+    fn prune_and_load(
+        &mut self,
+        txn: &WriteTransaction,
+        mut first: Round,
+        latest: Round,
+    ) -> Result<(Round, Vec<Option<AnyBloom>>), LedgerError> {
+        let window_start = latest.saturating_sub(self.config.max_txn_life);
+        if !self.config.archival && first < window_start {
+            prune(txn, first, window_start)?;
+            first = window_start;
+            self.open_report.first = Some(first);
+            self.writer
+                .get_mut()
+                .unwrap_or_else(|e| e.into_inner())
+                .first = Some(first);
+        }
+        let start = first.max(window_start);
+        let blooms = self.load_window(txn, start, latest)?;
+        Ok((start, blooms))
     }
 
     /// Loads (or rebuilds) the blooms of rounds `start..=latest`, in order (all `None` with
-    /// blooms disabled).
+    /// blooms disabled), listing in the report those it rebuilt.
     fn load_window(
-        &self,
+        &mut self,
         txn: &WriteTransaction,
         start: Round,
         latest: Round,
-        report: &mut OpenReport,
     ) -> Result<Vec<Option<AnyBloom>>, LedgerError> {
         if !self.config.blooms {
             return Ok((start..=latest).map(|_| None).collect());
         }
-        let mut meta = txn.open_table(META).map_err(db_err(None))?;
-        let indexed_from = meta
+        let indexed_from = txn
+            .open_table(META)
+            .at(None)?
             .get(META_INDEXED_FROM)
-            .map_err(db_err(None))?
+            .at(None)?
             .map(|v| v.value());
         // Rounds the marker does not cover may lack an index row (added with the txid index
         // off): with the index on, each is checked and indexed.
         let check_index = self.config.txid_index && indexed_from.is_none_or(|from| from > start);
+        let needs_index = |round| check_index && indexed_from.is_none_or(|from| from > round);
         let mut blooms = Vec::with_capacity((latest - start + 1) as usize);
-        let mut rebuild = Vec::new();
         {
-            let table = txn.open_table(BLOOMS).map_err(db_err(None))?;
-            let rows = txn.open_table(ROUND_TXIDS).map_err(db_err(None))?;
-            let prefixes = txn.open_table(TXID_PREFIXES).map_err(db_err(None))?;
-            let format_1 = txn.open_table(TXIDS).map_err(db_err(None))?;
+            let stored = StoredRows::open(txn)?;
             for round in start..=latest {
-                let row = table.get(round).map_err(db_err(Some(round)))?;
-                let loaded = match row {
-                    None => Err(RebuildReason::Missing),
-                    Some(bytes) => AnyBloom::from_bytes(bytes.value())
-                        .map_err(RebuildReason::Corrupt)
-                        .and_then(|bloom| match bloom.seed() {
-                            seed if seed == self.seed => Ok(bloom),
-                            found => Err(RebuildReason::WrongSeed { found }),
-                        }),
-                };
-                let has_index = !check_index
-                    || indexed_from.is_some_and(|from| from <= round)
-                    || rows.get(round).map_err(db_err(Some(round)))?.is_some()
-                    || prefixes.get(round).map_err(db_err(Some(round)))?.is_some()
-                    || format_1.get(round).map_err(db_err(Some(round)))?.is_some();
-                let loaded = loaded.and_then(|bloom| {
-                    if has_index {
-                        Ok(bloom)
-                    } else {
-                        Err(RebuildReason::MissingIndex)
-                    }
-                });
-                match loaded {
-                    Ok(bloom) => {
-                        report.blooms_loaded += 1;
-                        blooms.push(Some(bloom));
-                    }
-                    Err(reason) => {
-                        rebuild.push(blooms.len());
-                        blooms.push(None);
-                        report.rebuilt.push(RebuiltBloom { round, reason });
-                    }
+                let mut loaded = stored.bloom(round, self.seed)?;
+                if loaded.is_ok() && needs_index(round) && !stored.has_index(round)? {
+                    loaded = Err(RebuildReason::MissingIndex);
                 }
+                blooms.push(loaded.map_err(|reason| RebuiltBloom { round, reason }));
             }
         }
-        for i in rebuild {
-            let round = start + i as u64;
-            let block = {
-                let blocks = txn.open_table(BLOCKS).map_err(db_err(Some(round)))?;
-                self.codec
-                    .decode_stored(stored_block(&blocks, round)?.value(), round)?
-            };
-            // A rebuild writes the index row too, whatever `txid_index` says, so that the
-            // marker's promise holds for every round it covers.
-            let (bloom, index) = self.build_round_rows(&block, round, true)?;
-            persist_round_rows(txn, round, &bloom, index.as_deref())?;
-            blooms[i] = Some(bloom);
-        }
+        let blooms = blooms
+            .into_iter()
+            .zip(start..)
+            .map(|(loaded, round)| self.loaded_or_rebuilt(txn, round, loaded))
+            .collect::<Result<_, _>>()?;
         // With the index on, every round of the window now has its bloom and index rows; rounds
         // before the window do if they did before and the marker said so.
         if check_index {
-            meta.insert(META_INDEXED_FROM, start)
-                .map_err(db_err(None))?;
+            txn.open_table(META)
+                .at(None)?
+                .insert(META_INDEXED_FROM, start)
+                .at(None)?;
         }
         Ok(blooms)
     }
+
+    /// A round's loaded bloom, counted in the report; or, for one that did not load, the bloom
+    /// rebuilt from its block and written back with its index row, listed in the report.
+    fn loaded_or_rebuilt(
+        &mut self,
+        txn: &WriteTransaction,
+        round: Round,
+        loaded: Result<AnyBloom, RebuiltBloom>,
+    ) -> Result<Option<AnyBloom>, LedgerError> {
+        let rebuilt = match loaded {
+            Ok(bloom) => {
+                self.open_report.blooms_loaded += 1;
+                return Ok(Some(bloom));
+            }
+            Err(rebuilt) => rebuilt,
+        };
+        let block = {
+            let blocks = txn.open_table(BLOCKS).at(round)?;
+            self.codec
+                .decode_stored(stored_block(&blocks, round)?.value(), round)?
+        };
+        // A rebuild writes the index row too, whatever `txid_index` says, so that the marker's
+        // promise holds for every round it covers.
+        let (bloom, index) = self.build_round_rows(&block, round, true)?;
+        persist_round_rows(txn, round, &bloom, index.as_deref())?;
+        self.open_report.rebuilt.push(rebuilt);
+        Ok(Some(bloom))
+    }
+}
+
+/// The tables [`Ledger::load_window`] reads for each round of the window: its bloom and its
+/// index row in any format. Dropped before a rebuild writes (redb opens a table once per write
+/// transaction at a time).
+struct StoredRows<'t> {
+    blooms: redb::Table<'t, u64, &'static [u8]>,
+    /// `round_txids`, `txid_prefixes` (format 2), `txids` (format 1).
+    index: [redb::Table<'t, u64, &'static [u8]>; 3],
+}
+
+impl<'t> StoredRows<'t> {
+    fn open(txn: &'t WriteTransaction) -> Result<Self, LedgerError> {
+        Ok(Self {
+            blooms: txn.open_table(BLOOMS).at(None)?,
+            index: [
+                txn.open_table(ROUND_TXIDS).at(None)?,
+                txn.open_table(TXID_PREFIXES).at(None)?,
+                txn.open_table(TXIDS).at(None)?,
+            ],
+        })
+    }
+
+    /// `round`'s stored bloom if it loads and carries `seed`, else why it must be rebuilt.
+    fn bloom(
+        &self,
+        round: Round,
+        seed: u64,
+    ) -> Result<Result<AnyBloom, RebuildReason>, LedgerError> {
+        let Some(bytes) = self.blooms.get(round).at(round)? else {
+            return Ok(Err(RebuildReason::Missing));
+        };
+        Ok(AnyBloom::from_bytes(bytes.value())
+            .map_err(RebuildReason::Corrupt)
+            .and_then(|bloom| match bloom.seed() {
+                found if found == seed => Ok(bloom),
+                found => Err(RebuildReason::WrongSeed { found }),
+            }))
+    }
+
+    /// Whether `round` has an index row in any format.
+    fn has_index(&self, round: Round) -> Result<bool, LedgerError> {
+        for table in &self.index {
+            if table.get(round).at(round)?.is_some() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}
+
+/// [`LedgerError::Open`] of the database file `path`, for the errors of opening it and reading
+/// its `meta` rows.
+fn open_err<E: Into<redb::Error>>(path: &Path) -> impl FnOnce(E) -> LedgerError {
+    move |e| LedgerError::Open {
+        path: path.to_owned(),
+        source: DbError::from(e.into()),
+    }
+}
+
+/// Creates the ledger directory `dir` and opens (creating) its database with the configured
+/// cache; returns it and its file.
+fn create_database(dir: &Path, config: &LedgerConfig) -> Result<(Database, PathBuf), LedgerError> {
+    std::fs::create_dir_all(dir).map_err(|source| LedgerError::Dir {
+        path: dir.to_owned(),
+        source,
+    })?;
+    let path = dir.join(DB_FILE);
+    let db = redb::Builder::new()
+        .set_cache_size(config.cache_bytes)
+        .create(&path)
+        .map_err(open_err(&path))?;
+    Ok((db, path))
+}
+
+/// Checks the format (marking a format-1 or format-2 ledger as format 3), fixes the seed of a
+/// new ledger to `seed`, and reads the seed in use and the first and latest rounds.
+fn check_meta(txn: &WriteTransaction, path: &Path, seed: u64) -> Result<Meta, LedgerError> {
+    let mut meta = txn.open_table(META).map_err(open_err(path))?;
+    let get = |meta: &redb::Table<'_, &str, u64>, key| {
+        meta.get(key)
+            .map(|v| v.map(|v| v.value()))
+            .map_err(open_err(path))
+    };
+    match get(&meta, META_FORMAT)? {
+        // A format-1 or format-2 ledger reads as format 3 (its `txids` or `txid_prefixes` rows
+        // stay readable); marking it keeps earlier builds, which cannot read `round_txids`
+        // rows, from opening it.
+        None | Some(FORMAT_VERSION_1 | FORMAT_VERSION_2) => {
+            meta.insert(META_FORMAT, FORMAT_VERSION).at(None)?;
+        }
+        Some(FORMAT_VERSION) => {}
+        Some(found) => {
+            return Err(LedgerError::Format {
+                path: path.to_owned(),
+                found,
+            });
+        }
+    }
+    let seed = match get(&meta, META_SEED)? {
+        Some(stored) => stored,
+        None => {
+            meta.insert(META_SEED, seed).at(None)?;
+            seed
+        }
+    };
+    Ok(Meta {
+        seed,
+        first: get(&meta, META_FIRST)?,
+        latest: get(&meta, META_LATEST)?,
+    })
+}
+
+/// Creates the tables other than `meta`, so that read transactions always find them.
+fn create_tables(txn: &WriteTransaction) -> Result<(), LedgerError> {
+    txn.open_table(BLOCKS).at(None)?;
+    txn.open_table(BLOOMS).at(None)?;
+    txn.open_table(ROUND_TXIDS).at(None)?;
+    txn.open_table(TXID_PREFIXES).at(None)?;
+    txn.open_table(TXIDS).at(None)?;
+    Ok(())
 }

@@ -7,7 +7,7 @@ use txgate_algorand::codec::Block;
 use txgate_bloom::AnyBloom;
 
 use super::blocks::{Codec, stored_block};
-use super::error::{LedgerError, db_err};
+use super::error::{At, LedgerError};
 use super::genesis::Genesis;
 use super::tables::{
     BLOCKS, BLOOMS, CHAIN, CHAIN_GENESIS_HASH, CHAIN_GENESIS_ID, META, META_FIRST, ROUND_TXIDS,
@@ -23,15 +23,15 @@ pub(super) fn persist_round_rows(
     bloom: &AnyBloom,
     index: Option<&[u8]>,
 ) -> Result<(), LedgerError> {
-    let mut blooms = txn.open_table(BLOOMS).map_err(db_err(Some(round)))?;
+    let mut blooms = txn.open_table(BLOOMS).at(round)?;
     blooms
         .insert(round, bloom.to_bytes().as_slice())
-        .map_err(db_err(Some(round)))?;
+        .at(round)?;
     if let Some(index) = index {
         txn.open_table(ROUND_TXIDS)
-            .map_err(db_err(Some(round)))?
+            .at(round)?
             .insert(round, index)
-            .map_err(db_err(Some(round)))?;
+            .at(round)?;
     }
     Ok(())
 }
@@ -40,29 +40,26 @@ pub(super) fn persist_round_rows(
 pub(super) fn prune(txn: &WriteTransaction, from: Round, to: Round) -> Result<(), LedgerError> {
     let r = Some(from);
     txn.open_table(BLOCKS)
-        .map_err(db_err(r))?
+        .at(r)?
         .retain_in(from..to, |_, _| false)
-        .map_err(db_err(r))?;
+        .at(r)?;
     txn.open_table(BLOOMS)
-        .map_err(db_err(r))?
+        .at(r)?
         .retain_in(from..to, |_, _| false)
-        .map_err(db_err(r))?;
+        .at(r)?;
     txn.open_table(ROUND_TXIDS)
-        .map_err(db_err(r))?
+        .at(r)?
         .retain_in(from..to, |_, _| false)
-        .map_err(db_err(r))?;
+        .at(r)?;
     txn.open_table(TXID_PREFIXES)
-        .map_err(db_err(r))?
+        .at(r)?
         .retain_in(from..to, |_, _| false)
-        .map_err(db_err(r))?;
+        .at(r)?;
     txn.open_table(TXIDS)
-        .map_err(db_err(r))?
+        .at(r)?
         .retain_in(from..to, |_, _| false)
-        .map_err(db_err(r))?;
-    txn.open_table(META)
-        .map_err(db_err(r))?
-        .insert(META_FIRST, to)
-        .map_err(db_err(r))?;
+        .at(r)?;
+    txn.open_table(META).at(r)?.insert(META_FIRST, to).at(r)?;
     Ok(())
 }
 
@@ -88,9 +85,9 @@ pub(super) fn read_genesis(
     codec: &Codec,
 ) -> Result<Option<Genesis>, LedgerError> {
     let stored = {
-        let chain = txn.open_table(CHAIN).map_err(db_err(None))?;
-        let id = chain.get(CHAIN_GENESIS_ID).map_err(db_err(None))?;
-        let hash = chain.get(CHAIN_GENESIS_HASH).map_err(db_err(None))?;
+        let chain = txn.open_table(CHAIN).at(None)?;
+        let id = chain.get(CHAIN_GENESIS_ID).at(None)?;
+        let hash = chain.get(CHAIN_GENESIS_HASH).at(None)?;
         match (id, hash) {
             (Some(id), Some(hash)) => Some(Genesis {
                 id: id.value().to_vec(),
@@ -107,7 +104,7 @@ pub(super) fn read_genesis(
         return Ok(stored);
     }
     let block = {
-        let blocks = txn.open_table(BLOCKS).map_err(db_err(Some(first)))?;
+        let blocks = txn.open_table(BLOCKS).at(first)?;
         codec.decode_stored(stored_block(&blocks, first)?.value(), first)?
     };
     let genesis = Genesis::of(&block);
@@ -122,12 +119,12 @@ pub(super) fn write_genesis(
     genesis: &Genesis,
 ) -> Result<(), LedgerError> {
     let r = Some(round);
-    let mut chain = txn.open_table(CHAIN).map_err(db_err(r))?;
+    let mut chain = txn.open_table(CHAIN).at(r)?;
     chain
         .insert(CHAIN_GENESIS_ID, genesis.id.as_slice())
-        .map_err(db_err(r))?;
+        .at(r)?;
     chain
         .insert(CHAIN_GENESIS_HASH, genesis.hash.as_slice())
-        .map_err(db_err(r))?;
+        .at(r)?;
     Ok(())
 }

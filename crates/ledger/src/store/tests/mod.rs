@@ -112,7 +112,9 @@ pub(super) fn with_life(max_txn_life: u64) -> LedgerConfig {
 }
 
 pub(super) fn open(dir: &Path, config: LedgerConfig) -> (Ledger, OpenReport) {
-    Ledger::open_with_codec(dir, config, TEST_CODEC).unwrap()
+    let ledger = Ledger::open_with_codec(dir, config, TEST_CODEC).unwrap();
+    let report = ledger.open_report().clone();
+    (ledger, report)
 }
 
 /// Adds rounds `rounds` with `per_round(round)` random txns each; returns round -> txids.

@@ -374,3 +374,50 @@ fn switching_blooms_on_rebuilds_the_window_and_decodes_older_rounds() {
         assert_eq!(l.lookup_txid(&ids[1], (round + 1) % 12).unwrap(), None);
     }
 }
+
+/// A database error names the operation that failed and the round: a `blooms` table of another
+/// key type (a damaged or foreign file) fails at open as a table that does not open, of no round.
+#[test]
+fn store_errors_name_the_operation_and_the_round() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (l, _) = open(dir.path(), LedgerConfig::default());
+        l.add_block(&encode(3, &[Txid([1; 32])])).unwrap();
+    }
+    {
+        let db = Database::create(dir.path().join(DB_FILE)).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.delete_table(BLOOMS).unwrap();
+        let other: redb::TableDefinition<'_, &str, u64> = redb::TableDefinition::new("blooms");
+        txn.open_table(other).unwrap().insert("x", 1).unwrap();
+        txn.commit().unwrap();
+    }
+    let err = Ledger::open_with_codec(dir.path(), LedgerConfig::default(), TEST_CODEC).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            LedgerError::Store {
+                round: None,
+                op: StoreOp::OpenTable,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(err.to_string(), "ledger store error while opening a table");
+    // A row operation of a round, from redb's own error type.
+    let rows: Result<(), _> = Err(redb::StorageError::Corrupted("test".into()));
+    let err = super::super::error::At::at(rows, 7).unwrap_err();
+    assert!(matches!(
+        err,
+        LedgerError::Store {
+            round: Some(7),
+            op: StoreOp::Rows,
+            ..
+        }
+    ));
+    assert_eq!(
+        err.to_string(),
+        "ledger store error while accessing rows (round 7)"
+    );
+}

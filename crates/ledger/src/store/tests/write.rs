@@ -10,7 +10,15 @@ fn sequencing_errors_write_nothing() {
         let (l, _) = open(dir.path(), LedgerConfig::default());
         // An empty ledger takes any first round.
         l.add_block(&encode(5, &[Txid([1; 32])])).unwrap();
-        for bad in [4, 5, 7, 0, u64::MAX] {
+        // A round the ledger holds (or held) is its own error; a gap is out of order.
+        for held in [4, 5, 0] {
+            let err = l.add_block(&encode(held, &[Txid([9; 32])])).unwrap_err();
+            assert!(
+                matches!(err, LedgerError::AlreadyHeld { round, latest: 5 } if round == held),
+                "{err}"
+            );
+        }
+        for bad in [7, u64::MAX] {
             let err = l.add_block(&encode(bad, &[Txid([9; 32])])).unwrap_err();
             assert!(
                 matches!(err, LedgerError::OutOfOrder { expected: 6, got } if got == bad),
@@ -71,6 +79,18 @@ fn blocks_of_another_network_are_refused_and_nothing_is_written() {
             }
             e => panic!("{e}"),
         }
+        // A round the ledger holds is checked for its network before it is called held.
+        assert!(matches!(
+            l.add_decoded_block(&other(5, [3; 32]), &encode(5, &[])),
+            Err(LedgerError::OtherNetwork { round: 5, .. })
+        ));
+        assert!(matches!(
+            l.add_decoded_block(&block(5, &[]), &encode(5, &[])),
+            Err(LedgerError::AlreadyHeld {
+                round: 5,
+                latest: 5
+            })
+        ));
         // Both networks by name and base64 genesis hash, on one line.
         let msg = err.to_string();
         assert!(msg.contains("mainnet-v1.0 (genesis hash AwMD"), "{msg}");
