@@ -131,16 +131,7 @@ fn lookups(c: &mut Criterion) {
             ("blooms256", &small),
             ("blooms512", &large),
         ] {
-            let mut i = 0;
-            g.bench_function(mode, |b| {
-                b.iter(|| {
-                    let (id, round) = &queries[i % queries.len()];
-                    i += 1;
-                    let found = ledger.lookup_txid(black_box(id), *round).unwrap();
-                    debug_assert_eq!(found.is_some(), present);
-                    black_box(found)
-                })
-            });
+            bench_lookups(&mut g, mode, ledger, queries, present);
         }
         if present {
             hits_by_age(&mut g, &mut rng);
@@ -178,17 +169,28 @@ fn hits_by_age(
         ("blooms_in_window", &inside),
         ("blooms_old_round", &outside),
     ] {
-        let mut i = 0;
-        g.bench_function(mode, |b| {
-            b.iter(|| {
-                let (id, round) = &queries[i % queries.len()];
-                i += 1;
-                let found = ledger.lookup_txid(black_box(id), *round).unwrap();
-                debug_assert!(found.is_some());
-                black_box(found)
-            })
-        });
+        bench_lookups(g, mode, &ledger, queries, true);
     }
+}
+
+/// One row of `g`: `lookup_txid` of `queries` in turn (each `present` in its round or not).
+fn bench_lookups(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    mode: &str,
+    ledger: &Ledger,
+    queries: &[(Txid, Round)],
+    present: bool,
+) {
+    let mut i = 0;
+    g.bench_function(mode, |b| {
+        b.iter(|| {
+            let (id, round) = &queries[i % queries.len()];
+            i += 1;
+            let found = ledger.lookup_txid(black_box(id), *round).unwrap();
+            debug_assert_eq!(found.is_some(), present);
+            black_box(found)
+        })
+    });
 }
 
 fn add_block(c: &mut Criterion) {
