@@ -33,7 +33,7 @@ use rand::{Rng, SeedableRng, rngs::SmallRng};
 use txgate_benches::{random_ids, random_u64s};
 use txgate_bloom::{
     AtomicBlockedBloom, Backend, Block256, Block512, BlockLayout, BlockedBloom, BloomBuilder,
-    Layout, PREFETCH_AHEAD,
+    Bytes, Filter, Hashed, Layout, PREFETCH_AHEAD,
 };
 
 const KEYS: usize = 1 << 20;
@@ -43,10 +43,8 @@ const DRAM_PROBES: usize = 1 << 22;
 
 fn builder<B: BlockLayout>(bits: usize) -> BloomBuilder<B> {
     BloomBuilder::with_num_bits(bits as u64)
-        .unwrap()
         .seed(1)
         .layout::<B>()
-        .unwrap()
 }
 
 fn txgate<B: BlockLayout>(bits: usize, backend: Backend) -> BlockedBloom<B> {
@@ -141,20 +139,24 @@ fn prehashed(c: &mut Criterion) {
     let mut fb = fastbloom(bits, KEYS);
     let mut sb = sbbf(bits, KEYS);
     for &k in &keys {
-        small.iter_mut().for_each(|(_, f)| sink(f.insert_hash(k)));
-        large.iter_mut().for_each(|(_, f)| sink(f.insert_hash(k)));
+        small
+            .iter_mut()
+            .for_each(|(_, f)| sink(f.insert(Hashed(k))));
+        large
+            .iter_mut()
+            .for_each(|(_, f)| sink(f.insert(Hashed(k))));
         fb.insert_hash(k);
         sb.insert_hash(k);
     }
     for (case, probe) in [("contains_hit", hits), ("contains_miss", &misses[..])] {
         for (name, f) in &small {
             g.bench_function(BenchmarkId::new(case, name), |b| {
-                b.iter(|| count(probe, |k| f.contains_hash(k)))
+                b.iter(|| count(probe, |k| f.contains(Hashed(k))))
             });
         }
         for (name, f) in &large {
             g.bench_function(BenchmarkId::new(case, name), |b| {
-                b.iter(|| count(probe, |k| f.contains_hash(k)))
+                b.iter(|| count(probe, |k| f.contains(Hashed(k))))
             });
         }
         g.bench_function(BenchmarkId::new(case, "fastbloom"), |b| {
@@ -177,7 +179,7 @@ fn prehashed_insert<B: BlockLayout>(
         g.bench_function(BenchmarkId::new("insert", name::<B>(Some(backend))), |b| {
             b.iter_batched_ref(
                 || txgate::<B>(bits, backend),
-                |f| keys.iter().for_each(|&k| sink(f.insert_hash(k))),
+                |f| keys.iter().for_each(|&k| sink(f.insert(Hashed(k)))),
                 BatchSize::LargeInput,
             )
         });
@@ -196,14 +198,14 @@ fn ids(c: &mut Criterion) {
     g.bench_function(BenchmarkId::new("insert", "txgate"), |b| {
         b.iter_batched_ref(
             || txgate::<Block256>(bits, Backend::detect()),
-            |f| keys.iter().for_each(|k| sink(f.insert_id(k))),
+            |f| keys.iter().for_each(|k| sink(f.insert(Bytes(k)))),
             BatchSize::LargeInput,
         )
     });
     g.bench_function(BenchmarkId::new("insert", "txgate512"), |b| {
         b.iter_batched_ref(
             || txgate::<Block512>(bits, Backend::detect()),
-            |f| keys.iter().for_each(|k| sink(f.insert_id(k))),
+            |f| keys.iter().for_each(|k| sink(f.insert(Bytes(k)))),
             BatchSize::LargeInput,
         )
     });
@@ -236,18 +238,18 @@ fn ids(c: &mut Criterion) {
     let mut sb = sbbf(bits, KEYS);
     let mut bf = bloomfilter::Bloom::<[u8; 32]>::new(bits / 8, KEYS).unwrap();
     for k in &keys {
-        tg.insert_id(k);
-        tg512.insert_id(k);
+        tg.insert(Bytes(k));
+        tg512.insert(Bytes(k));
         fb.insert(k);
         sb.insert_hash(xxh3(k));
         bf.set(k);
     }
     for (case, probe) in [("contains_hit", hits), ("contains_miss", &misses[..])] {
         g.bench_function(BenchmarkId::new(case, "txgate"), |b| {
-            b.iter(|| probe.iter().filter(|k| tg.contains_id(k)).count())
+            b.iter(|| probe.iter().filter(|k| tg.contains(Bytes(*k))).count())
         });
         g.bench_function(BenchmarkId::new(case, "txgate512"), |b| {
-            b.iter(|| probe.iter().filter(|k| tg512.contains_id(k)).count())
+            b.iter(|| probe.iter().filter(|k| tg512.contains(Bytes(*k))).count())
         });
         g.bench_function(BenchmarkId::new(case, "fastbloom"), |b| {
             b.iter(|| probe.iter().filter(|k| fb.contains(*k)).count())
@@ -289,14 +291,14 @@ fn atomic_insert_of<B: BlockLayout>(
     g.bench_function(format!("{name}-plain"), |b| {
         b.iter_batched_ref(
             || txgate::<B>(bits, Backend::detect()),
-            |f| keys.iter().for_each(|&k| sink(f.insert_hash(k))),
+            |f| keys.iter().for_each(|&k| sink(f.insert(Hashed(k)))),
             BatchSize::LargeInput,
         )
     });
     g.bench_function(format!("{name}-atomic"), |b| {
         b.iter_batched_ref(
             || txgate_atomic::<B>(bits),
-            |f| keys.iter().for_each(|&k| sink(f.insert_hash(k))),
+            |f| keys.iter().for_each(|&k| sink(f.insert(Hashed(k)))),
             BatchSize::LargeInput,
         )
     });
@@ -403,7 +405,7 @@ fn dram_txgate<B: BlockLayout>(
     drop(keys);
     let name = name::<B>(None);
     g.bench_function(format!("{name}-contains"), |b| {
-        b.iter(|| count(probes, |k| filter.contains_hash(k)))
+        b.iter(|| count(probes, |k| filter.contains(Hashed(k))))
     });
     let mut out = vec![false; probes.len()];
     g.bench_function(format!("{name}-contains_many"), |b| {

@@ -11,26 +11,22 @@ use std::hint::black_box;
 
 use iai_callgrind::{library_benchmark, library_benchmark_group, main};
 use txgate_benches::{random_ids, random_u64s};
-use txgate_bloom::{AtomicBlockedBloom, Block512, BlockedBloom, BloomBuilder};
+use txgate_bloom::{
+    AtomicBlockedBloom, Block512, BlockedBloom, BloomBuilder, Bytes, Filter, Hashed,
+};
 
 const OPS: usize = 1000;
 /// 2^16 keys at 10 bits per key: 80 KiB, cache resident.
 const BITS: u64 = (1 << 16) * 10;
 
 fn empty() -> BlockedBloom {
-    BloomBuilder::with_num_bits(BITS)
-        .unwrap()
-        .seed(1)
-        .build()
-        .unwrap()
+    BloomBuilder::with_num_bits(BITS).seed(1).build().unwrap()
 }
 
 fn empty512() -> BlockedBloom<Block512> {
     BloomBuilder::with_num_bits(BITS)
-        .unwrap()
         .seed(1)
         .layout::<Block512>()
-        .unwrap()
         .build()
         .unwrap()
 }
@@ -39,7 +35,7 @@ fn filled512() -> (BlockedBloom<Block512>, Vec<u64>, Vec<u64>) {
     let mut f = empty512();
     let keys = random_u64s(1 << 16, 1);
     keys.iter().for_each(|&k| {
-        f.insert_hash(k);
+        f.insert(Hashed(k));
     });
     (f, keys[..OPS].to_vec(), random_u64s(OPS, 2))
 }
@@ -48,7 +44,7 @@ fn filled() -> (BlockedBloom, Vec<u64>, Vec<u64>) {
     let mut f = empty();
     let keys = random_u64s(1 << 16, 1);
     keys.iter().for_each(|&k| {
-        f.insert_hash(k);
+        f.insert(Hashed(k));
     });
     (f, keys[..OPS].to_vec(), random_u64s(OPS, 2))
 }
@@ -57,7 +53,7 @@ fn filled() -> (BlockedBloom, Vec<u64>, Vec<u64>) {
 #[bench::prehashed_1000((empty(), random_u64s(OPS, 3)))]
 fn insert((mut f, keys): (BlockedBloom, Vec<u64>)) -> BlockedBloom {
     for k in keys {
-        black_box(f.insert_hash(k));
+        black_box(f.insert(Hashed(k)));
     }
     f
 }
@@ -66,16 +62,16 @@ fn insert((mut f, keys): (BlockedBloom, Vec<u64>)) -> BlockedBloom {
 #[bench::ids_1000((empty(), random_ids(OPS, 4)))]
 fn insert_id((mut f, ids): (BlockedBloom, Vec<[u8; 32]>)) -> BlockedBloom {
     for id in &ids {
-        black_box(f.insert_id(id));
+        black_box(f.insert(Bytes(id)));
     }
     f
 }
 
 #[library_benchmark]
-#[bench::prehashed_1000((BloomBuilder::with_num_bits(BITS).unwrap().seed(1).build_atomic().unwrap(), random_u64s(OPS, 5)))]
+#[bench::prehashed_1000((BloomBuilder::with_num_bits(BITS).seed(1).build_atomic().unwrap(), random_u64s(OPS, 5)))]
 fn atomic_insert((f, keys): (AtomicBlockedBloom, Vec<u64>)) -> AtomicBlockedBloom {
     for k in keys {
-        black_box(f.insert_hash(k));
+        black_box(f.insert(Hashed(k)));
     }
     f
 }
@@ -84,7 +80,7 @@ fn atomic_insert((f, keys): (AtomicBlockedBloom, Vec<u64>)) -> AtomicBlockedBloo
 #[bench::hit_1000(filled())]
 fn contains_hit((f, hits, _): (BlockedBloom, Vec<u64>, Vec<u64>)) -> usize {
     hits.iter()
-        .filter(|&&k| f.contains_hash(black_box(k)))
+        .filter(|&&k| f.contains(Hashed(black_box(k))))
         .count()
 }
 
@@ -93,7 +89,7 @@ fn contains_hit((f, hits, _): (BlockedBloom, Vec<u64>, Vec<u64>)) -> usize {
 fn contains_miss((f, _, misses): (BlockedBloom, Vec<u64>, Vec<u64>)) -> usize {
     misses
         .iter()
-        .filter(|&&k| f.contains_hash(black_box(k)))
+        .filter(|&&k| f.contains(Hashed(black_box(k))))
         .count()
 }
 
@@ -101,18 +97,18 @@ fn contains_miss((f, _, misses): (BlockedBloom, Vec<u64>, Vec<u64>)) -> usize {
 #[bench::prehashed_1000((empty512(), random_u64s(OPS, 3)))]
 fn insert512((mut f, keys): (BlockedBloom<Block512>, Vec<u64>)) -> BlockedBloom<Block512> {
     for k in keys {
-        black_box(f.insert_hash(k));
+        black_box(f.insert(Hashed(k)));
     }
     f
 }
 
 #[library_benchmark]
-#[bench::prehashed_1000((BloomBuilder::with_num_bits(BITS).unwrap().seed(1).layout::<Block512>().unwrap().build_atomic().unwrap(), random_u64s(OPS, 5)))]
+#[bench::prehashed_1000((BloomBuilder::with_num_bits(BITS).seed(1).layout::<Block512>().build_atomic().unwrap(), random_u64s(OPS, 5)))]
 fn atomic_insert512(
     (f, keys): (AtomicBlockedBloom<Block512>, Vec<u64>),
 ) -> AtomicBlockedBloom<Block512> {
     for k in keys {
-        black_box(f.insert_hash(k));
+        black_box(f.insert(Hashed(k)));
     }
     f
 }
@@ -121,7 +117,7 @@ fn atomic_insert512(
 #[bench::hit_1000(filled512())]
 fn contains_hit512((f, hits, _): (BlockedBloom<Block512>, Vec<u64>, Vec<u64>)) -> usize {
     hits.iter()
-        .filter(|&&k| f.contains_hash(black_box(k)))
+        .filter(|&&k| f.contains(Hashed(black_box(k))))
         .count()
 }
 
@@ -130,7 +126,7 @@ fn contains_hit512((f, hits, _): (BlockedBloom<Block512>, Vec<u64>, Vec<u64>)) -
 fn contains_miss512((f, _, misses): (BlockedBloom<Block512>, Vec<u64>, Vec<u64>)) -> usize {
     misses
         .iter()
-        .filter(|&&k| f.contains_hash(black_box(k)))
+        .filter(|&&k| f.contains(Hashed(black_box(k))))
         .count()
 }
 

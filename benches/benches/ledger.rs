@@ -35,7 +35,7 @@ use rand::{Rng, SeedableRng, rngs::SmallRng};
 use txgate_algorand::codec::decode_block;
 use txgate_algorand::synth::{SynthTxn, encode_block};
 use txgate_algorand::{Round, Txid};
-use txgate_bloom::{BloomBuilder, Layout};
+use txgate_bloom::{BloomBuilder, Bytes, Layout};
 use txgate_ledger::store::{Ledger, LedgerConfig};
 
 const GEN: &str = "bench-v1";
@@ -262,12 +262,11 @@ fn window_and_reopen(c: &mut Criterion) {
                         block.txns.len() as u64,
                         ledger.config().false_positive_rate,
                     )
-                    .unwrap()
                     .seed(seed)
                     .build_any(ledger.config().bloom_layout)
                     .unwrap();
                     for t in &block.txns {
-                        bloom.insert_id(t.txid.as_bytes());
+                        bloom.insert(Bytes(t.txid.as_bytes()));
                     }
                     bloom
                 })

@@ -5,15 +5,15 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use txgate_bloom::{AnyBloom, AtomicBlockedBloom, Block256, Block512, BlockedBloom, Sbbf};
+use txgate_bloom::{AnyBloom, AtomicBlockedBloom, Block256, Block512, BlockedBloom, Filter, Sbbf};
 use txgate_testkit::bloom_format::written_back;
 
 fuzz_target!(|bytes: &[u8]| {
     let written = [
-        BlockedBloom::<Block256>::from_bytes(bytes).map(|f| f.to_bytes()),
-        BlockedBloom::<Block512>::from_bytes(bytes).map(|f| f.to_bytes()),
-        AtomicBlockedBloom::<Block256>::from_bytes(bytes).map(|f| f.to_bytes()),
-        AtomicBlockedBloom::<Block512>::from_bytes(bytes).map(|f| f.to_bytes()),
+        BlockedBloom::<Block256>::from_layout_bytes(bytes).map(|f| f.to_bytes()),
+        BlockedBloom::<Block512>::from_layout_bytes(bytes).map(|f| f.to_bytes()),
+        AtomicBlockedBloom::<Block256>::from_layout_bytes(bytes).map(|f| f.to_bytes()),
+        AtomicBlockedBloom::<Block512>::from_layout_bytes(bytes).map(|f| f.to_bytes()),
     ];
     let loaded = written.iter().filter(|w| w.is_ok()).count();
     // At most one layout's pair of loaders accepts the bytes, and both of that pair do.

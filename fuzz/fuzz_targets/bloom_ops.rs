@@ -11,7 +11,7 @@ use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use txgate_bloom::{
     AnyBloom, AtomicBlockedBloom, Backend, Block256, Block512, BlockLayout, BlockedBloom,
-    BloomBuilder,
+    BloomBuilder, Bytes, Filter, Hashed,
 };
 
 #[derive(Arbitrary, Debug, Clone, PartialEq, Eq, Hash)]
@@ -47,8 +47,8 @@ fn insert<B: BlockLayout>(
 ) -> (bool, bool) {
     match key {
         Key::Bytes(b) => (plain.insert(b), atomic.insert(b)),
-        Key::Id(id) => (plain.insert_id(id), atomic.insert_id(id)),
-        Key::Hash(h) => (plain.insert_hash(*h), atomic.insert_hash(*h)),
+        Key::Id(id) => (plain.insert(Bytes(id)), atomic.insert(Bytes(id))),
+        Key::Hash(h) => (plain.insert(Hashed(*h)), atomic.insert(Hashed(*h))),
     }
 }
 
@@ -59,19 +59,17 @@ fn contains<B: BlockLayout>(
 ) -> (bool, bool) {
     match key {
         Key::Bytes(b) => (plain.contains(b), atomic.contains(b)),
-        Key::Id(id) => (plain.contains_id(id), atomic.contains_id(id)),
-        Key::Hash(h) => (plain.contains_hash(*h), atomic.contains_hash(*h)),
+        Key::Id(id) => (plain.contains(Bytes(id)), atomic.contains(Bytes(id))),
+        Key::Hash(h) => (plain.contains(Hashed(*h)), atomic.contains(Hashed(*h))),
     }
 }
 
 /// Runs the ops on layout `B` with `backend`; returns the final bits.
 fn run<B: BlockLayout>(input: &Input, backend: Backend) -> Vec<u8> {
     let builder = BloomBuilder::with_num_blocks(u64::from(input.blocks) + 1)
-        .unwrap()
         .seed(input.seed)
         .backend(backend)
-        .layout::<B>()
-        .unwrap();
+        .layout::<B>();
     let mut plain = builder.build().unwrap();
     let mut atomic = builder.build_atomic().unwrap();
     let mut model: HashSet<Key> = HashSet::new();
@@ -110,8 +108,8 @@ fn run<B: BlockLayout>(input: &Input, backend: Backend) -> Vec<u8> {
             }
             Op::Reload => {
                 let bytes = plain.to_bytes();
-                plain = BlockedBloom::<B>::from_bytes(&bytes).unwrap();
-                atomic = AtomicBlockedBloom::<B>::from_bytes(&atomic.to_bytes()).unwrap();
+                plain = BlockedBloom::<B>::from_layout_bytes(&bytes).unwrap();
+                atomic = AtomicBlockedBloom::<B>::from_layout_bytes(&atomic.to_bytes()).unwrap();
                 let any = AnyBloom::from_bytes(&bytes).unwrap();
                 assert_eq!(any.layout(), B::LAYOUT);
                 assert_eq!(any.to_bytes(), bytes);

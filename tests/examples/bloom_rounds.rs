@@ -8,7 +8,9 @@
 
 use std::time::Instant;
 
-use txgate_bloom::{Backend, Block256, Block512, BlockLayout, BlockedBloom, BloomBuilder};
+use txgate_bloom::{
+    Backend, Block256, Block512, BlockLayout, BlockedBloom, BloomBuilder, Bytes, Filter, Hashed,
+};
 use txgate_testkit::real_round_txids;
 use txgate_testkit::rng::SplitMix64;
 
@@ -29,11 +31,10 @@ fn real_rounds(rounds: &[txgate_testkit::RoundTxids]) {
         .iter()
         .map(|r| {
             let mut f = BloomBuilder::with_false_positive_rate(r.txids.len() as u64, fpr)
-                .expect("valid sizing")
                 .build()
                 .expect("small filter");
             for t in &r.txids {
-                f.insert_id(t);
+                f.insert(Bytes(t));
             }
             f
         })
@@ -43,7 +44,7 @@ fn real_rounds(rounds: &[txgate_testkit::RoundTxids]) {
     for (i, r) in rounds.iter().enumerate() {
         for t in &r.txids {
             for (j, f) in filters.iter().enumerate() {
-                let present = f.contains_id(t);
+                let present = f.contains(Bytes(t));
                 if i == j {
                     hits += u64::from(present);
                 } else {
@@ -100,21 +101,19 @@ fn fpr_rows<B: BlockLayout>(keys: u64, probes: u64, bits_per_key: u64) {
     let layout = format!("{}-bit", B::LAYOUT.bits_per_block());
     for backend in Backend::available() {
         let builder = BloomBuilder::with_num_blocks(blocks)
-            .expect("blocks")
             .seed(1)
             .backend(backend)
-            .layout::<B>()
-            .expect("layout");
+            .layout::<B>();
         let mut plain = builder.build().expect("filter");
         let atomic = builder.build_atomic().expect("filter");
         let mut s = SplitMix64(0xfeed);
         for _ in 0..keys {
             let h = s.next_u64();
-            plain.insert_hash(h);
-            atomic.insert_hash(h);
+            plain.insert(Hashed(h));
+            atomic.insert(Hashed(h));
         }
-        let plain_contains = |h| plain.contains_hash(h);
-        let atomic_contains = |h| atomic.contains_hash(h);
+        let plain_contains = |h| plain.contains(Hashed(h));
+        let atomic_contains = |h| atomic.contains(Hashed(h));
         let variants: [(&str, &dyn Fn(u64) -> bool); 2] =
             [("plain", &plain_contains), ("atomic", &atomic_contains)];
         for (variant, contains) in variants {

@@ -2,6 +2,7 @@
 
 use std::hash::Hash;
 
+use crate::api::{Filter, Key};
 use crate::block::Block256;
 use crate::block512::Block512;
 use crate::error::LoadError;
@@ -12,18 +13,18 @@ use crate::layout::Layout;
 
 /// A [`BlockedBloom`] of either native layout, for code that picks the layout at run time (from
 /// configuration) or loads stored filters of both: [`AnyBloom::from_bytes`] takes whichever
-/// layout the bytes record. Every method forwards to the filter inside (one predictable branch
-/// per call).
+/// layout the bytes record. `insert` and every [`Filter`] method forward to the filter inside
+/// (one predictable branch per call).
 ///
 /// # Examples
 /// ```
-/// use txgate_bloom::{AnyBloom, BloomBuilder, Layout};
-/// let mut round = BloomBuilder::with_false_positive_rate(1_000, 0.001)?.build_any(Layout::Block512)?;
-/// round.insert_id(&[9; 32]);
+/// use txgate_bloom::{AnyBloom, BloomBuilder, Bytes, Filter, Layout};
+/// let mut round = BloomBuilder::with_false_positive_rate(1_000, 0.001).build_any(Layout::Block512)?;
+/// round.insert(Bytes(&[9; 32]));
 /// let stored = round.to_bytes();
 /// let loaded = AnyBloom::from_bytes(&stored)?;
 /// assert_eq!(loaded.layout(), Layout::Block512);
-/// assert!(loaded.contains_id(&[9; 32]));
+/// assert!(loaded.contains(Bytes(&[9; 32])));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Debug)]
@@ -61,137 +62,66 @@ impl AnyBloom {
                 .copied()
                 .and_then(Layout::from_code)
             {
-                Some(Layout::Block512) => AnyBloom::Block512(BlockedBloom::from_bytes(bytes)?),
+                Some(Layout::Block512) => {
+                    AnyBloom::Block512(BlockedBloom::from_layout_bytes(bytes)?)
+                }
                 _ => AnyBloom::Block256(BlockedBloom::from_bytes(bytes)?),
             },
         )
     }
 
-    /// The block layout.
-    pub fn layout(&self) -> Layout {
-        forward!(self, f => f.layout())
-    }
-
-    /// The 64-bit hash of `key` ([`BlockedBloom::hash`]).
+    /// Inserts `key` (any [`Key`]) into the filter inside; whether it was new
+    /// ([`BlockedBloom::insert`]).
     #[inline]
-    pub fn hash<T: Hash + ?Sized>(&self, key: &T) -> u64 {
+    pub fn insert<K: Key>(&mut self, key: K) -> bool {
+        forward!(self, f => f.insert(key))
+    }
+}
+
+impl Filter for AnyBloom {
+    #[inline]
+    fn hash<K: Key>(&self, key: K) -> u64 {
         forward!(self, f => f.hash(key))
     }
 
-    /// The 64-bit hash of an id of `N` bytes ([`BlockedBloom::hash_id`]).
     #[inline]
-    pub fn hash_id<const N: usize>(&self, id: &[u8; N]) -> u64 {
-        forward!(self, f => f.hash_id(id))
-    }
-
-    /// The 64-bit hash of a byte string ([`BlockedBloom::hash_bytes`]: portable, fixed by the
-    /// format).
-    #[inline]
-    pub fn hash_bytes(&self, bytes: &[u8]) -> u64 {
-        forward!(self, f => f.hash_bytes(bytes))
-    }
-
-    /// Inserts `key`; whether it was new ([`BlockedBloom::insert`]).
-    #[inline]
-    pub fn insert<T: Hash + ?Sized>(&mut self, key: &T) -> bool {
-        forward!(self, f => f.insert(key))
-    }
-
-    /// Inserts an id of `N` bytes; whether it was new.
-    #[inline]
-    pub fn insert_id<const N: usize>(&mut self, id: &[u8; N]) -> bool {
-        forward!(self, f => f.insert_id(id))
-    }
-
-    /// Inserts a byte string ([`BlockedBloom::insert_bytes`]); whether it was new.
-    #[inline]
-    pub fn insert_bytes(&mut self, bytes: &[u8]) -> bool {
-        forward!(self, f => f.insert_bytes(bytes))
-    }
-
-    /// Inserts a key by its (well-mixed) 64-bit hash; whether it was new.
-    #[inline]
-    pub fn insert_hash(&mut self, hash: u64) -> bool {
-        forward!(self, f => f.insert_hash(hash))
-    }
-
-    /// Whether `key` may be in the filter.
-    #[inline]
-    pub fn contains<T: Hash + ?Sized>(&self, key: &T) -> bool {
+    fn contains<K: Key>(&self, key: K) -> bool {
         forward!(self, f => f.contains(key))
     }
 
-    /// Whether the id of `N` bytes may be in the filter.
-    #[inline]
-    pub fn contains_id<const N: usize>(&self, id: &[u8; N]) -> bool {
-        forward!(self, f => f.contains_id(id))
-    }
-
-    /// Whether the byte string may be in the filter ([`BlockedBloom::contains_bytes`]).
-    #[inline]
-    pub fn contains_bytes(&self, bytes: &[u8]) -> bool {
-        forward!(self, f => f.contains_bytes(bytes))
-    }
-
-    /// Whether the key with this 64-bit hash may be in the filter.
-    #[inline]
-    pub fn contains_hash(&self, hash: u64) -> bool {
-        forward!(self, f => f.contains_hash(hash))
-    }
-
-    /// Batch query with prefetching ([`BlockedBloom::contains_many`]).
-    ///
-    /// # Panics
-    /// Panics if `out.len() != hashes.len()`.
-    pub fn contains_many(&self, hashes: &[u64], out: &mut [bool]) {
+    fn contains_many(&self, hashes: &[u64], out: &mut [bool]) {
         forward!(self, f => f.contains_many(hashes, out))
     }
 
-    /// The false-positive rate the formula expects after `items` distinct inserts.
-    pub fn expected_false_positive_rate(&self, items: u64) -> f64 {
-        forward!(self, f => f.expected_false_positive_rate(items))
+    fn layout(&self) -> Layout {
+        forward!(self, f => f.layout())
     }
 
-    /// Bits set in the whole filter.
-    pub fn count_ones(&self) -> u64 {
-        forward!(self, f => f.count_ones())
-    }
-
-    /// Blocks in the filter.
-    pub fn num_blocks(&self) -> u64 {
+    fn num_blocks(&self) -> u64 {
         forward!(self, f => f.num_blocks())
     }
 
-    /// Bits in the filter.
-    pub fn num_bits(&self) -> u64 {
-        forward!(self, f => f.num_bits())
-    }
-
-    /// Bytes of filter memory.
-    pub fn memory_bytes(&self) -> u64 {
-        forward!(self, f => f.memory_bytes())
-    }
-
-    /// The hash seed.
-    pub fn seed(&self) -> u64 {
+    fn seed(&self) -> u64 {
         forward!(self, f => f.seed())
     }
 
-    /// The kernel backend in use.
-    pub fn backend(&self) -> Backend {
+    fn backend(&self) -> Backend {
         forward!(self, f => f.backend())
     }
 
-    /// The serialized form ([`BlockedBloom::to_bytes`]).
-    pub fn to_bytes(&self) -> Vec<u8> {
+    fn count_ones(&self) -> u64 {
+        forward!(self, f => f.count_ones())
+    }
+
+    fn to_bytes(&self) -> Vec<u8> {
         forward!(self, f => f.to_bytes())
     }
 }
 
-/// Inserts every key, as [`AnyBloom::insert`] does: by its `std::hash::Hash` impl, into the filter
-/// inside (one branch on the layout for the whole batch). Such keys are found by
-/// [`contains`](AnyBloom::contains), not by `contains_id` or `contains_bytes` (another hash).
-/// There is no `FromIterator` (see [`BloomBuilder::build_from`](crate::BloomBuilder::build_from)).
+/// Inserts every key by its `std::hash::Hash` impl, as [`AnyBloom::insert`]`(&key)` does, into
+/// the filter inside (one branch on the layout for the whole batch). Such keys are found by
+/// `contains(&key)`, not as [`Bytes`](crate::Bytes) (another hash). There is no `FromIterator`
+/// (see [`BloomBuilder::build`](crate::BloomBuilder::build)).
 impl<T: Hash> Extend<T> for AnyBloom {
     fn extend<I: IntoIterator<Item = T>>(&mut self, keys: I) {
         forward!(self, f => f.extend(keys))

@@ -2,14 +2,15 @@
 
 use std::hash::Hash;
 
+use crate::api::{Filter, Hashed, Key};
 use crate::block::{Block256, fingerprint};
 use crate::builder::try_alloc;
 use crate::error::{BuildError, LoadError, ShapeError};
 use crate::filter::BlockedBloom;
 use crate::format;
-use crate::geometry::{Geometry, native_accessors};
+use crate::geometry::Geometry;
 use crate::kernels::{Backend, Kernel, PREFETCH_AHEAD, prefetch};
-use crate::layout::BlockLayout;
+use crate::layout::{BlockLayout, Layout};
 use txgate_sync::sync::Ordering;
 
 /// A blocked bloom filter that many threads insert into at once, through `&self`. The block is
@@ -39,8 +40,8 @@ use txgate_sync::sync::Ordering;
 /// # Examples
 /// ```
 /// use std::sync::Arc;
-/// use txgate_bloom::BloomBuilder;
-/// let seen = Arc::new(BloomBuilder::with_false_positive_rate(10_000, 0.001)?.build_atomic()?);
+/// use txgate_bloom::{BloomBuilder, Filter};
+/// let seen = Arc::new(BloomBuilder::with_false_positive_rate(10_000, 0.001).build_atomic()?);
 /// let handles: Vec<_> = (0..4u64)
 ///     .map(|t| {
 ///         let seen = Arc::clone(&seen);
@@ -91,53 +92,12 @@ impl<B: BlockLayout> AtomicBlockedBloom<B> {
         unsafe { self.blocks.get_unchecked(index) }
     }
 
-    /// The 64-bit hash this filter uses for `key`.
-    #[inline]
-    pub fn hash<T: Hash + ?Sized>(&self, key: &T) -> u64 {
-        self.geometry.hash_key(key)
-    }
-
-    /// The 64-bit hash this filter uses for an id of `N` bytes (a 32-byte txid, a 64-byte
-    /// signature): seeded XXH3-64, as [`hash_bytes`](Self::hash_bytes) of the same bytes.
-    #[inline]
-    pub fn hash_id<const N: usize>(&self, id: &[u8; N]) -> u64 {
-        self.geometry.hash_id(id)
-    }
-
-    /// The 64-bit hash this filter uses for a byte string: XXH3-64 keyed by the filter's seed,
-    /// fixed by the serialized format, so a loaded filter answers the same for the same bytes on
-    /// any platform and Rust version. (Keys given through [`insert`](Self::insert) are hashed
-    /// with their `std::hash::Hash` impl, which is only as portable as that impl: integers'
-    /// byte order and `usize` width vary, and std makes no promise across versions.)
-    #[inline]
-    pub fn hash_bytes(&self, bytes: &[u8]) -> u64 {
-        self.geometry.hash_bytes(bytes)
-    }
-
-    /// Inserts `key`; returns `true` iff this call found one of the key's bits clear (and set
-    /// it). See the type docs for what racing inserts of one key return.
-    #[inline]
-    pub fn insert<T: Hash + ?Sized>(&self, key: &T) -> bool {
-        self.insert_hash(self.hash(key))
-    }
-
-    /// Inserts an id of `N` bytes; returns as [`insert`](Self::insert).
-    #[inline]
-    pub fn insert_id<const N: usize>(&self, id: &[u8; N]) -> bool {
-        self.insert_hash(self.hash_id(id))
-    }
-
-    /// Inserts a byte string by the format's portable hash ([`hash_bytes`](Self::hash_bytes));
-    /// returns as [`insert`](Self::insert).
-    #[inline]
-    pub fn insert_bytes(&self, bytes: &[u8]) -> bool {
-        self.insert_hash(self.hash_bytes(bytes))
-    }
-
-    /// Inserts a key by its 64-bit hash (which must already be well mixed); returns as
-    /// [`insert`](Self::insert).
+    /// Inserts `key` (any [`Key`], as [`BlockedBloom::insert`]); returns `true` iff this call
+    /// found one of the key's bits clear (and set it). See the type docs for what racing inserts
+    /// of one key return.
     #[inline(always)]
-    pub fn insert_hash(&self, hash: u64) -> bool {
+    pub fn insert<K: Key>(&self, key: K) -> bool {
+        let hash = self.geometry.hash(key);
         let block = B::atomic_words(self.block(hash));
         let masks = B::atomic_masks(self.geometry.kernel(), fingerprint(hash));
         let mut saw_clear = false;
@@ -153,8 +113,9 @@ impl<B: BlockLayout> AtomicBlockedBloom<B> {
         saw_clear
     }
 
-    /// Inserts every key of `hashes` (pre-hashed, as [`insert_hash`](Self::insert_hash)),
-    /// prefetching the blocks of the keys 32 places ahead, so that the atomic read-modify-writes
+    /// Inserts every key of `hashes` (pre-hashed: [`Filter::hash`] values, as [`Hashed`]),
+    /// prefetching the blocks of the keys [`PREFETCH_AHEAD`](crate::PREFETCH_AHEAD) (32) places
+    /// ahead, so that the atomic read-modify-writes
     /// (which on x86 wait for every earlier load) find their lines in cache; returns how many
     /// this call reported new (see the type docs for races).
     pub fn insert_many(&self, hashes: &[u64]) -> usize {
@@ -163,59 +124,9 @@ impl<B: BlockLayout> AtomicBlockedBloom<B> {
             if let Some(&ahead) = hashes.get(i + PREFETCH_AHEAD) {
                 prefetch(self.block(ahead));
             }
-            new += usize::from(self.insert_hash(hash));
+            new += usize::from(self.insert(Hashed(hash)));
         }
         new
-    }
-
-    /// Whether `key` may be in the filter.
-    #[inline]
-    pub fn contains<T: Hash + ?Sized>(&self, key: &T) -> bool {
-        self.contains_hash(self.hash(key))
-    }
-
-    /// Whether the id of `N` bytes may be in the filter.
-    #[inline]
-    pub fn contains_id<const N: usize>(&self, id: &[u8; N]) -> bool {
-        self.contains_hash(self.hash_id(id))
-    }
-
-    /// Whether the byte string may be in the filter ([`hash_bytes`](Self::hash_bytes)).
-    #[inline]
-    pub fn contains_bytes(&self, bytes: &[u8]) -> bool {
-        self.contains_hash(self.hash_bytes(bytes))
-    }
-
-    /// Whether the key with this 64-bit hash may be in the filter.
-    #[inline(always)]
-    pub fn contains_hash(&self, hash: u64) -> bool {
-        let block = B::atomic_words(self.block(hash));
-        let masks = B::atomic_masks(self.geometry.kernel(), fingerprint(hash));
-        let mut missing = 0;
-        for (word, &mask) in block.iter().zip(masks.as_ref()) {
-            // Relaxed: see the type docs; inserts are ordered before this by the caller.
-            missing |= mask & !word.load(Ordering::Relaxed);
-        }
-        missing == 0
-    }
-
-    /// Answers [`contains_hash`](Self::contains_hash) for every hash into `out`, prefetching
-    /// lines 32 keys ahead (as [`BlockedBloom::contains_many`]).
-    ///
-    /// # Panics
-    /// Panics if `out.len() != hashes.len()`.
-    pub fn contains_many(&self, hashes: &[u64], out: &mut [bool]) {
-        assert_eq!(
-            hashes.len(),
-            out.len(),
-            "contains_many: one output per hash"
-        );
-        for (i, (&hash, answer)) in hashes.iter().zip(out.iter_mut()).enumerate() {
-            if let Some(&ahead) = hashes.get(i + PREFETCH_AHEAD) {
-                prefetch(self.block(ahead));
-            }
-            *answer = self.contains_hash(hash);
-        }
     }
 
     /// Adds every key of `other` (bitwise OR, word by word with `fetch_or`), concurrently with
@@ -231,7 +142,7 @@ impl<B: BlockLayout> AtomicBlockedBloom<B> {
                 .zip(B::atomic_bits(theirs).as_ref())
             {
                 if bits != 0 {
-                    // Relaxed: as in insert_hash.
+                    // Relaxed: as in insert.
                     word.fetch_or(bits, Ordering::Relaxed);
                 }
             }
@@ -261,37 +172,13 @@ impl<B: BlockLayout> AtomicBlockedBloom<B> {
         }
     }
 
-    /// Bits set in the whole filter (each word read once; concurrent inserts may or may not be
-    /// counted).
-    pub fn count_ones(&self) -> u64 {
-        self.blocks
-            .iter()
-            .map(|b| u64::from(B::load_atomic(b).count_ones()))
-            .sum()
-    }
-
-    native_accessors!();
-
-    /// The backend that computes the key's bit masks (the words themselves are read and written
-    /// only with scalar atomic operations: a vector load of atomics would race with `fetch_or`).
-    pub fn backend(&self) -> Backend {
-        self.geometry.backend()
-    }
-
-    /// The serialized form, identical to [`BlockedBloom::to_bytes`] of the same bits.
-    pub fn to_bytes(&self) -> Vec<u8> {
-        format::encode(
-            self.geometry.seed(),
-            self.geometry.num_blocks(),
-            self.blocks.iter().map(B::load_atomic),
-        )
-    }
-
-    /// Loads a filter of layout `B` written by either filter type's `to_bytes`.
+    /// Loads a filter of layout `B` written by any filter type's `to_bytes`: the one loader
+    /// for every layout, named by the type (`AtomicBlockedBloom::<Block512>::from_layout_bytes`);
+    /// [`AtomicBlockedBloom::from_bytes`] is this for the default layout.
     ///
     /// # Errors
-    /// As [`BlockedBloom::from_bytes`].
-    pub fn from_bytes(bytes: &[u8]) -> Result<Self, LoadError> {
+    /// As [`BlockedBloom::from_layout_bytes`].
+    pub fn from_layout_bytes(bytes: &[u8]) -> Result<Self, LoadError> {
         let (header, mut blocks) = format::decode::<B>(bytes)?;
         let loaded = try_alloc(header.num_blocks, || {
             B::to_atomic(blocks.next().unwrap_or(B::ZERO))
@@ -312,11 +199,11 @@ impl<B: BlockLayout> AtomicBlockedBloom<B> {
     }
 }
 
-/// Inserts every key, as [`AtomicBlockedBloom::insert`] does: by its `std::hash::Hash` impl. Such
-/// keys are found by [`contains`](AtomicBlockedBloom::contains), not by `contains_id` or
-/// `contains_bytes` (another hash). `Extend` takes `&mut self`; threads that share the filter
-/// insert through `&self` with [`insert`](AtomicBlockedBloom::insert). There is no
-/// `FromIterator` (see [`BloomBuilder::build_from`](crate::BloomBuilder::build_from)).
+/// Inserts every key by its `std::hash::Hash` impl, as [`AtomicBlockedBloom::insert`]`(&key)`
+/// does. Such keys are found by `contains(&key)`, not as [`Bytes`](crate::Bytes) (another hash).
+/// `Extend` takes `&mut self`; threads that share the filter insert through `&self` with
+/// [`insert`](AtomicBlockedBloom::insert). There is no `FromIterator` (see
+/// [`BloomBuilder::build`](crate::BloomBuilder::build)).
 impl<B: BlockLayout, T: Hash> Extend<T> for AtomicBlockedBloom<B> {
     fn extend<I: IntoIterator<Item = T>>(&mut self, keys: I) {
         for key in keys {
@@ -330,5 +217,87 @@ impl<B: BlockLayout> From<BlockedBloom<B>> for AtomicBlockedBloom<B> {
         let atomic: Box<[B::Atomic]> = plain.blocks().iter().map(|&b| B::to_atomic(b)).collect();
         let geometry = plain.geometry();
         AtomicBlockedBloom::from_blocks(atomic, geometry.seed(), geometry.kernel())
+    }
+}
+
+/// The default layout's loader, here so that `AtomicBlockedBloom::from_bytes(&bytes)` needs no
+/// type annotation.
+impl AtomicBlockedBloom {
+    /// Loads a 256-bit-block filter written by any filter type's `to_bytes`:
+    /// [`from_layout_bytes`](AtomicBlockedBloom::from_layout_bytes) of the default layout.
+    ///
+    /// # Errors
+    /// As [`BlockedBloom::from_layout_bytes`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, LoadError> {
+        Self::from_layout_bytes(bytes)
+    }
+}
+
+/// Queries read each word with one `Relaxed` load (see the type docs); `backend` is the one that
+/// computes the key's bit masks (the words themselves are read and written only with scalar
+/// atomic operations: a vector load of atomics would race with `fetch_or`); `count_ones` and
+/// `to_bytes` read each word once, so concurrent inserts may or may not be counted.
+impl<B: BlockLayout> Filter for AtomicBlockedBloom<B> {
+    #[inline(always)]
+    fn hash<K: Key>(&self, key: K) -> u64 {
+        self.geometry.hash(key)
+    }
+
+    #[inline(always)]
+    fn contains<K: Key>(&self, key: K) -> bool {
+        let hash = self.geometry.hash(key);
+        let block = B::atomic_words(self.block(hash));
+        let masks = B::atomic_masks(self.geometry.kernel(), fingerprint(hash));
+        let mut missing = 0;
+        for (word, &mask) in block.iter().zip(masks.as_ref()) {
+            // Relaxed: see the type docs; inserts are ordered before this by the caller.
+            missing |= mask & !word.load(Ordering::Relaxed);
+        }
+        missing == 0
+    }
+
+    fn contains_many(&self, hashes: &[u64], out: &mut [bool]) {
+        assert_eq!(
+            hashes.len(),
+            out.len(),
+            "contains_many: one output per hash"
+        );
+        for (i, (&hash, answer)) in hashes.iter().zip(out.iter_mut()).enumerate() {
+            if let Some(&ahead) = hashes.get(i + PREFETCH_AHEAD) {
+                prefetch(self.block(ahead));
+            }
+            *answer = self.contains(Hashed(hash));
+        }
+    }
+
+    fn layout(&self) -> Layout {
+        B::LAYOUT
+    }
+
+    fn num_blocks(&self) -> u64 {
+        self.geometry.num_blocks()
+    }
+
+    fn seed(&self) -> u64 {
+        self.geometry.seed()
+    }
+
+    fn backend(&self) -> Backend {
+        self.geometry.backend()
+    }
+
+    fn count_ones(&self) -> u64 {
+        self.blocks
+            .iter()
+            .map(|b| u64::from(B::load_atomic(b).count_ones()))
+            .sum()
+    }
+
+    fn to_bytes(&self) -> Vec<u8> {
+        format::encode(
+            self.geometry.seed(),
+            self.geometry.num_blocks(),
+            self.blocks.iter().map(B::load_atomic),
+        )
     }
 }

@@ -14,15 +14,11 @@ use crate::kernels::Kernel;
 use crate::layout::{BlockLayout, Layout, sealed::Sealed};
 use txgate_sync::sync::{AtomicU64, Ordering};
 
-/// Bytes in one [`Block256`].
-pub const BLOCK_BYTES: usize = 32;
-/// 32-bit words in one [`Block256`] (and 64-bit words in one [`Block512`](crate::Block512)).
-pub const WORDS_PER_BLOCK: usize = 8;
-/// Bits in one [`Block256`].
-pub const BITS_PER_BLOCK: u64 = 256;
-/// Bits each key sets (and each query tests), in both layouts: one per word. This is the `k`
-/// of the bloom filter literature, not the memory per key (`m / n`, "bits per key").
-pub const BITS_SET_PER_KEY: u32 = WORDS_PER_BLOCK as u32;
+/// Bytes in one [`Block256`] ([`Layout::block_bytes`]).
+pub(crate) const BLOCK_BYTES: usize = Layout::Block256.block_bytes();
+/// 32-bit words in one [`Block256`] (and 64-bit words in one [`Block512`](crate::Block512)):
+/// one per bit a key sets.
+pub(crate) const WORDS_PER_BLOCK: usize = Layout::BITS_SET_PER_KEY as usize;
 /// Right shift that keeps the top 5 bits of a 32-bit product: a bit index in `0..32`.
 pub(crate) const BIT_SHIFT: u32 = 32 - 5;
 

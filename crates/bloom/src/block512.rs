@@ -29,11 +29,11 @@ pub(crate) const BIT_SHIFT512: u32 = 32 - 6;
 ///
 /// # Examples
 /// ```
-/// use txgate_bloom::{Block512, BlockedBloom, BloomBuilder};
-/// let mut round: BlockedBloom<Block512> =
-///     BloomBuilder::with_false_positive_rate(1_000, 0.001)?.layout::<Block512>()?.build()?;
-/// round.insert_id(&[7; 32]);
-/// assert!(round.contains_id(&[7; 32]));
+/// use txgate_bloom::{Block512, BloomBuilder, Bytes, Filter, Layout};
+/// let mut round = BloomBuilder::with_false_positive_rate(1_000, 0.001).layout::<Block512>().build()?;
+/// round.insert(Bytes(&[7; 32]));
+/// assert!(round.contains(Bytes(&[7; 32])));
+/// assert_eq!(round.layout(), Layout::Block512);
 /// assert_eq!(round.memory_bytes(), 64 * round.num_blocks());
 /// # Ok::<(), txgate_bloom::BuildError>(())
 /// ```

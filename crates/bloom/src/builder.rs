@@ -1,6 +1,6 @@
 //! Sizing, seeding and allocating a filter: [`BloomBuilder`].
 
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::{BuildHasher, Hasher};
 use std::marker::PhantomData;
 
 use crate::any::AnyBloom;
@@ -14,26 +14,31 @@ use crate::{AtomicBlockedBloom, BlockedBloom};
 /// The shape, seed, backend and block layout of a filter to build; [`BlockedBloom`],
 /// [`AtomicBlockedBloom`] and [`AnyBloom`] are built from one.
 ///
-/// The constructors size a filter of the default layout, [`Block256`];
-/// [`layout`](Self::layout) switches to another one and sizes it again from the same request.
+/// Every step is infallible and the request is checked once, in the `build*` method that ends
+/// the chain: `BloomBuilder::with_false_positive_rate(n, p).build()?`. The constructors ask for
+/// a filter of the default layout, [`Block256`]; [`layout`](Self::layout) switches to another
+/// one, which the same request then sizes.
 ///
 /// # Examples
 /// ```
-/// use txgate_bloom::{Block512, BloomBuilder};
+/// use txgate_bloom::{Block512, BloomBuilder, BuildError, Bytes, Filter};
 /// // Room for 10,000 txids at a 0.1 % false-positive rate, with a reproducible seed.
-/// let mut filter = BloomBuilder::with_false_positive_rate(10_000, 0.001)?.seed(7).build()?;
-/// filter.insert_id(&[0xab; 32]);
-/// assert!(filter.contains_id(&[0xab; 32]));
+/// let mut filter = BloomBuilder::with_false_positive_rate(10_000, 0.001).seed(7).build()?;
+/// filter.insert(Bytes(&[0xab; 32]));
+/// assert!(filter.contains(Bytes(&[0xab; 32])));
 /// // The same request in 512-bit blocks needs fewer bytes.
-/// let wide = BloomBuilder::with_false_positive_rate(10_000, 0.001)?.layout::<Block512>()?;
-/// assert!(wide.num_blocks() * 64 < filter.memory_bytes());
+/// let wide = BloomBuilder::with_false_positive_rate(10_000, 0.001).layout::<Block512>().build()?;
+/// assert!(wide.memory_bytes() < filter.memory_bytes());
+/// // A bad request fails where it is built.
+/// assert!(matches!(
+///     BloomBuilder::with_false_positive_rate(10, 1.5).build(),
+///     Err(BuildError::InvalidFalsePositiveRate(_))
+/// ));
 /// # Ok::<(), txgate_bloom::BuildError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct BloomBuilder<B: BlockLayout = Block256> {
     request: Request,
-    // Invariant: num_blocks == request.num_blocks(B::LAYOUT), which is Ok.
-    num_blocks: u64,
     seed: Option<u64>,
     backend: Option<Backend>,
     layout: PhantomData<B>,
@@ -64,60 +69,52 @@ impl Request {
     }
 }
 
+/// The constructors live in the impl of the default layout, so that
+/// `BloomBuilder::with_false_positive_rate(n, p).build()?` needs no type annotation; chain
+/// [`layout`](BloomBuilder::layout) for another one.
 impl BloomBuilder {
-    /// The smallest 256-bit-block filter that holds `items` keys at or below false-positive rate
-    /// `fpr`, by the blocked-filter formula of Putze et al. ([`Layout::num_blocks_for`]).
-    ///
-    /// # Errors
-    /// [`BuildError::InvalidFalsePositiveRate`] unless `0 < fpr < 1`; [`BuildError::TooLarge`].
-    pub fn with_false_positive_rate(items: u64, fpr: f64) -> Result<Self, BuildError> {
+    /// The smallest filter that holds `items` keys at or below false-positive rate `fpr`, by
+    /// the blocked-filter formula of Putze, Sanders and Singler ([`Layout::num_blocks_for`]).
+    /// Checked when built: [`BuildError::InvalidFalsePositiveRate`] unless `0 < fpr < 1`;
+    /// [`BuildError::TooLarge`].
+    pub fn with_false_positive_rate(items: u64, fpr: f64) -> Self {
         Self::request(Request::FalsePositiveRate { items, fpr })
     }
 
-    /// A filter of at least `bits` bits (rounded up to whole blocks).
-    ///
-    /// # Errors
+    /// A filter of at least `bits` bits (rounded up to whole blocks). Checked when built:
     /// [`BuildError::ZeroSize`] for 0 bits; [`BuildError::TooLarge`].
-    pub fn with_num_bits(bits: u64) -> Result<Self, BuildError> {
+    pub fn with_num_bits(bits: u64) -> Self {
         Self::request(Request::Bits(bits))
     }
 
-    /// A filter of exactly `num_blocks` blocks (of whichever layout it is built in).
-    ///
-    /// # Errors
-    /// [`BuildError::ZeroSize`] for 0 blocks; [`BuildError::TooLarge`] past
+    /// A filter of exactly `num_blocks` blocks (of whichever layout it is built in). Checked when
+    /// built: [`BuildError::ZeroSize`] for 0 blocks; [`BuildError::TooLarge`] past
     /// [`Layout::max_blocks`].
-    pub fn with_num_blocks(num_blocks: u64) -> Result<Self, BuildError> {
+    pub fn with_num_blocks(num_blocks: u64) -> Self {
         Self::request(Request::Blocks(num_blocks))
     }
 }
 
 impl<B: BlockLayout> BloomBuilder<B> {
-    fn request(request: Request) -> Result<Self, BuildError> {
-        Ok(BloomBuilder {
-            num_blocks: request.num_blocks(B::LAYOUT)?,
+    fn request(request: Request) -> Self {
+        BloomBuilder {
             request,
             seed: None,
             backend: None,
             layout: PhantomData,
-        })
+        }
     }
 
-    /// The same request (size, seed, backend) in block layout `C`, sized again for it: a
+    /// The same request (size, seed, backend) in block layout `C`, sized for it when built: a
     /// false-positive target gets the fewest blocks of `C` that meet it, a bit count is rounded
     /// up to whole blocks of `C`, a block count stays.
-    ///
-    /// # Errors
-    /// [`BuildError::TooLarge`] when the request does not fit layout `C`
-    /// ([`Layout::max_blocks`]).
-    pub fn layout<C: BlockLayout>(self) -> Result<BloomBuilder<C>, BuildError> {
-        Ok(BloomBuilder {
-            num_blocks: self.request.num_blocks(C::LAYOUT)?,
+    pub fn layout<C: BlockLayout>(self) -> BloomBuilder<C> {
+        BloomBuilder {
             request: self.request,
             seed: self.seed,
             backend: self.backend,
             layout: PhantomData,
-        })
+        }
     }
 
     /// Hash keys with this seed (reproducible runs, or filters that will be unioned). Without
@@ -133,32 +130,17 @@ impl<B: BlockLayout> BloomBuilder<B> {
         self
     }
 
-    /// The number of blocks the filter will have.
-    pub fn num_blocks(&self) -> u64 {
-        self.num_blocks
-    }
-
-    /// Resolves seed and backend.
-    fn parts(&self) -> Result<(u64, Kernel), BuildError> {
+    /// Checks the request for layout `layout` and resolves the number of blocks, seed and
+    /// backend.
+    fn parts(&self, layout: Layout) -> Result<(u64, u64, Kernel), BuildError> {
+        let num_blocks = self.request.num_blocks(layout)?;
         let backend = self.backend.unwrap_or_else(Backend::detect);
         let kernel = Kernel::new(backend).ok_or(BuildError::BackendUnavailable(backend))?;
-        Ok((self.seed.unwrap_or_else(random_seed), kernel))
+        Ok((num_blocks, self.seed.unwrap_or_else(random_seed), kernel))
     }
 
-    /// Allocates an empty [`BlockedBloom`] of layout `B`.
-    ///
-    /// # Errors
-    /// [`BuildError::AllocationFailed`] when the memory is not available;
-    /// [`BuildError::BackendUnavailable`] when a backend this CPU lacks was asked for.
-    pub fn build(&self) -> Result<BlockedBloom<B>, BuildError> {
-        let (seed, kernel) = self.parts()?;
-        BlockedBloom::from_parts(self.num_blocks, seed, kernel)
-    }
-
-    /// Allocates a [`BlockedBloom`] of layout `B` holding every key of `keys`: [`build`](Self::build)
-    /// followed by [`Extend::extend`], so each key is inserted by its `std::hash::Hash` impl and
-    /// found by `contains` (not by `contains_id`: insert ids with `insert_id`). The other filter
-    /// types are filled the same way: `build_atomic()?` or `build_any(layout)?`, then `extend`.
+    /// Checks the request and allocates an empty [`BlockedBloom`] of layout `B`. Fill it with
+    /// `insert` or [`Extend::extend`].
     ///
     /// The filters implement `Extend` but not `FromIterator`, which would have to choose what
     /// this builder is told: a size (an iterator gives no count without being collected first,
@@ -167,14 +149,19 @@ impl<B: BlockLayout> BloomBuilder<B> {
     /// filter the same bit positions, which an adversary who knows it can aim at).
     ///
     /// # Errors
-    /// As [`build`](Self::build).
+    /// The request's: [`BuildError::InvalidFalsePositiveRate`] unless `0 < fpr < 1`;
+    /// [`BuildError::ZeroSize`] for 0 bits or blocks; [`BuildError::TooLarge`] past
+    /// [`Layout::max_blocks`] of `B`. Then [`BuildError::BackendUnavailable`] when a backend this
+    /// CPU lacks was asked for, and [`BuildError::AllocationFailed`] when the memory is not
+    /// available.
     ///
     /// # Examples
     /// ```
-    /// use txgate_bloom::BloomBuilder;
+    /// use txgate_bloom::{BloomBuilder, Filter};
     /// let apps = [1001u64, 1002, 1003];
-    /// let builder = BloomBuilder::with_false_positive_rate(apps.len() as u64, 0.001)?.seed(1);
-    /// let filter = builder.build_from(&apps)?;
+    /// let builder = BloomBuilder::with_false_positive_rate(apps.len() as u64, 0.001).seed(1);
+    /// let mut filter = builder.build()?;
+    /// filter.extend(&apps);
     /// assert!(apps.iter().all(|app| filter.contains(app)));
     /// // The same as inserting them one by one into a filter of the same seed.
     /// let mut one_by_one = builder.build()?;
@@ -182,47 +169,41 @@ impl<B: BlockLayout> BloomBuilder<B> {
     ///     one_by_one.insert(app);
     /// }
     /// assert_eq!(filter, one_by_one);
-    /// // Keys by value hash as their references do.
-    /// assert_eq!(builder.build_from(apps)?, filter);
     /// # Ok::<(), txgate_bloom::BuildError>(())
     /// ```
-    pub fn build_from<T: Hash>(
-        &self,
-        keys: impl IntoIterator<Item = T>,
-    ) -> Result<BlockedBloom<B>, BuildError> {
-        let mut filter = self.build()?;
-        filter.extend(keys);
-        Ok(filter)
+    pub fn build(&self) -> Result<BlockedBloom<B>, BuildError> {
+        let (num_blocks, seed, kernel) = self.parts(B::LAYOUT)?;
+        BlockedBloom::from_parts(num_blocks, seed, kernel)
     }
 
-    /// Allocates an empty [`AtomicBlockedBloom`] of layout `B`.
+    /// Checks the request and allocates an empty [`AtomicBlockedBloom`] of layout `B`.
     ///
     /// # Errors
     /// As [`BloomBuilder::build`].
     pub fn build_atomic(&self) -> Result<AtomicBlockedBloom<B>, BuildError> {
-        let (seed, kernel) = self.parts()?;
-        AtomicBlockedBloom::from_parts(self.num_blocks, seed, kernel)
+        let (num_blocks, seed, kernel) = self.parts(B::LAYOUT)?;
+        AtomicBlockedBloom::from_parts(num_blocks, seed, kernel)
     }
 
-    /// Allocates an empty plain filter of the layout named at run time (sized again for it, as
-    /// [`layout`](Self::layout) does).
+    /// Checks the request and allocates an empty plain filter of the layout named at run time
+    /// (sized for it, as [`layout`](Self::layout) does).
     ///
     /// # Errors
-    /// As [`layout`](Self::layout) and [`BloomBuilder::build`].
+    /// As [`BloomBuilder::build`], for `layout`.
     ///
     /// # Examples
     /// ```
-    /// use txgate_bloom::{BloomBuilder, Layout};
-    /// let mut f = BloomBuilder::with_false_positive_rate(100, 0.01)?.build_any(Layout::Block512)?;
-    /// f.insert_id(&[3; 32]);
-    /// assert!(f.contains_id(&[3; 32]));
+    /// use txgate_bloom::{BloomBuilder, Bytes, Filter, Layout};
+    /// let mut f = BloomBuilder::with_false_positive_rate(100, 0.01).build_any(Layout::Block512)?;
+    /// f.insert(Bytes(&[3; 32]));
+    /// assert!(f.contains(Bytes(&[3; 32])));
     /// assert_eq!(f.layout(), Layout::Block512);
     /// # Ok::<(), txgate_bloom::BuildError>(())
     /// ```
     pub fn build_any(&self, layout: Layout) -> Result<AnyBloom, BuildError> {
         Ok(match layout {
-            Layout::Block256 => AnyBloom::Block256(self.clone().layout::<Block256>()?.build()?),
-            Layout::Block512 => AnyBloom::Block512(self.clone().layout::<Block512>()?.build()?),
+            Layout::Block256 => AnyBloom::Block256(self.clone().layout::<Block256>().build()?),
+            Layout::Block512 => AnyBloom::Block512(self.clone().layout::<Block512>().build()?),
         })
     }
 }

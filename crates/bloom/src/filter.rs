@@ -2,13 +2,14 @@
 
 use std::hash::Hash;
 
-use crate::block::{BITS_SET_PER_KEY, Block256, fingerprint};
-use crate::builder::{BloomBuilder, try_alloc};
+use crate::api::{Filter, Hashed, Key};
+use crate::block::{Block256, fingerprint};
+use crate::builder::try_alloc;
 use crate::error::{BuildError, LoadError, ShapeError};
 use crate::format;
-use crate::geometry::{Geometry, native_accessors};
+use crate::geometry::Geometry;
 use crate::kernels::{Backend, Kernel, PREFETCH_AHEAD, prefetch};
-use crate::layout::BlockLayout;
+use crate::layout::{BlockLayout, Layout};
 
 /// A blocked bloom filter: every key sets 8 bits inside one block that lies in one cache line,
 /// so an insert or a query touches exactly one line. The block layout is the type parameter:
@@ -17,26 +18,26 @@ use crate::layout::BlockLayout;
 /// see [`AtomicBlockedBloom`] for concurrent inserts through `&self`, and
 /// [`AnyBloom`](crate::AnyBloom) for a filter whose layout is chosen at run time.
 ///
-/// A key is hashed once to 64 bits (`Hash` keys with wyhash, ids and byte strings with XXH3,
-/// both keyed with the filter's seed, or pre-hashed by the caller); the hash picks the block and
-/// the bits (see the crate docs for the layout). There are no false negatives for a key queried
-/// the way it was inserted: `insert`/`contains`, `insert_id`/`contains_id` (or the `*_bytes`
-/// pair, which hashes the same), `insert_hash`/`contains_hash`. The two hash families differ, so
-/// a key inserted with `insert` is not found by `contains_id`.
+/// A key is hashed once to 64 bits (see [`Key`]: `Hash` keys with wyhash, [`Bytes`] with XXH3,
+/// both keyed with the filter's seed, or [`Hashed`] values used as is); the hash picks the block
+/// and the bits (see the crate docs for the layout). Queries, sizes and the serialized form are
+/// the [`Filter`] trait's. There are no false negatives for a key queried as the same [`Key`]
+/// kind it was inserted as: the kinds hash differently, so `&txid` (by `Hash`) is not found as
+/// `Bytes(&txid)`.
 ///
 /// [`AtomicBlockedBloom`]: crate::AtomicBlockedBloom
+/// [`Bytes`]: crate::Bytes
 ///
 /// # Examples
 /// ```
-/// use txgate_bloom::{Block512, BlockedBloom, BloomBuilder};
-/// let mut seen = BlockedBloom::with_false_positive_rate(1000, 0.01)?;
+/// use txgate_bloom::{Block512, BloomBuilder, Filter};
+/// let mut seen = BloomBuilder::with_false_positive_rate(1000, 0.01).build()?;
 /// assert!(seen.insert("txid-1"));   // new
 /// assert!(!seen.insert("txid-1"));  // already there
 /// assert!(seen.contains("txid-1"));
 ///
 /// // The same with 512-bit blocks: the builder picks the layout.
-/// let mut wide: BlockedBloom<Block512> =
-///     BloomBuilder::with_false_positive_rate(1000, 0.01)?.layout()?.build()?;
+/// let mut wide = BloomBuilder::with_false_positive_rate(1000, 0.01).layout::<Block512>().build()?;
 /// assert!(wide.insert("txid-1"));
 /// assert!(wide.memory_bytes() < seen.memory_bytes());
 /// # Ok::<(), txgate_bloom::BuildError>(())
@@ -61,11 +62,11 @@ impl<B: BlockLayout> PartialEq for BlockedBloom<B> {
 
 impl<B: BlockLayout> Eq for BlockedBloom<B> {}
 
-/// Inserts every key, as [`BlockedBloom::insert`] does: by its `std::hash::Hash` impl. Such keys
-/// are found by [`contains`](BlockedBloom::contains), not by `contains_id` or `contains_bytes`
-/// (another hash): extend a filter of txids with `ids.iter().for_each(|id| { f.insert_id(id); })`.
-/// A new filter of given keys is [`BloomBuilder::build_from`]; there is no `FromIterator` (the
-/// builder's docs say why).
+/// Inserts every key by its `std::hash::Hash` impl, as [`BlockedBloom::insert`]`(&key)` does
+/// (keys by value hash as their references do). Such keys are found by `contains(&key)`, not as
+/// [`Bytes`](crate::Bytes) (another hash): insert txids with
+/// `ids.iter().for_each(|id| { f.insert(Bytes(id)); })`. There is no `FromIterator` (see
+/// [`BloomBuilder::build`](crate::BloomBuilder::build) for why).
 impl<B: BlockLayout, T: Hash> Extend<T> for BlockedBloom<B> {
     fn extend<I: IntoIterator<Item = T>>(&mut self, keys: I) {
         for key in keys {
@@ -80,25 +81,34 @@ impl<B: BlockLayout> std::fmt::Debug for BlockedBloom<B> {
     }
 }
 
+/// The default layout's loader, here so that `BlockedBloom::from_bytes(&bytes)` needs no type
+/// annotation (as `HashMap::new` lives in the impl of the default hasher).
 impl BlockedBloom {
-    /// An empty 256-bit-block filter sized for `items` keys at false-positive rate `fpr`, with a
-    /// random seed and the detected backend. Shorthand for
-    /// [`BloomBuilder::with_false_positive_rate`]`(items, fpr)?.build()` (the builder also
-    /// chooses other layouts).
+    /// Loads a 256-bit-block filter written by `to_bytes`: [`from_layout_bytes`] of the default
+    /// layout ([`Block256`]), which is the one way for every layout.
     ///
     /// # Errors
-    /// As [`BloomBuilder::with_false_positive_rate`] and [`BloomBuilder::build`].
-    pub fn with_false_positive_rate(items: u64, fpr: f64) -> Result<Self, BuildError> {
-        BloomBuilder::with_false_positive_rate(items, fpr)?.build()
-    }
-
-    /// An empty 256-bit-block filter of at least `bits` bits, with a random seed and the
-    /// detected backend.
+    /// As [`from_layout_bytes`]: a [`LoadError`], never a panic.
     ///
-    /// # Errors
-    /// As [`BloomBuilder::with_num_bits`] and [`BloomBuilder::build`].
-    pub fn with_num_bits(bits: u64) -> Result<Self, BuildError> {
-        BloomBuilder::with_num_bits(bits)?.build()
+    /// # Examples
+    /// ```
+    /// use txgate_bloom::{BlockedBloom, BloomBuilder, Bytes, Filter, LoadError};
+    /// let mut filter = BloomBuilder::with_num_blocks(4).seed(1).build()?;
+    /// filter.insert(Bytes(&[1; 32]));
+    /// let mut bytes = filter.to_bytes();
+    /// let g = BlockedBloom::from_bytes(&bytes)?;
+    /// assert!(g.contains(Bytes(&[1; 32])));
+    /// bytes[16] ^= 1; // one bit of the seed
+    /// assert!(matches!(
+    ///     BlockedBloom::from_bytes(&bytes),
+    ///     Err(LoadError::ChecksumMismatch { .. })
+    /// ));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// [`from_layout_bytes`]: BlockedBloom::from_layout_bytes
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, LoadError> {
+        Self::from_layout_bytes(bytes)
     }
 }
 
@@ -138,109 +148,28 @@ impl<B: BlockLayout> BlockedBloom<B> {
         unsafe { self.blocks.get_unchecked_mut(index) }
     }
 
-    /// The 64-bit hash this filter uses for `key` (for the `*_hash` entry points).
-    #[inline]
-    pub fn hash<T: Hash + ?Sized>(&self, key: &T) -> u64 {
-        self.geometry.hash_key(key)
-    }
-
-    /// The 64-bit hash this filter uses for an id of `N` bytes (a 32-byte txid, a 64-byte
-    /// signature): seeded XXH3-64, as [`hash_bytes`](Self::hash_bytes) of the same bytes.
-    #[inline]
-    pub fn hash_id<const N: usize>(&self, id: &[u8; N]) -> u64 {
-        self.geometry.hash_id(id)
-    }
-
-    /// The 64-bit hash this filter uses for a byte string: XXH3-64 keyed by the filter's seed,
-    /// fixed by the serialized format, so a loaded filter answers the same for the same bytes on
-    /// any platform and Rust version. (Keys given through [`insert`](Self::insert) are hashed
-    /// with their `std::hash::Hash` impl, which is only as portable as that impl: integers'
-    /// byte order and `usize` width vary, and std makes no promise across versions.)
-    #[inline]
-    pub fn hash_bytes(&self, bytes: &[u8]) -> u64 {
-        self.geometry.hash_bytes(bytes)
-    }
-
-    /// Inserts `key`; returns whether it was new (at least one of its bits was clear). A
-    /// `false` for a key never inserted is a false positive.
-    #[inline]
-    pub fn insert<T: Hash + ?Sized>(&mut self, key: &T) -> bool {
-        self.insert_hash(self.hash(key))
-    }
-
-    /// Inserts an id of `N` bytes (a txid) by seeded XXH3-64 ([`hash_id`](Self::hash_id)); returns whether it was
-    /// new.
-    #[inline]
-    pub fn insert_id<const N: usize>(&mut self, id: &[u8; N]) -> bool {
-        self.insert_hash(self.hash_id(id))
-    }
-
-    /// Inserts a byte string by the format's portable hash ([`hash_bytes`](Self::hash_bytes));
-    /// returns whether it was new.
-    #[inline]
-    pub fn insert_bytes(&mut self, bytes: &[u8]) -> bool {
-        self.insert_hash(self.hash_bytes(bytes))
-    }
-
-    /// Inserts a key by its 64-bit hash, used as is: it must already be well mixed (all 64 bits
-    /// uniformly random), or the false-positive rate will be worse than the formula's.
+    /// Inserts `key` (any [`Key`]: `&T` for `T: Hash`, [`Bytes`](crate::Bytes),
+    /// [`Hashed`](crate::Hashed)); returns whether it was new (at least one of its bits was
+    /// clear). A `false` for a key never inserted is a false positive.
     #[inline(always)]
-    pub fn insert_hash(&mut self, hash: u64) -> bool {
+    pub fn insert<K: Key>(&mut self, key: K) -> bool {
+        let hash = self.geometry.hash(key);
         let kernel = self.geometry.kernel();
         B::insert(kernel, self.block_mut(hash), fingerprint(hash))
     }
 
-    /// Inserts every key of `hashes` (pre-hashed, as [`insert_hash`](Self::insert_hash)),
-    /// prefetching the blocks of the keys 32 places ahead; returns how many were new.
+    /// Inserts every key of `hashes` (pre-hashed: [`Filter::hash`] values, as
+    /// [`Hashed`](crate::Hashed)), prefetching the blocks of the keys
+    /// [`PREFETCH_AHEAD`](crate::PREFETCH_AHEAD) (32) places ahead; returns how many were new.
     pub fn insert_many(&mut self, hashes: &[u64]) -> usize {
         let mut new = 0;
         for (i, &hash) in hashes.iter().enumerate() {
             if let Some(&ahead) = hashes.get(i + PREFETCH_AHEAD) {
                 prefetch(self.block(ahead));
             }
-            new += usize::from(self.insert_hash(hash));
+            new += usize::from(self.insert(Hashed(hash)));
         }
         new
-    }
-
-    /// Whether `key` may be in the filter (no false negatives; false positives at the rate of
-    /// [`BlockedBloom::expected_false_positive_rate`]).
-    #[inline]
-    pub fn contains<T: Hash + ?Sized>(&self, key: &T) -> bool {
-        self.contains_hash(self.hash(key))
-    }
-
-    /// Whether the id of `N` bytes may be in the filter.
-    #[inline]
-    pub fn contains_id<const N: usize>(&self, id: &[u8; N]) -> bool {
-        self.contains_hash(self.hash_id(id))
-    }
-
-    /// Whether the byte string may be in the filter ([`hash_bytes`](Self::hash_bytes)).
-    #[inline]
-    pub fn contains_bytes(&self, bytes: &[u8]) -> bool {
-        self.contains_hash(self.hash_bytes(bytes))
-    }
-
-    /// Whether the key with this 64-bit hash may be in the filter.
-    #[inline(always)]
-    pub fn contains_hash(&self, hash: u64) -> bool {
-        B::contains(self.geometry.kernel(), self.block(hash), fingerprint(hash))
-    }
-
-    /// Answers [`contains_hash`](Self::contains_hash) for every hash, writing `out[i]` for
-    /// `hashes[i]`, while prefetching the cache lines of the keys 32 places ahead: on a filter
-    /// larger than the caches this keeps many DRAM reads in flight at once.
-    ///
-    /// # Panics
-    /// Panics if `out.len() != hashes.len()`.
-    pub fn contains_many(&self, hashes: &[u64], out: &mut [bool]) {
-        assert_eq!(
-            hashes.len(),
-            out.len(),
-            "contains_many: one output per hash"
-        );
-        B::contains_many(self.geometry.kernel(), &self.blocks, hashes, out);
     }
 
     /// Adds every key of `other` (bitwise OR).
@@ -293,34 +222,11 @@ impl<B: BlockLayout> BlockedBloom<B> {
         self.blocks.iter().all(|b| *b == B::ZERO)
     }
 
-    /// Bits set in the whole filter.
-    pub fn count_ones(&self) -> u64 {
-        self.blocks.iter().map(|b| u64::from(b.count_ones())).sum()
-    }
-
-    native_accessors!();
-
-    /// The kernel backend in use.
-    pub fn backend(&self) -> Backend {
-        self.geometry.backend()
-    }
-
-    /// The serialized form (see the [`format`](crate::format) module): a 32-byte versioned
-    /// header naming the layout, the blocks as little-endian words, and an XXH3-64 checksum;
-    /// [`format::encoded_len`] bytes.
-    pub fn to_bytes(&self) -> Vec<u8> {
-        format::encode(
-            self.geometry.seed(),
-            self.geometry.num_blocks(),
-            self.blocks.iter().copied(),
-        )
-    }
-
-    /// Loads a filter of layout `B` written by [`to_bytes`](Self::to_bytes) (by either filter
-    /// type; format version 2, or version 1 of the 256-bit layout), with the detected backend.
-    /// The type names the layout: `BlockedBloom::<Block512>::from_bytes`, or a binding typed
-    /// `BlockedBloom` for the default; [`AnyBloom::from_bytes`](crate::AnyBloom::from_bytes)
-    /// loads either.
+    /// Loads a filter of layout `B` written by `to_bytes` (by any filter type; format version
+    /// 2, or version 1 of the 256-bit layout), with the detected backend: the one loader for
+    /// every layout, named by the type (`BlockedBloom::<Block512>::from_layout_bytes`).
+    /// [`BlockedBloom::from_bytes`] is this for the default layout, and
+    /// [`AnyBloom::from_bytes`](crate::AnyBloom::from_bytes) loads either layout.
     ///
     /// # Errors
     /// A [`LoadError`] for wrong magic, an unknown version or layout code, a filter of the other
@@ -330,24 +236,16 @@ impl<B: BlockLayout> BlockedBloom<B> {
     ///
     /// # Examples
     /// ```
-    /// use txgate_bloom::{Block512, BlockedBloom, BloomBuilder, LoadError};
-    /// let mut filter = BloomBuilder::with_num_blocks(4)?.seed(1).build()?;
-    /// filter.insert_id(&[1; 32]);
-    /// let mut bytes = filter.to_bytes();
-    /// let loaded: BlockedBloom = BlockedBloom::from_bytes(&bytes)?;
-    /// assert!(loaded.contains_id(&[1; 32]));
-    /// assert!(matches!(
-    ///     BlockedBloom::<Block512>::from_bytes(&bytes),
-    ///     Err(LoadError::LayoutMismatch { .. })
-    /// ));
-    /// bytes[16] ^= 1; // one bit of the seed
-    /// assert!(matches!(
-    ///     BlockedBloom::<txgate_bloom::Block256>::from_bytes(&bytes),
-    ///     Err(LoadError::ChecksumMismatch { .. })
-    /// ));
+    /// use txgate_bloom::{Block512, BlockedBloom, BloomBuilder, Bytes, Filter, LoadError};
+    /// let mut wide = BloomBuilder::with_num_blocks(4).layout::<Block512>().seed(1).build()?;
+    /// wide.insert(Bytes(&[1; 32]));
+    /// let bytes = wide.to_bytes();
+    /// let loaded = BlockedBloom::<Block512>::from_layout_bytes(&bytes)?;
+    /// assert!(loaded.contains(Bytes(&[1; 32])));
+    /// assert!(matches!(BlockedBloom::from_bytes(&bytes), Err(LoadError::LayoutMismatch { .. })));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn from_bytes(bytes: &[u8]) -> Result<Self, LoadError> {
+    pub fn from_layout_bytes(bytes: &[u8]) -> Result<Self, LoadError> {
         let (header, mut blocks) = format::decode::<B>(bytes)?;
         let loaded = try_alloc(header.num_blocks, || blocks.next().unwrap_or(B::ZERO))?;
         Ok(Self::from_blocks(loaded, header.seed, Kernel::detect()))
@@ -367,18 +265,64 @@ impl<B: BlockLayout> BlockedBloom<B> {
     }
 }
 
-/// Estimates the distinct keys in a filter of `num_bits` bits with `ones` bits set.
-///
-/// In both layouts each key sets one bit in each of the 8 word positions, and within a position
-/// every bit of every block is equally likely, so the filter behaves like 8 interleaved classic
-/// filters of `m / 8` bits with one hash each; the estimator of Swamidass and Baldi (2007),
-/// `n ≈ -(m / k) ln(1 - X / m)`, applies with `k = 8`. A full filter (or `ones > num_bits`)
-/// gives `f64::INFINITY`.
-pub fn estimate_len(ones: u64, num_bits: u64) -> f64 {
+impl<B: BlockLayout> Filter for BlockedBloom<B> {
+    #[inline(always)]
+    fn hash<K: Key>(&self, key: K) -> u64 {
+        self.geometry.hash(key)
+    }
+
+    #[inline(always)]
+    fn contains<K: Key>(&self, key: K) -> bool {
+        let hash = self.geometry.hash(key);
+        B::contains(self.geometry.kernel(), self.block(hash), fingerprint(hash))
+    }
+
+    fn contains_many(&self, hashes: &[u64], out: &mut [bool]) {
+        assert_eq!(
+            hashes.len(),
+            out.len(),
+            "contains_many: one output per hash"
+        );
+        B::contains_many(self.geometry.kernel(), &self.blocks, hashes, out);
+    }
+
+    fn layout(&self) -> Layout {
+        B::LAYOUT
+    }
+
+    fn num_blocks(&self) -> u64 {
+        self.geometry.num_blocks()
+    }
+
+    fn seed(&self) -> u64 {
+        self.geometry.seed()
+    }
+
+    fn backend(&self) -> Backend {
+        self.geometry.backend()
+    }
+
+    fn count_ones(&self) -> u64 {
+        self.blocks.iter().map(|b| u64::from(b.count_ones())).sum()
+    }
+
+    fn to_bytes(&self) -> Vec<u8> {
+        format::encode(
+            self.geometry.seed(),
+            self.geometry.num_blocks(),
+            self.blocks.iter().copied(),
+        )
+    }
+}
+
+/// Estimates the distinct keys in a filter of `num_bits` bits with `ones` bits set: the
+/// estimator of Swamidass and Baldi (2007) with `k = 8` (see [`Filter::estimated_len`]). A full
+/// filter (or `ones > num_bits`) gives `f64::INFINITY`.
+pub(crate) fn estimate_len(ones: u64, num_bits: u64) -> f64 {
     if num_bits == 0 {
         return 0.0;
     }
     let m = num_bits as f64;
     let fill = (ones as f64 / m).min(1.0);
-    -(m / f64::from(BITS_SET_PER_KEY)) * (1.0 - fill).ln()
+    -(m / f64::from(Layout::BITS_SET_PER_KEY)) * (1.0 - fill).ln()
 }

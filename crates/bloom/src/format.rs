@@ -16,7 +16,7 @@
 //!
 //! What the bytes mean is part of the format, so a loaded filter answers the same on any
 //! platform: a key's 64-bit hash `h` is XXH3-64 seeded with the header's seed for ids and byte
-//! strings (`insert_id`, `insert_bytes`; XXH3 as its specification defines it), its block is
+//! strings ([`Bytes`](crate::Bytes) keys; XXH3 as its specification defines it), its block is
 //! `(h * n) >> 64` in 128-bit arithmetic, and the low 32 bits `x` set bit
 //! `(x * SALT[i]) mod 2^32 >> 27` (256-bit blocks) or `>> 26` (512-bit blocks) of word `i`, with
 //! Parquet's eight salts. Keys inserted through `std::hash::Hash` (wyhash over what the key's
@@ -172,8 +172,8 @@ pub(crate) fn decode<B: BlockLayout>(
 ///
 /// # Examples
 /// ```
-/// use txgate_bloom::{BloomBuilder, Block512, Layout, format};
-/// let bytes = BloomBuilder::with_num_blocks(3)?.layout::<Block512>()?.build()?.to_bytes();
+/// use txgate_bloom::{BloomBuilder, Block512, Filter, Layout, format};
+/// let bytes = BloomBuilder::with_num_blocks(3).layout::<Block512>().build()?.to_bytes();
 /// assert_eq!(format::layout_of(&bytes)?, Layout::Block512);
 /// assert_eq!(bytes.len() as u64, format::encoded_len(Layout::Block512, 3));
 /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -41,6 +41,11 @@ impl Layout {
     /// Every layout, in code order.
     pub const ALL: [Layout; 2] = [Layout::Block256, Layout::Block512];
 
+    /// Bits each key sets (and each query tests), in every layout: one in each of the block's
+    /// eight words (Parquet's split block). This is the `k` of the bloom filter literature, not
+    /// the memory per key (`m / n`, "bits per key").
+    pub const BITS_SET_PER_KEY: u32 = 8;
+
     /// The layout's code in the serialized header (1 or 2).
     pub const fn code(self) -> u8 {
         match self {

@@ -21,44 +21,50 @@
 //! - [`AtomicBlockedBloom<B>`]: insert through `&self` from many threads (`fetch_or`, skipped
 //!   when the bits are already set); the same layout and serialized form.
 //! - [`AnyBloom`]: a plain filter of either layout, picked at run time; loads either.
+//! - [`Filter`]: what the three answer alike (hash, `contains`, batch queries, sizes, expected
+//!   rate, serialized form); each also has one inherent `insert`. [`Key`]: the kinds of key,
+//!   each hashed one way: `&T` for `T: Hash`, [`Bytes`] (ids and byte strings, portable),
+//!   [`Hashed`] (pre-hashed).
+//! - [`BloomBuilder`]: size (false-positive target, bits or blocks), seed, backend and layout;
+//!   checked once, when built.
 //! - [`Sbbf`]: the Parquet split-block bloom filter (256-bit blocks, XXH64), bit-compatible with
 //!   Parquet writers and readers.
-//! - [`Layout::false_positive_rate`], [`Layout::num_blocks_for`] and [`Sizing`]: the
-//!   blocked-filter formula of Putze et al. and the sizing built on it, for both layouts ("which
-//!   layout and how many bytes for n keys at rate p?"). (The classic `(1 - e^(-kn/m))^k`
-//!   undersizes blocked filters.)
+//! - [`Layout`] (with [`Layout::false_positive_rate`], [`Layout::num_blocks_for`],
+//!   [`Layout::max_blocks`], ...) and [`Sizing`]: the blocked-filter formula of Putze et al. and
+//!   the sizing built on it, for both layouts ("which layout and how many bytes for n keys at
+//!   rate p?"). (The classic `(1 - e^(-kn/m))^k` undersizes blocked filters.)
 //!
 //! # Example
 //! ```
-//! use txgate_bloom::{AnyBloom, Block512, BlockedBloom, BloomBuilder, Layout, Sizing};
+//! use txgate_bloom::{AnyBloom, Block512, BlockedBloom, BloomBuilder, Bytes, Filter, Layout, Sizing};
 //!
 //! // One round's txids at a 0.1 % false-positive rate, with a fixed seed for reproducibility.
 //! let txids: Vec<[u8; 32]> = (0u8..200).map(|i| [i; 32]).collect();
-//! let mut round = BloomBuilder::with_false_positive_rate(txids.len() as u64, 0.001)?.seed(42).build()?;
+//! let mut round = BloomBuilder::with_false_positive_rate(txids.len() as u64, 0.001).seed(42).build()?;
 //! for txid in &txids {
-//!     round.insert_id(txid);
+//!     round.insert(Bytes(txid));
 //! }
-//! assert!(txids.iter().all(|t| round.contains_id(t)));
+//! assert!(txids.iter().all(|t| round.contains(Bytes(t))));
 //! assert!(round.expected_false_positive_rate(200) <= 0.001);
 //!
-//! // Ship it: a versioned header, the blocks and a checksum.
+//! // Ship it: a versioned header, the blocks and a checksum, checked on load.
 //! let bytes = round.to_bytes();
-//! let loaded: BlockedBloom = BlockedBloom::from_bytes(&bytes).unwrap();
-//! assert!(loaded.contains_id(&txids[7]));
+//! let g = BlockedBloom::from_bytes(&bytes)?;
+//! assert!(g.contains(Bytes(&txids[7])));
 //!
 //! // The 512-bit layout for the same target needs fewer bytes; AnyBloom loads either.
 //! assert!(Sizing::new(Layout::Block512, 200, 0.001)?.bytes <= round.memory_bytes());
-//! let wide: BlockedBloom<Block512> = BloomBuilder::with_false_positive_rate(200, 0.001)?.layout()?.build()?;
-//! assert_eq!(AnyBloom::from_bytes(&wide.to_bytes()).unwrap().layout(), Layout::Block512);
-//! # Ok::<(), txgate_bloom::BuildError>(())
+//! let wide = BloomBuilder::with_false_positive_rate(200, 0.001).layout::<Block512>().build()?;
+//! assert_eq!(AnyBloom::from_bytes(&wide.to_bytes())?.layout(), Layout::Block512);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! # Layout and hashing
-//! A key is hashed once to 64 bits `h`: `Hash` keys with wyhash keyed by the filter's seed,
-//! ids (`[u8; N]`) and byte strings with seeded XXH3-64 (portable: fixed by the format), or
-//! pre-hashed by the caller (`*_hash` methods; the hash must
-//! be well mixed). The block is `(h * num_blocks) >> 64` in 128-bit arithmetic, so filters of
-//! more than 2^32 bits or blocks index every block. The low 32 bits `x` set bit
+//! A key is hashed once to 64 bits `h` ([`Key`]): `Hash` keys with wyhash keyed by the filter's
+//! seed, [`Bytes`] (ids `[u8; N]` and byte strings) with seeded XXH3-64 (portable: fixed by the
+//! format), or pre-hashed by the caller ([`Hashed`]; the hash must be well mixed). The block is
+//! `(h * num_blocks) >> 64` in 128-bit arithmetic, so filters of more than 2^32 bits or blocks
+//! index every block. The low 32 bits `x` set bit
 //! `(x * SALT[i]) mod 2^32 >> 27` (256-bit blocks) or `>> 26` (512-bit blocks) of word `i`, for
 //! eight odd salts (Parquet's).
 //!
@@ -77,11 +83,12 @@
 //!   holds, and miri (tree borrows) runs the scalar path and the byte view.
 //!
 //! # Modules
-//! - `filter`: [`BlockedBloom`], the single-writer filter, and [`estimate_len`].
+//! - `api`: [`Key`] and its kinds [`Bytes`] and [`Hashed`], and the [`Filter`] trait.
+//! - `filter`: [`BlockedBloom`], the single-writer filter.
 //! - `atomic`: [`AtomicBlockedBloom`], concurrent inserts through `&self`.
 //! - `any`: [`AnyBloom`], a plain filter of a layout chosen at run time.
 //! - `geometry`: what the filter types share besides their bits (blocks, seed, kernel) and the
-//!   rules derived from it: key hashes (wyhash, XXH3), block index, shape check, sizes, `Debug`.
+//!   rules derived from it: key hash, block index, shape check, `Debug`.
 //! - `builder`: [`BloomBuilder`] (sizing request, seed, backend, layout) and fallible allocation.
 //! - [`layout`]: [`Layout`] and [`BlockLayout`], the two native layouts and their trade-off.
 //! - `block`: [`Block256`], the block index and fingerprint rules, the Parquet salts.
@@ -97,6 +104,7 @@
 //! - `serde_impl` (feature `serde`): every filter as its serialized bytes, `Layout` by name.
 
 mod any;
+mod api;
 mod atomic;
 mod block;
 mod block512;
@@ -113,16 +121,17 @@ mod serde_impl;
 mod sizing;
 
 pub use any::AnyBloom;
+pub use api::{Bytes, Filter, Hashed, Key};
 pub use atomic::AtomicBlockedBloom;
-pub use block::{BITS_PER_BLOCK, BITS_SET_PER_KEY, BLOCK_BYTES, Block256, WORDS_PER_BLOCK};
+pub use block::Block256;
 pub use block512::Block512;
 pub use builder::BloomBuilder;
 pub use error::{BuildError, LoadError, ShapeError};
-pub use filter::{BlockedBloom, estimate_len};
+pub use filter::BlockedBloom;
 pub use kernels::{Backend, PREFETCH_AHEAD};
 pub use layout::{BlockLayout, Layout};
-pub use sbbf::{SBBF_MAX_OPTIMAL_BYTES, Sbbf};
-pub use sizing::{MAX_BLOCKS, Sizing, false_positive_rate, num_blocks_for, num_blocks_for_bits};
+pub use sbbf::Sbbf;
+pub use sizing::Sizing;
 
 #[cfg(test)]
 mod tests;

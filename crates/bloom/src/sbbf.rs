@@ -35,9 +35,6 @@ fn block_index(hash: u64, num_blocks: u64) -> u64 {
     ((hash >> 32) * num_blocks) >> 32
 }
 
-/// The largest bitset Parquet's sizing rule produces (arrow-rs and parquet-mr `BLOOM_FILTER_MAX_BYTES`).
-pub const SBBF_MAX_OPTIMAL_BYTES: u64 = 128 * 1024 * 1024;
-
 /// A Parquet split-block bloom filter (SBBF).
 ///
 /// # Examples
@@ -67,6 +64,10 @@ impl std::fmt::Debug for Sbbf {
 }
 
 impl Sbbf {
+    /// The largest bitset Parquet's sizing rule produces (arrow-rs and parquet-mr
+    /// `BLOOM_FILTER_MAX_BYTES`): 128 MiB.
+    pub const MAX_OPTIMAL_BYTES: u64 = 128 * 1024 * 1024;
+
     /// An empty filter with a bitset of `num_bytes` bytes and the detected backend.
     ///
     /// # Errors
@@ -131,7 +132,7 @@ impl Sbbf {
     /// to 32 bytes .. 128 MiB.
     pub fn optimal_num_bytes(num_bytes: u64) -> u64 {
         num_bytes
-            .clamp(SBBF_BLOCK_BYTES as u64, SBBF_MAX_OPTIMAL_BYTES)
+            .clamp(SBBF_BLOCK_BYTES as u64, Self::MAX_OPTIMAL_BYTES)
             .next_power_of_two()
     }
 

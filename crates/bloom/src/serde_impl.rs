@@ -10,7 +10,7 @@ use std::marker::PhantomData;
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
-use crate::{AnyBloom, AtomicBlockedBloom, BlockLayout, BlockedBloom, Sbbf};
+use crate::{AnyBloom, AtomicBlockedBloom, BlockLayout, BlockedBloom, Filter, Sbbf};
 
 /// Reads the byte string a filter was serialized as: serde bytes, or (for formats without a byte
 /// type, such as JSON) a sequence of `u8`.
@@ -61,7 +61,7 @@ impl<B: BlockLayout> Serialize for BlockedBloom<B> {
 impl<'de, B: BlockLayout> Deserialize<'de> for BlockedBloom<B> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserialize_with(deserializer, "a blocked bloom filter", |b| {
-            Self::from_bytes(b).map_err(|e| e.to_string())
+            Self::from_layout_bytes(b).map_err(|e| e.to_string())
         })
     }
 }
@@ -75,7 +75,7 @@ impl<B: BlockLayout> Serialize for AtomicBlockedBloom<B> {
 impl<'de, B: BlockLayout> Deserialize<'de> for AtomicBlockedBloom<B> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserialize_with(deserializer, "an atomic blocked bloom filter", |b| {
-            Self::from_bytes(b).map_err(|e| e.to_string())
+            Self::from_layout_bytes(b).map_err(|e| e.to_string())
         })
     }
 }

@@ -22,16 +22,15 @@
 //! blocks); it is accurate for filters of more than a few blocks, which the tests confirm, and
 //! conservative (too high) for filters of one or two blocks.
 
-use crate::block::BITS_SET_PER_KEY;
 use crate::error::BuildError;
 use crate::layout::Layout;
 
 /// The sizing rules of each layout (the blocked-filter formula and the searches built on it).
 impl Layout {
     /// The expected false-positive rate of `num_blocks` blocks of this layout holding `items`
-    /// distinct keys (the blocked-filter formula of Putze, Sanders and Singler; see
-    /// [`false_positive_rate`] for the 256-bit one and the
-    /// [`sizing`](crate::Sizing) docs for the derivation).
+    /// distinct keys (the blocked-filter formula of Putze, Sanders and Singler, "Cache-, Hash-
+    /// and Space-Efficient Bloom Filters", section 3: a Poisson mixture over the keys per
+    /// block). Returns 0 for an empty filter and 1 for `num_blocks == 0`.
     ///
     /// # Examples
     /// ```
@@ -46,11 +45,20 @@ impl Layout {
     }
 
     /// The fewest blocks of this layout that keep `items` keys at or below false-positive rate
-    /// `fpr` (`items == 0` gives one block).
+    /// `fpr` (`items == 0` gives one block), by [`Layout::false_positive_rate`].
     ///
     /// # Errors
     /// [`BuildError::InvalidFalsePositiveRate`] unless `0 < fpr < 1`; [`BuildError::TooLarge`]
     /// past [`Layout::max_blocks`].
+    ///
+    /// # Examples
+    /// ```
+    /// use txgate_bloom::Layout;
+    /// let layout = Layout::Block256;
+    /// let blocks = layout.num_blocks_for(1_000_000, 0.01)?;
+    /// assert!(layout.false_positive_rate(1_000_000, blocks) <= 0.01);
+    /// assert!(layout.false_positive_rate(1_000_000, blocks - 1) > 0.01);
+    /// # Ok::<(), txgate_bloom::BuildError>(())
     pub fn num_blocks_for(self, items: u64, fpr: f64) -> Result<u64, BuildError> {
         blocks_for_rate(self, items, fpr)
     }
@@ -64,10 +72,6 @@ impl Layout {
         blocks_for_bits(self, bits)
     }
 }
-
-/// The most blocks a 256-bit-block filter may have (its bytes must fit an `isize`); see
-/// [`Layout::max_blocks`] for both layouts.
-pub const MAX_BLOCKS: u64 = Layout::Block256.max_blocks();
 
 /// `ln(k!)`, exact by summation for small `k`, Stirling's series beyond (error below 1e-12).
 fn ln_factorial(k: u64) -> f64 {
@@ -102,7 +106,7 @@ pub(crate) fn blocked_false_positive_rate(word_bits: u32, items: u64, num_blocks
         return 1.0;
     }
     let q = 1.0 - 1.0 / f64::from(word_bits);
-    let f = |clear: f64| (1.0 - clear).powi(BITS_SET_PER_KEY as i32);
+    let f = |clear: f64| (1.0 - clear).powi(Layout::BITS_SET_PER_KEY as i32);
     let mode = lambda.floor() as u64;
     let pmf_mode = (-lambda + mode as f64 * lambda.ln() - ln_factorial(mode)).exp();
     let clear_mode = q.powf(mode as f64);
@@ -132,52 +136,6 @@ pub(crate) fn blocked_false_positive_rate(word_bits: u32, items: u64, num_blocks
         }
     }
     total.min(1.0)
-}
-
-/// Expected false-positive rate of a filter of `num_blocks` 256-bit blocks that holds `items`
-/// distinct keys, by the blocked-filter formula of Putze, Sanders and Singler (see the module
-/// docs); [`Layout::false_positive_rate`] gives it for either layout.
-///
-/// Returns 0 for an empty filter and 1 for `num_blocks == 0`.
-///
-/// # Examples
-/// ```
-/// use txgate_bloom::false_positive_rate;
-/// // 2^20 keys at 10 bits per key: 40,960 blocks of 256 bits.
-/// let fpr = false_positive_rate(1 << 20, 40_960);
-/// assert!(fpr > 0.0125 && fpr < 0.0128, "{fpr}");
-/// ```
-pub fn false_positive_rate(items: u64, num_blocks: u64) -> f64 {
-    Layout::Block256.false_positive_rate(items, num_blocks)
-}
-
-/// The fewest 256-bit blocks that keep `items` keys at or below false-positive rate `fpr`, by
-/// [`false_positive_rate`] ([`Layout::num_blocks_for`] for either layout).
-///
-/// `items == 0` gives one block.
-///
-/// # Errors
-/// [`BuildError::InvalidFalsePositiveRate`] unless `0 < fpr < 1`;
-/// [`BuildError::TooLarge`] when more than [`MAX_BLOCKS`] blocks would be needed.
-///
-/// # Examples
-/// ```
-/// use txgate_bloom::{false_positive_rate, num_blocks_for};
-/// let blocks = num_blocks_for(1_000_000, 0.01).unwrap();
-/// assert!(false_positive_rate(1_000_000, blocks) <= 0.01);
-/// assert!(false_positive_rate(1_000_000, blocks - 1) > 0.01);
-/// ```
-pub fn num_blocks_for(items: u64, fpr: f64) -> Result<u64, BuildError> {
-    Layout::Block256.num_blocks_for(items, fpr)
-}
-
-/// The 256-bit blocks that hold `bits` bits, rounded up to whole blocks
-/// ([`Layout::num_blocks_for_bits`] for either layout).
-///
-/// # Errors
-/// [`BuildError::ZeroSize`] for `bits == 0`; [`BuildError::TooLarge`] past [`MAX_BLOCKS`].
-pub fn num_blocks_for_bits(bits: u64) -> Result<u64, BuildError> {
-    Layout::Block256.num_blocks_for_bits(bits)
 }
 
 /// [`Layout::num_blocks_for`]: a search over the block count (the rate falls as blocks are
@@ -404,7 +362,7 @@ mod tests {
     fn blocked_is_worse_than_classic() {
         // 10 bits per key, k = 8: classic (1 - e^(-0.8))^8.
         let classic = (1.0 - (-0.8f64).exp()).powi(8);
-        let blocked = false_positive_rate(1 << 20, (10 << 20) / 256);
+        let blocked = Layout::Block256.false_positive_rate(1 << 20, (10 << 20) / 256);
         assert!(blocked > classic * 1.2, "{blocked} vs {classic}");
         let blocked = Layout::Block512.false_positive_rate(1 << 20, (10 << 20) / 512);
         assert!(blocked > classic * 1.1, "{blocked} vs {classic}");
@@ -478,9 +436,15 @@ mod tests {
             ));
             assert_eq!(layout.num_blocks_for_bits(1).unwrap(), 1);
         }
-        assert_eq!(num_blocks_for_bits(257).unwrap(), 2);
-        assert_eq!(num_blocks_for_bits(1 << 33).unwrap(), 1 << 25);
-        assert_eq!(num_blocks_for_bits(u64::MAX).unwrap(), 1 << 56);
+        assert_eq!(Layout::Block256.num_blocks_for_bits(257).unwrap(), 2);
+        assert_eq!(
+            Layout::Block256.num_blocks_for_bits(1 << 33).unwrap(),
+            1 << 25
+        );
+        assert_eq!(
+            Layout::Block256.num_blocks_for_bits(u64::MAX).unwrap(),
+            1 << 56
+        );
         assert_eq!(Layout::Block512.num_blocks_for_bits(513).unwrap(), 2);
         assert_eq!(
             Layout::Block512.num_blocks_for_bits(u64::MAX).unwrap(),

@@ -1,17 +1,27 @@
-//! The portable byte hash, ids of any length, equality, `Extend` and `build_from` on every
+//! The portable byte hash, ids of any length, equality and `Extend` on every
 //! filter type, the borrowed bits, and the Parquet filter's union and clear, with values fixed by
 //! the format or computed independently.
 
 use txgate_bloom::{
-    AnyBloom, AtomicBlockedBloom, Block512, BlockedBloom, BloomBuilder, Layout, Sbbf, ShapeError,
+    AnyBloom, AtomicBlockedBloom, Block512, BlockLayout, BlockedBloom, BloomBuilder, Bytes, Filter,
+    Layout, Sbbf, ShapeError,
 };
 
 fn filter(seed: u64) -> BlockedBloom {
     BloomBuilder::with_num_bits(1 << 16)
-        .unwrap()
         .seed(seed)
         .build()
         .unwrap()
+}
+
+/// A filter of `builder` extended with `keys` (the one way to build a filter of given keys).
+fn filled<B: BlockLayout, T: std::hash::Hash>(
+    builder: &BloomBuilder<B>,
+    keys: impl IntoIterator<Item = T>,
+) -> BlockedBloom<B> {
+    let mut filter = builder.build().unwrap();
+    filter.extend(keys);
+    filter
 }
 
 /// The block of hash `h` among `n`: `(h * n) >> 64` in 128-bit arithmetic, the format's rule.
@@ -31,7 +41,7 @@ fn byte_hash_is_seeded_xxh3_fixed_by_the_format() {
     for (seed, bytes, want) in cases {
         let f = filter(seed);
         assert_eq!(
-            f.hash_bytes(bytes),
+            f.hash(Bytes(bytes)),
             want,
             "seed {seed}, {} bytes",
             bytes.len()
@@ -39,7 +49,7 @@ fn byte_hash_is_seeded_xxh3_fixed_by_the_format() {
         // 2^16 bits of 256-bit blocks: 256 blocks; the key's block by the format's rule.
         assert_eq!(f.num_blocks(), 256);
         let mut one = filter(seed);
-        one.insert_bytes(bytes);
+        one.insert(Bytes(bytes));
         let set: Vec<usize> = one
             .as_bytes()
             .chunks(32)
@@ -56,30 +66,29 @@ fn ids_of_any_length_hash_as_their_bytes() {
     let mut f = filter(7);
     let signature = [0x5a_u8; 64]; // an ed25519 signature's length (Solana's transaction id)
     let txid = [0x11_u8; 32];
-    assert_eq!(f.hash_id(&signature), f.hash_bytes(&signature));
-    assert_eq!(f.hash_id(&txid), f.hash_bytes(&txid));
-    assert!(f.insert_id(&signature));
-    assert!(f.contains_bytes(&signature) && f.contains_id(&signature));
-    assert!(!f.insert_bytes(&signature), "already present");
+    // The array form (XXH3's fixed-length path) and the slice form hash alike.
+    assert_eq!(f.hash(Bytes(&signature)), f.hash(Bytes(&signature[..])));
+    assert_eq!(f.hash(Bytes(&txid)), f.hash(Bytes(&txid[..])));
+    assert!(f.insert(Bytes(&signature)));
+    assert!(f.contains(Bytes(&signature[..])) && f.contains(Bytes(&signature)));
+    assert!(!f.insert(Bytes(&signature[..])), "already present");
     let mut wide: BlockedBloom<Block512> = BloomBuilder::with_num_bits(1 << 16)
-        .unwrap()
         .seed(7)
         .layout()
-        .unwrap()
         .build()
         .unwrap();
-    wide.insert_bytes(b"abc");
-    assert!(wide.contains_id(b"abc"));
+    wide.insert(Bytes(&b"abc"[..]));
+    assert!(wide.contains(Bytes(b"abc")));
     let atomic = AtomicBlockedBloom::from(filter(7));
-    atomic.insert_bytes(&txid);
-    assert!(atomic.contains_id(&txid));
+    atomic.insert(Bytes(&txid[..]));
+    assert!(atomic.contains(Bytes(&txid)));
     let mut any = AnyBloom::from_bytes(&wide.to_bytes()).unwrap();
-    assert!(any.contains_bytes(b"abc"));
-    any.insert_id(&[1u8; 20]);
-    assert!(any.contains_bytes(&[1u8; 20]));
+    assert!(any.contains(Bytes(&b"abc"[..])));
+    any.insert(Bytes(&[1u8; 20]));
+    assert!(any.contains(Bytes(&[1u8; 20][..])));
     // Survives serialization: the hash is part of the format.
-    let loaded: BlockedBloom = BlockedBloom::from_bytes(&f.to_bytes()).unwrap();
-    assert!(loaded.contains_bytes(&signature));
+    let loaded = BlockedBloom::from_bytes(&f.to_bytes()).unwrap();
+    assert!(loaded.contains(Bytes(&signature[..])));
 }
 
 #[test]
@@ -114,13 +123,13 @@ fn equality_extend_and_the_borrowed_bits() {
 #[test]
 fn every_filter_type_extends_as_insert_does() {
     let keys: Vec<u64> = (0..300u64).map(|i| i * 7919).collect();
-    let builder = BloomBuilder::with_num_bits(1 << 16).unwrap().seed(11);
+    let builder = BloomBuilder::with_num_bits(1 << 16).seed(11);
     let mut one_by_one = builder.build().unwrap();
     for k in &keys {
         one_by_one.insert(k);
     }
 
-    let built = builder.build_from(&keys).unwrap();
+    let built = filled(&builder, &keys);
     assert_eq!(built, one_by_one);
     assert!(keys.iter().all(|k| built.contains(k)));
 
@@ -128,10 +137,7 @@ fn every_filter_type_extends_as_insert_does() {
     let mut by_value = builder.build().unwrap();
     by_value.extend(keys.clone());
     assert_eq!(by_value, one_by_one);
-    assert_eq!(
-        builder.build_from((0..300u64).map(|i| i * 7919)).unwrap(),
-        one_by_one
-    );
+    assert_eq!(filled(&builder, (0..300u64).map(|i| i * 7919)), one_by_one);
 
     let mut atomic = builder.build_atomic().unwrap();
     atomic.extend(&keys);
@@ -143,20 +149,20 @@ fn every_filter_type_extends_as_insert_does() {
     assert!(keys.iter().all(|k| any.contains(k)));
     assert_eq!(any.to_bytes(), one_by_one.to_bytes());
 
-    // The 512-bit layout, through AnyBloom and build_from alike.
-    let wide_builder = builder.clone().layout::<Block512>().unwrap();
+    // The 512-bit layout, through AnyBloom and Extend alike.
+    let wide_builder = builder.clone().layout::<Block512>();
     let mut wide: BlockedBloom<Block512> = wide_builder.build().unwrap();
     for k in &keys {
         wide.insert(k);
     }
-    assert_eq!(wide_builder.build_from(&keys).unwrap(), wide);
+    assert_eq!(filled(&wide_builder, &keys), wide);
     let mut any_wide = builder.build_any(Layout::Block512).unwrap();
     any_wide.extend(&keys);
     assert_eq!(any_wide.layout(), Layout::Block512);
     assert_eq!(any_wide.to_bytes(), wide.to_bytes());
 
     // One key sets exactly one bit in each of a block's 8 words.
-    let one = builder.build_from(["txid-1"]).unwrap();
+    let one = filled(&builder, ["txid-1"]);
     assert_eq!(one.count_ones(), 8);
     // Extend hashes by `Hash`: an id extended in is not found by its bytes' hash (XXH3), and
     // is found by `contains` (wyhash of its `Hash` form).
@@ -164,7 +170,7 @@ fn every_filter_type_extends_as_insert_does() {
     let mut by_hash = builder.build_any(Layout::Block256).unwrap();
     by_hash.extend([&id]);
     assert!(by_hash.contains(&id));
-    assert!(!by_hash.contains_id(&id));
+    assert!(!by_hash.contains(Bytes(&id)));
     assert_eq!(by_hash.count_ones(), 8);
 }
 

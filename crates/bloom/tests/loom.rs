@@ -4,14 +4,14 @@
 
 use loom::sync::Arc;
 use loom::thread;
-use txgate_bloom::{AtomicBlockedBloom, Block256, Block512, BlockLayout, BloomBuilder};
+use txgate_bloom::{
+    AtomicBlockedBloom, Block256, Block512, BlockLayout, BloomBuilder, Filter, Hashed,
+};
 
 fn one_block_of<B: BlockLayout>() -> AtomicBlockedBloom<B> {
     BloomBuilder::with_num_blocks(1)
-        .unwrap()
         .seed(9)
         .layout::<B>()
-        .unwrap()
         .build_atomic()
         .unwrap()
 }
@@ -24,12 +24,12 @@ fn racing_inserts_of_one_key_in<B: BlockLayout>() {
         let filter = Arc::new(one_block_of::<B>());
         let key = 0x0123_4567_89ab_cdefu64;
         let f = Arc::clone(&filter);
-        let t = thread::spawn(move || f.insert_hash(key));
-        let here = filter.insert_hash(key);
+        let t = thread::spawn(move || f.insert(Hashed(key)));
+        let here = filter.insert(Hashed(key));
         let there = t.join().unwrap();
         assert!(here || there, "neither racing insert reported the new key");
-        assert!(filter.contains_hash(key));
-        assert!(!filter.insert_hash(key));
+        assert!(filter.contains(Hashed(key)));
+        assert!(!filter.insert(Hashed(key)));
         assert_eq!(filter.count_ones(), 8);
     });
 }
@@ -54,11 +54,11 @@ fn racing_inserts_of_two_keys_in<B: BlockLayout>() {
         let filter = Arc::new(one_block_of::<B>());
         let (a, b) = (0x1111_2222_3333_4444u64, 0x5555_6666_7777_8888u64);
         let f = Arc::clone(&filter);
-        let t = thread::spawn(move || f.insert_hash(b));
-        let a_new = filter.insert_hash(a);
+        let t = thread::spawn(move || f.insert(Hashed(b)));
+        let a_new = filter.insert(Hashed(a));
         let b_new = t.join().unwrap();
         assert!(a_new && b_new);
-        assert!(filter.contains_hash(a) && filter.contains_hash(b));
+        assert!(filter.contains(Hashed(a)) && filter.contains(Hashed(b)));
         let shared = shared_bits::<B>(a, b);
         assert!(shared < 8, "the keys must differ in some bit");
         assert_eq!(filter.count_ones(), 16 - shared);
@@ -79,7 +79,7 @@ fn racing_inserts_of_two_keys_in_one_512_bit_block() {
 fn shared_bits<B: BlockLayout>(a: u64, b: u64) -> u64 {
     let alone = |h| {
         let f = one_block_of::<B>();
-        f.insert_hash(h);
+        f.insert(Hashed(h));
         f.to_bytes()
     };
     let (x, y) = (alone(a), alone(b));

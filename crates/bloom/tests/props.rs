@@ -6,18 +6,16 @@ use proptest::prelude::*;
 use txgate_bloom::format::HEADER_BYTES;
 use txgate_bloom::{
     AnyBloom, AtomicBlockedBloom, Backend, Block256, Block512, BlockLayout, BlockedBloom,
-    BloomBuilder, Sbbf,
+    BloomBuilder, Bytes, Filter, Hashed, Sbbf,
 };
 use txgate_testkit::bloom_format::{version_1, written_back};
 
 fn no_false_negatives_in<B: BlockLayout>(keys: &[Vec<u8>], blocks: u64, seed: u64) {
     for backend in Backend::available() {
         let builder = BloomBuilder::with_num_blocks(blocks)
-            .unwrap()
             .seed(seed)
             .backend(backend)
-            .layout::<B>()
-            .unwrap();
+            .layout::<B>();
         let mut plain = builder.build().unwrap();
         let atomic = builder.build_atomic().unwrap();
         for k in keys {
@@ -25,7 +23,7 @@ fn no_false_negatives_in<B: BlockLayout>(keys: &[Vec<u8>], blocks: u64, seed: u6
             atomic.insert(k);
         }
         assert!(keys.iter().all(|k| plain.contains(k) && atomic.contains(k)));
-        let reloaded = BlockedBloom::<B>::from_bytes(&plain.to_bytes()).unwrap();
+        let reloaded = BlockedBloom::<B>::from_layout_bytes(&plain.to_bytes()).unwrap();
         assert!(keys.iter().all(|k| reloaded.contains(k)));
         let any = AnyBloom::from_bytes(&atomic.to_bytes()).unwrap();
         assert!(keys.iter().all(|k| any.contains(k)));
@@ -35,10 +33,10 @@ fn no_false_negatives_in<B: BlockLayout>(keys: &[Vec<u8>], blocks: u64, seed: u6
 /// Every native loader on `bytes`: no panic, and a filter that loads writes `written_back`.
 fn load_everything(bytes: &[u8]) -> Result<(), TestCaseError> {
     let results = [
-        BlockedBloom::<Block256>::from_bytes(bytes).map(|f| f.to_bytes()),
-        BlockedBloom::<Block512>::from_bytes(bytes).map(|f| f.to_bytes()),
-        AtomicBlockedBloom::<Block256>::from_bytes(bytes).map(|f| f.to_bytes()),
-        AtomicBlockedBloom::<Block512>::from_bytes(bytes).map(|f| f.to_bytes()),
+        BlockedBloom::<Block256>::from_layout_bytes(bytes).map(|f| f.to_bytes()),
+        BlockedBloom::<Block512>::from_layout_bytes(bytes).map(|f| f.to_bytes()),
+        AtomicBlockedBloom::<Block256>::from_layout_bytes(bytes).map(|f| f.to_bytes()),
+        AtomicBlockedBloom::<Block512>::from_layout_bytes(bytes).map(|f| f.to_bytes()),
         AnyBloom::from_bytes(bytes).map(|f| f.to_bytes()),
     ];
     for written in results.into_iter().flatten() {
@@ -69,11 +67,11 @@ proptest! {
         wide in any::<bool>(),
     ) {
         let layout = if wide { txgate_bloom::Layout::Block512 } else { txgate_bloom::Layout::Block256 };
-        let mut plain = BloomBuilder::with_num_bits(bits).unwrap().seed(seed).build_any(layout).unwrap();
-        for id in &ids { plain.insert_id(id); }
-        for &h in &hashes { plain.insert_hash(h); }
-        prop_assert!(ids.iter().all(|id| plain.contains_id(id)));
-        prop_assert!(hashes.iter().all(|&h| plain.contains_hash(h)));
+        let mut plain = BloomBuilder::with_num_bits(bits).seed(seed).build_any(layout).unwrap();
+        for id in &ids { plain.insert(Bytes(id)); }
+        for &h in &hashes { plain.insert(Hashed(h)); }
+        prop_assert!(ids.iter().all(|id| plain.contains(Bytes(id))));
+        prop_assert!(hashes.iter().all(|&h| plain.contains(Hashed(h))));
         let mut out = vec![false; hashes.len()];
         plain.contains_many(&hashes, &mut out);
         prop_assert!(out.iter().all(|&b| b));
@@ -107,13 +105,13 @@ proptest! {
         cut in 0usize..40,
         extend in prop::collection::vec(any::<u8>(), 0..3),
     ) {
-        let builder = BloomBuilder::with_num_blocks(blocks).unwrap().seed(3);
+        let builder = BloomBuilder::with_num_blocks(blocks).seed(3);
         let mut small = builder.build().unwrap();
-        let mut large = builder.clone().layout::<Block512>().unwrap().build().unwrap();
+        let mut large = builder.clone().layout::<Block512>().build().unwrap();
         let mut sbbf = Sbbf::new(blocks * 32).unwrap();
         for &k in &keys {
-            small.insert_hash(k);
-            large.insert_hash(k);
+            small.insert(Hashed(k));
+            large.insert(Hashed(k));
             sbbf.insert_hash(k);
         }
         let v1 = version_1(&small.to_bytes());

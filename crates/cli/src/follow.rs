@@ -13,6 +13,7 @@
 //! were found.
 
 use std::time::{Duration, Instant};
+use txgate_bloom::Filter;
 
 use rand::RngCore;
 use rand::rngs::SmallRng;

@@ -15,6 +15,7 @@ use std::time::Duration;
 use common::{DATASET2, SMALL, assert_fails, assert_ok, command, stderr, stdout, txgate};
 use serde_json::Value;
 use txgate_algorand::source::BlockSource;
+use txgate_bloom::Filter;
 use txgate_ledger::store::Ledger;
 use txgate_testkit::algod::FakeAlgod;
 

@@ -30,7 +30,7 @@ use std::time::Instant;
 use rmpv::Value;
 use txgate_algorand::codec::{Expected, TxidHasher, decode_block};
 use txgate_algorand::synth::{SynthTxn, encode_block};
-use txgate_bloom::BloomBuilder;
+use txgate_bloom::{BloomBuilder, Bytes};
 use txgate_ledger::store::{Ledger, LedgerConfig, VerifiedBlock};
 use txgate_ledger::{Round, Txid};
 
@@ -159,12 +159,11 @@ fn main() {
 
         let (bloom, wall) = timed(|| {
             let mut bloom = BloomBuilder::with_false_positive_rate(TXNS as u64, 0.001)
-                .unwrap()
                 .seed(config.bloom_seed)
                 .build_any(config.bloom_layout)
                 .unwrap();
             for txn in &block.txns {
-                bloom.insert_id(txn.txid.as_bytes());
+                bloom.insert(Bytes(txn.txid.as_bytes()));
             }
             bloom
         });

@@ -5,6 +5,7 @@
 //! `TXGATE_REQUIRE_DATA=1`; see txgate-testkit's "Real data").
 
 use std::collections::{HashMap, HashSet};
+use txgate_bloom::{Bytes, Filter};
 
 use redb::{Database, ReadableTable, TableDefinition};
 use txgate_algorand::source::BlockSource;
@@ -129,7 +130,7 @@ fn dataset2_hits_in_every_kept_round_read_no_block() {
             for chunk in id.chunks_exact_mut(8) {
                 chunk.copy_from_slice(&rng.next_u64().to_le_bytes());
             }
-            if bloom.contains_id(&id) {
+            if bloom.contains(Bytes(&id)) {
                 maybes.push((round, Txid(id)));
                 found += 1;
             }

@@ -33,7 +33,7 @@ use std::process::ExitCode;
 use serde_json::Value;
 use txgate_algorand::codec::{decode_block, gossip_messages};
 use txgate_algorand::source::BlockSource;
-use txgate_bloom::{Block256, Block512, BlockLayout, BloomBuilder};
+use txgate_bloom::{Block256, Block512, BlockLayout, BloomBuilder, Bytes, Filter};
 use txgate_testkit::bloom_format::version_1;
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
@@ -178,12 +178,12 @@ fn round_txids(data: &Path) -> Result<Vec<(String, Vec<[u8; 32]>)>> {
 /// A round's filters in layout `B`: format version 2 (plain and atomic variants write the
 /// same bytes) and its version-1 form.
 fn filters<B: BlockLayout>(seeds: &mut Seeds, name: &str, txids: &[[u8; 32]]) -> Result<()> {
-    let mut filter = BloomBuilder::with_false_positive_rate(txids.len() as u64, 0.01)?
+    let mut filter = BloomBuilder::with_false_positive_rate(txids.len() as u64, 0.01)
         .seed(txids.len() as u64)
-        .layout::<B>()?
+        .layout::<B>()
         .build()?;
     for t in txids {
-        filter.insert_id(t);
+        filter.insert(Bytes(t));
     }
     let v2 = filter.to_bytes();
     seeds.insert(format!("{name}-v1"), version_1(&v2));

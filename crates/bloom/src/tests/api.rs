@@ -10,16 +10,16 @@ fn union_and_intersect_of<B: BlockLayout>() {
     let xs: Vec<u64> = (0..40).map(|_| rng.next_u64()).collect();
     let ys: Vec<u64> = (0..40).map(|_| rng.next_u64()).collect();
     for &h in &xs {
-        a.insert_hash(h);
+        a.insert(Hashed(h));
     }
     for &h in &ys {
-        b.insert_hash(h);
+        b.insert(Hashed(h));
     }
     let (a_bytes, b_bytes) = (a.to_bytes(), b.to_bytes());
 
     let mut u = a.clone();
     u.union(&b).unwrap();
-    assert!(xs.iter().chain(&ys).all(|&h| u.contains_hash(h)));
+    assert!(xs.iter().chain(&ys).all(|&h| u.contains(Hashed(h))));
     let or: Vec<u8> = body(&a_bytes)
         .iter()
         .zip(body(&b_bytes))
@@ -67,12 +67,12 @@ fn union_and_intersect() {
 fn clear_empties_of<B: BlockLayout>() {
     let mut a = builder_of::<B>(4).build().unwrap();
     assert!(a.is_empty());
-    a.insert(&"x");
+    a.insert("x");
     assert!(!a.is_empty() && a.count_ones() == 8);
     a.clear();
-    assert!(a.is_empty() && !a.contains(&"x"));
+    assert!(a.is_empty() && !a.contains("x"));
     let mut atomic = builder_of::<B>(4).build_atomic().unwrap();
-    atomic.insert(&"x");
+    atomic.insert("x");
     assert_eq!(atomic.count_ones(), 8);
     atomic.clear();
     assert_eq!(atomic.count_ones(), 0);
@@ -86,24 +86,34 @@ fn clear_empties() {
 
 #[test]
 fn builder_rejects_bad_input() {
+    // Each request is checked once, by every build method.
+    let zero_blocks = BloomBuilder::with_num_blocks(0);
+    assert_eq!(zero_blocks.build().unwrap_err(), BuildError::ZeroSize);
     assert_eq!(
-        BloomBuilder::with_num_blocks(0).unwrap_err(),
+        zero_blocks.build_atomic().unwrap_err(),
         BuildError::ZeroSize
     );
     assert_eq!(
-        BloomBuilder::with_num_bits(0).unwrap_err(),
+        zero_blocks.build_any(Layout::Block512).unwrap_err(),
+        BuildError::ZeroSize
+    );
+    assert_eq!(
+        BloomBuilder::with_num_bits(0).build().unwrap_err(),
         BuildError::ZeroSize
     );
     assert!(matches!(
-        BloomBuilder::with_num_blocks(u64::MAX),
+        BloomBuilder::with_num_blocks(u64::MAX).build(),
         Err(BuildError::TooLarge { .. })
     ));
-    assert!(matches!(
-        BloomBuilder::with_false_positive_rate(10, 1.5),
-        Err(BuildError::InvalidFalsePositiveRate(_))
-    ));
+    for fpr in [1.5, 0.0, 1.0, -0.1, f64::NAN] {
+        assert!(matches!(
+            BloomBuilder::with_false_positive_rate(10, fpr).build_atomic(),
+            Err(BuildError::InvalidFalsePositiveRate(_))
+        ));
+    }
     // A size the allocator cannot satisfy is an error, not an abort.
-    let huge = BloomBuilder::with_num_blocks(crate::MAX_BLOCKS).unwrap();
+    let max_blocks = Layout::Block256.max_blocks();
+    let huge = BloomBuilder::with_num_blocks(max_blocks);
     if !MIRI {
         assert!(matches!(
             huge.build(),
@@ -120,7 +130,11 @@ fn builder_rejects_bad_input() {
     }
     // A block count that fits 256-bit blocks but not 512-bit ones.
     assert!(matches!(
-        huge.clone().layout::<Block512>(),
+        huge.clone().layout::<Block512>().build(),
+        Err(BuildError::TooLarge { .. })
+    ));
+    assert!(matches!(
+        huge.build_any(Layout::Block512),
         Err(BuildError::TooLarge { .. })
     ));
     assert!(matches!(Sbbf::new(0), Err(BuildError::InvalidSbbfSize(0))));
@@ -139,8 +153,8 @@ fn builder_rejects_bad_input() {
     assert_eq!(Sbbf::num_bits_for(10, 0.1).unwrap(), 57); // arrow-rs table
     // Sizing never exceeds what the builder accepts.
     for fpr in [0.2, 0.3, 0.9] {
-        match crate::num_blocks_for(u64::MAX, fpr) {
-            Ok(blocks) => assert!(blocks <= crate::MAX_BLOCKS),
+        match Layout::Block256.num_blocks_for(u64::MAX, fpr) {
+            Ok(blocks) => assert!(blocks <= max_blocks),
             Err(e) => assert!(matches!(e, BuildError::TooLarge { .. }), "{e:?}"),
         }
     }
@@ -159,29 +173,27 @@ fn builder_rejects_bad_input() {
 #[test]
 fn layout_switch_resizes_the_request() {
     let rate = BloomBuilder::with_false_positive_rate(10_000, 0.001)
-        .unwrap()
         .seed(9)
         .backend(Backend::Scalar);
-    let wide = rate.clone().layout::<Block512>().unwrap();
+    let wide = rate.clone().layout::<Block512>();
     assert_eq!(
-        wide.num_blocks(),
+        wide.build().unwrap().num_blocks(),
         Layout::Block512.num_blocks_for(10_000, 0.001).unwrap()
     );
     assert_eq!(
-        rate.num_blocks(),
+        rate.build().unwrap().num_blocks(),
         Layout::Block256.num_blocks_for(10_000, 0.001).unwrap()
     );
-    assert_eq!(wide.clone().layout::<Block256>().unwrap(), rate);
+    assert_eq!(wide.clone().layout::<Block256>(), rate);
     let filter = wide.build().unwrap();
     assert_eq!((filter.seed(), filter.backend()), (9, Backend::Scalar));
     assert_eq!(filter.layout(), Layout::Block512);
-    let bits = BloomBuilder::with_num_bits(1000).unwrap();
-    assert_eq!(bits.num_blocks(), 4);
-    assert_eq!(bits.layout::<Block512>().unwrap().num_blocks(), 2);
-    let blocks = BloomBuilder::with_num_blocks(3).unwrap();
-    assert_eq!(blocks.layout::<Block512>().unwrap().num_blocks(), 3);
+    let bits = BloomBuilder::with_num_bits(1000);
+    assert_eq!(bits.build().unwrap().num_blocks(), 4);
+    assert_eq!(bits.layout::<Block512>().build().unwrap().num_blocks(), 2);
+    let blocks = BloomBuilder::with_num_blocks(3);
+    assert_eq!(blocks.layout::<Block512>().build().unwrap().num_blocks(), 3);
     let any = BloomBuilder::with_false_positive_rate(10_000, 0.001)
-        .unwrap()
         .build_any(Layout::Block512)
         .unwrap();
     assert_eq!(any.num_blocks(), filter.num_blocks());
@@ -190,12 +202,12 @@ fn layout_switch_resizes_the_request() {
 
 #[test]
 fn random_seeds_differ_and_fixed_seeds_repeat() {
-    let a = BloomBuilder::with_num_blocks(1).unwrap().build().unwrap();
-    let b = BloomBuilder::with_num_blocks(1).unwrap().build().unwrap();
+    let a = BloomBuilder::with_num_blocks(1).build().unwrap();
+    let b = BloomBuilder::with_num_blocks(1).build().unwrap();
     assert_ne!(a.seed(), b.seed());
     assert_eq!(
-        builder(1).build().unwrap().hash(&"k"),
-        builder(1).build().unwrap().hash(&"k")
+        builder(1).build().unwrap().hash("k"),
+        builder(1).build().unwrap().hash("k")
     );
 }
 
@@ -206,14 +218,14 @@ fn id_hash_separates_single_byte_changes() {
     let filter = builder(1).build().unwrap();
     let base = [0x5au8; 32];
     let mut seen = std::collections::HashSet::new();
-    seen.insert(filter.hash_id(&base));
+    seen.insert(filter.hash(Bytes(&base)));
     for pos in 0..32 {
         for value in [0u8, 1, 0x5b, 0xff] {
             let mut id = base;
             id[pos] = value;
             if id != base {
                 assert!(
-                    seen.insert(filter.hash_id(&id)),
+                    seen.insert(filter.hash(Bytes(&id))),
                     "collision at byte {pos} = {value}"
                 );
             }
@@ -232,34 +244,24 @@ fn id_hash_separates_single_byte_changes() {
             id[..8].copy_from_slice(&first.to_le_bytes());
             id[8..16].copy_from_slice(&constant.to_le_bytes());
             assert!(
-                hashes.insert(filter.hash_id(&id)),
+                hashes.insert(filter.hash(Bytes(&id))),
                 "{constant:#x}: word 0 erased"
             );
         }
     }
     // The seed keys the hash.
-    let other = BloomBuilder::with_num_blocks(1)
-        .unwrap()
-        .seed(1)
-        .build()
-        .unwrap();
-    assert_ne!(other.hash_id(&base), filter.hash_id(&base));
+    let other = BloomBuilder::with_num_blocks(1).seed(1).build().unwrap();
+    assert_ne!(other.hash(Bytes(&base)), filter.hash(Bytes(&base)));
 }
 
 /// `as_bytes` views the blocks' memory (the one `unsafe` cast outside the kernels, so it runs
 /// under miri here): its bytes are the words of each block in target byte order.
 #[test]
 fn as_bytes_views_every_word_of_either_layout() {
-    let mut narrow = BloomBuilder::with_num_blocks(3)
-        .unwrap()
-        .seed(9)
-        .build()
-        .unwrap();
+    let mut narrow = BloomBuilder::with_num_blocks(3).seed(9).build().unwrap();
     let mut wide: BlockedBloom<Block512> = BloomBuilder::with_num_blocks(2)
-        .unwrap()
         .seed(9)
         .layout()
-        .unwrap()
         .build()
         .unwrap();
     for i in 0..20u64 {

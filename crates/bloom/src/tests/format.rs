@@ -12,11 +12,11 @@ fn serialization_round_trips_of<B: BlockLayout>() {
     let block_bytes = B::LAYOUT.block_bytes();
     assert_eq!(bytes.len(), HEADER_BYTES + 5 * block_bytes + CHECKSUM_BYTES);
     assert_eq!(bytes.len() as u64, crate::format::encoded_len(B::LAYOUT, 5));
-    let b = BlockedBloom::<B>::from_bytes(&bytes).unwrap();
+    let b = BlockedBloom::<B>::from_layout_bytes(&bytes).unwrap();
     assert_eq!(b.to_bytes(), bytes);
     assert_eq!((b.seed(), b.num_blocks()), (0x5eed, 5));
     assert!((0..50u32).all(|i| b.contains(&i)));
-    let atomic = AtomicBlockedBloom::<B>::from_bytes(&bytes).unwrap();
+    let atomic = AtomicBlockedBloom::<B>::from_layout_bytes(&bytes).unwrap();
     assert_eq!(atomic.to_bytes(), bytes);
     let plain = atomic.to_plain().unwrap();
     assert_eq!(plain.to_bytes(), bytes);
@@ -48,13 +48,13 @@ fn serialization_round_trips_of<B: BlockLayout>() {
         found: B::LAYOUT,
     };
     let refused = match other {
-        Layout::Block256 => BlockedBloom::<Block256>::from_bytes(&bytes).map(|_| ()),
-        _ => BlockedBloom::<Block512>::from_bytes(&bytes).map(|_| ()),
+        Layout::Block256 => BlockedBloom::<Block256>::from_layout_bytes(&bytes).map(|_| ()),
+        _ => BlockedBloom::<Block512>::from_layout_bytes(&bytes).map(|_| ()),
     };
     assert_eq!(refused, Err(mismatch.clone()));
     let refused = match other {
-        Layout::Block256 => AtomicBlockedBloom::<Block256>::from_bytes(&bytes).map(|_| ()),
-        _ => AtomicBlockedBloom::<Block512>::from_bytes(&bytes).map(|_| ()),
+        Layout::Block256 => AtomicBlockedBloom::<Block256>::from_layout_bytes(&bytes).map(|_| ()),
+        _ => AtomicBlockedBloom::<Block512>::from_layout_bytes(&bytes).map(|_| ()),
     };
     assert_eq!(refused, Err(mismatch));
 }
@@ -91,7 +91,7 @@ fn version_1_still_loads() {
         filter.insert(&i);
     }
     let v1 = version_1(&filter);
-    let loaded = BlockedBloom::<Block256>::from_bytes(&v1).unwrap();
+    let loaded = BlockedBloom::<Block256>::from_layout_bytes(&v1).unwrap();
     assert!((0..30u32).all(|i| loaded.contains(&i)));
     // It is written back as version 2: the same blocks, with a checksum.
     assert_eq!(loaded.to_bytes(), filter.to_bytes());
@@ -100,7 +100,7 @@ fn version_1_still_loads() {
         filter.to_bytes()
     );
     assert_eq!(
-        AtomicBlockedBloom::<Block256>::from_bytes(&v1)
+        AtomicBlockedBloom::<Block256>::from_layout_bytes(&v1)
             .unwrap()
             .to_bytes(),
         filter.to_bytes()
@@ -109,20 +109,20 @@ fn version_1_still_loads() {
     let mut v1_wide = v1.clone();
     v1_wide[10] = 2;
     assert_eq!(
-        BlockedBloom::<Block512>::from_bytes(&v1_wide).unwrap_err(),
+        BlockedBloom::<Block512>::from_layout_bytes(&v1_wide).unwrap_err(),
         LoadError::UnknownLayout {
             version: 1,
             code: 2
         }
     );
     assert!(matches!(
-        BlockedBloom::<Block256>::from_bytes(&[v1.clone(), vec![0; 8]].concat()),
+        BlockedBloom::<Block256>::from_layout_bytes(&[v1.clone(), vec![0; 8]].concat()),
         Err(LoadError::LengthMismatch { .. })
     ));
     // A version-1 filter with a damaged seed loads (it has no checksum): why version 2 exists.
     let mut damaged = v1;
     damaged[16] ^= 1;
-    let loaded = BlockedBloom::<Block256>::from_bytes(&damaged).unwrap();
+    let loaded = BlockedBloom::<Block256>::from_layout_bytes(&damaged).unwrap();
     assert_ne!(loaded.seed(), filter.seed());
 }
 
@@ -132,10 +132,8 @@ fn version_1_still_loads() {
 fn checksum_catches_damage_of<B: BlockLayout>() {
     let keys = if MIRI { 20 } else { 1000 };
     let mut filter = BloomBuilder::with_false_positive_rate(keys, 0.01)
-        .unwrap()
         .seed(0x5eed)
         .layout::<B>()
-        .unwrap()
         .build()
         .unwrap();
     for i in 0..keys {
@@ -153,14 +151,17 @@ fn checksum_catches_damage_of<B: BlockLayout>() {
     for bit in positions {
         let mut bad = good.clone();
         bad[bit / 8] ^= 1 << (bit % 8);
-        let err = BlockedBloom::<B>::from_bytes(&bad).unwrap_err();
+        let err = BlockedBloom::<B>::from_layout_bytes(&bad).unwrap_err();
         assert!(
             matches!(err, LoadError::ChecksumMismatch { .. }),
             "{:?} bit {bit}: {err:?}",
             B::LAYOUT
         );
         assert_eq!(AnyBloom::from_bytes(&bad).unwrap_err(), err);
-        assert_eq!(AtomicBlockedBloom::<B>::from_bytes(&bad).unwrap_err(), err);
+        assert_eq!(
+            AtomicBlockedBloom::<B>::from_layout_bytes(&bad).unwrap_err(),
+            err
+        );
     }
     // What the seed flip would have done unchecked: the same blocks under another seed.
     let mut other_seed = good.clone();
@@ -168,7 +169,7 @@ fn checksum_catches_damage_of<B: BlockLayout>() {
     let rest = other_seed.len() - CHECKSUM_BYTES;
     let fixed = xxhash_rust::xxh3::xxh3_64(&other_seed[..rest]).to_le_bytes();
     other_seed[rest..].copy_from_slice(&fixed);
-    let wrong = BlockedBloom::<B>::from_bytes(&other_seed).unwrap();
+    let wrong = BlockedBloom::<B>::from_layout_bytes(&other_seed).unwrap();
     let found = (0..keys).filter(|i| wrong.contains(i)).count() as u64;
     assert!(
         found * 10 < keys,
@@ -197,7 +198,7 @@ fn every_malformed_header_is_rejected() {
     };
     for len in 0..HEADER_BYTES {
         assert_eq!(
-            BlockedBloom::<Block256>::from_bytes(&good[..len]).unwrap_err(),
+            BlockedBloom::<Block256>::from_layout_bytes(&good[..len]).unwrap_err(),
             LoadError::TooShort {
                 len,
                 header: HEADER_BYTES
@@ -268,11 +269,11 @@ fn every_malformed_header_is_rejected() {
     ];
     for (bytes, expected) in cases {
         assert_eq!(
-            BlockedBloom::<Block256>::from_bytes(&bytes).unwrap_err(),
+            BlockedBloom::<Block256>::from_layout_bytes(&bytes).unwrap_err(),
             expected
         );
         assert_eq!(
-            AtomicBlockedBloom::<Block256>::from_bytes(&bytes).unwrap_err(),
+            AtomicBlockedBloom::<Block256>::from_layout_bytes(&bytes).unwrap_err(),
             expected
         );
         assert_eq!(AnyBloom::from_bytes(&bytes).unwrap_err(), expected);

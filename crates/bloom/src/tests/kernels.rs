@@ -18,9 +18,9 @@ fn matches_the_oracle<B: BlockLayout>(blocks: u64, keys: usize) {
         for _ in 0..keys {
             let h = rng.next_u64();
             let expected = oracle.insert(h);
-            assert_eq!(plain.insert_hash(h), expected, "{what} insert {h:#x}");
+            assert_eq!(plain.insert(Hashed(h)), expected, "{what} insert {h:#x}");
             assert_eq!(
-                atomic.insert_hash(h),
+                atomic.insert(Hashed(h)),
                 expected,
                 "{what} atomic insert {h:#x}"
             );
@@ -30,9 +30,13 @@ fn matches_the_oracle<B: BlockLayout>(blocks: u64, keys: usize) {
         let probes: Vec<u64> = (0..keys).map(|_| rng.next_u64()).collect();
         let want: Vec<bool> = probes.iter().map(|&h| oracle.contains(h)).collect();
         for (&h, &expected) in probes.iter().zip(&want) {
-            assert_eq!(plain.contains_hash(h), expected, "{what} contains {h:#x}");
             assert_eq!(
-                atomic.contains_hash(h),
+                plain.contains(Hashed(h)),
+                expected,
+                "{what} contains {h:#x}"
+            );
+            assert_eq!(
+                atomic.contains(Hashed(h)),
                 expected,
                 "{what} atomic contains {h:#x}"
             );
@@ -110,13 +114,13 @@ fn contains_many_matches_contains() {
     let mut rng = SplitMix(3);
     for _ in 0..inserts {
         let h = rng.next_u64();
-        filter.insert_hash(h);
-        atomic.insert_hash(h);
+        filter.insert(Hashed(h));
+        atomic.insert(Hashed(h));
     }
     let probes: Vec<u64> = (0..n).map(|_| rng.next_u64()).collect();
     let mut out = vec![false; n];
     filter.contains_many(&probes, &mut out);
-    let expected: Vec<bool> = probes.iter().map(|&h| filter.contains_hash(h)).collect();
+    let expected: Vec<bool> = probes.iter().map(|&h| filter.contains(Hashed(h))).collect();
     assert_eq!(out, expected);
     let mut out_atomic = vec![false; n];
     atomic.contains_many(&probes, &mut out_atomic);
@@ -181,7 +185,7 @@ fn insert_many_of<B: BlockLayout>() {
     let mut rng = SplitMix(8);
     let hashes: Vec<u64> = (0..n).map(|_| rng.next_u64()).collect();
     let mut one = builder_of::<B>(64).build().unwrap();
-    let new_one = hashes.iter().filter(|&&h| one.insert_hash(h)).count();
+    let new_one = hashes.iter().filter(|&&h| one.insert(Hashed(h))).count();
     let mut many = builder_of::<B>(64).build().unwrap();
     assert_eq!(many.insert_many(&hashes), new_one);
     assert_eq!(many.to_bytes(), one.to_bytes());
@@ -211,12 +215,15 @@ fn queries_keep_the_callers_vector_registers() {
         let mut rng = SplitMix(11);
         for _ in 0..400 {
             let h = rng.next_u64();
-            narrow.insert_hash(h);
-            wide.insert_hash(h);
+            narrow.insert(Hashed(h));
+            wide.insert(Hashed(h));
         }
         let probes: Vec<u64> = (0..2_000).map(|_| rng.next_u64()).collect();
-        let want = probes.iter().filter(|&&h| narrow.contains_hash(h)).count()
-            + probes.iter().filter(|&&h| wide.contains_hash(h)).count();
+        let want = probes
+            .iter()
+            .filter(|&&h| narrow.contains(Hashed(h)))
+            .count()
+            + probes.iter().filter(|&&h| wide.contains(Hashed(h))).count();
         // SAFETY: `backend` is available and not scalar, so this CPU has AVX2.
         let (hits, lanes) = unsafe { sums_across_queries(&narrow, &wide, &probes) };
         assert_eq!(hits, want, "{backend:?}: answers");
@@ -243,7 +250,7 @@ fn sums_across_queries(
     let mut sums = [_mm256_set1_epi64x(0); 8];
     let mut hits = 0;
     for (i, &h) in probes.iter().enumerate() {
-        hits += usize::from(narrow.contains_hash(h)) + usize::from(wide.contains_hash(h));
+        hits += usize::from(narrow.contains(Hashed(h))) + usize::from(wide.contains(Hashed(h)));
         for (j, sum) in sums.iter_mut().enumerate() {
             *sum = _mm256_add_epi64(*sum, _mm256_set1_epi64x((i * (j + 1)) as i64));
         }

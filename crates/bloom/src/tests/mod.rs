@@ -17,8 +17,8 @@ use crate::error::{BuildError, LoadError, ShapeError};
 use crate::format::{CHECKSUM_BYTES, HEADER_BYTES};
 use crate::layout::BlockLayout;
 use crate::{
-    AnyBloom, AtomicBlockedBloom, Backend, Block256, Block512, BlockedBloom, BloomBuilder, Layout,
-    Sbbf,
+    AnyBloom, AtomicBlockedBloom, Backend, Block256, Block512, BlockedBloom, BloomBuilder, Bytes,
+    Filter, Hashed, Layout, Sbbf,
 };
 // SplitMix64 (Steele, Lea and Flood 2014): independent streams of well-mixed test hashes.
 use txgate_testkit::rng::SplitMix64 as SplitMix;
@@ -107,11 +107,11 @@ impl Oracle {
 }
 
 fn builder(blocks: u64) -> BloomBuilder {
-    BloomBuilder::with_num_blocks(blocks).unwrap().seed(0x5eed)
+    BloomBuilder::with_num_blocks(blocks).seed(0x5eed)
 }
 
 fn builder_of<B: BlockLayout>(blocks: u64) -> BloomBuilder<B> {
-    builder(blocks).layout::<B>().unwrap()
+    builder(blocks).layout::<B>()
 }
 
 /// The blocks of a serialized filter (between the header and the checksum).

@@ -3,6 +3,7 @@
 use rand::RngCore;
 use rand::rngs::SmallRng;
 use txgate_algorand::Round;
+use txgate_bloom::{Bytes, Filter};
 use txgate_ledger::store::{Ledger, LedgerError};
 
 use crate::config::NodeConfig;
@@ -45,7 +46,7 @@ pub(super) fn measure(
         let mut fp = 0;
         for _ in 0..per_round {
             rng.fill_bytes(&mut id);
-            fp += u64::from(bloom.contains_id(&id));
+            fp += u64::from(bloom.contains(Bytes(&id)));
         }
         report.rounds += 1;
         report.probes += per_round;

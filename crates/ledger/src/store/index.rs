@@ -24,7 +24,7 @@
 
 use redb::ReadTransaction;
 use txgate_algorand::codec::Block;
-use txgate_bloom::{AnyBloom, BloomBuilder};
+use txgate_bloom::{AnyBloom, BloomBuilder, Bytes};
 
 use super::blocks::{Codec, stored_block};
 use super::config::LedgerConfig;
@@ -59,10 +59,11 @@ pub(super) fn build_round_bloom(
     }
     let mut bloom =
         BloomBuilder::with_false_positive_rate(count as u64, config.false_positive_rate)
-            .and_then(|b| b.seed(seed).build_any(config.bloom_layout))
+            .seed(seed)
+            .build_any(config.bloom_layout)
             .map_err(|source| LedgerError::Bloom { round, source })?;
     for txn in &block.txns {
-        bloom.insert_id(txn.txid.as_bytes());
+        bloom.insert(Bytes(txn.txid.as_bytes()));
     }
     Ok(bloom)
 }

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use redb::{Database, Durability, ReadTransaction, WriteTransaction};
 use txgate_algorand::codec::{Block, Expected};
-use txgate_bloom::AnyBloom;
+use txgate_bloom::{AnyBloom, Bytes, Filter, Hashed};
 
 use super::blocks::{Codec, stored_block};
 use super::config::LedgerConfig;
@@ -109,12 +109,12 @@ fn may_hold(bloom: &AnyBloom, txid: &Txid, hashed: &mut Option<(u64, u64)>) -> b
     let hash = match *hashed {
         Some((seed, hash)) if seed == bloom.seed() => hash,
         _ => {
-            let hash = bloom.hash_id(txid.as_bytes());
+            let hash = bloom.hash(Bytes(txid.as_bytes()));
             *hashed = Some((bloom.seed(), hash));
             hash
         }
     };
-    bloom.contains_hash(hash)
+    bloom.contains(Hashed(hash))
 }
 
 /// Writes `round` as the latest in `meta`, and as the first (and the indexed-from round when
@@ -397,7 +397,7 @@ impl Ledger {
         match reader.get(round) {
             Probe::Beyond(latest) => Err(LedgerError::BeyondLatest { round, latest }),
             Probe::Hit(entry) => match &*entry {
-                Some(bloom) if !bloom.contains_id(txid.as_bytes()) => Ok(None),
+                Some(bloom) if !bloom.contains(Bytes(txid.as_bytes())) => Ok(None),
                 Some(_) => self.confirm_in_round(&self.read()?, txid, round, true),
                 None => self.confirm_in_round(&self.read()?, txid, round, false),
             },
@@ -478,6 +478,7 @@ impl Ledger {
     /// ```
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// use txgate_algorand::synth::{SynthTxn, encode_block};
+    /// use txgate_bloom::{Bytes, Filter};
     /// use txgate_ledger::store::{Ledger, LedgerConfig};
     ///
     /// let dir = tempfile::tempdir()?;
@@ -486,7 +487,7 @@ impl Ledger {
     /// let txid = txn.txid("net-v1", &[7; 32]);
     /// ledger.add_block(&encode_block(0, "net-v1", &[7; 32], 0, &[txn]))?;
     /// let bloom = ledger.round_bloom(0)?.expect("blooms are on by default");
-    /// assert!(bloom.contains_id(txid.as_bytes()));
+    /// assert!(bloom.contains(Bytes(txid.as_bytes())));
     /// # Ok(()) }
     /// ```
     ///

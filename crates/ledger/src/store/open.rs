@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use redb::{Database, ReadableTable, WriteTransaction};
-use txgate_bloom::{AnyBloom, LoadError};
+use txgate_bloom::{AnyBloom, Filter, LoadError};
 
 use super::blocks::{Codec, stored_block};
 use super::config::LedgerConfig;

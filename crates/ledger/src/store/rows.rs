@@ -4,7 +4,7 @@
 
 use redb::{ReadableTable, WriteTransaction};
 use txgate_algorand::codec::Block;
-use txgate_bloom::AnyBloom;
+use txgate_bloom::{AnyBloom, Filter};
 
 use super::blocks::{Codec, stored_block};
 use super::error::{At, LedgerError};

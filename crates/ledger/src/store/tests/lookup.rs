@@ -46,7 +46,7 @@ fn lookups_are_exact_and_errors_are_typed() {
         let round = 100 + rng.next_u64() % 40;
         let reader = l.window.reader();
         if let Probe::Hit(bloom) = reader.get(round) {
-            maybes += usize::from(bloom.as_ref().unwrap().contains_id(id.as_bytes()));
+            maybes += usize::from(bloom.as_ref().unwrap().contains(Bytes(id.as_bytes())));
         }
         drop(reader);
         assert_eq!(l.lookup_txid(&id, round).unwrap(), None);
@@ -149,7 +149,7 @@ fn index_matches_whole_txids_only() {
         }
         let reader = l.window.reader();
         if let Probe::Hit(bloom) = reader.get(0) {
-            maybes += usize::from(bloom.as_ref().unwrap().contains_id(absent.as_bytes()));
+            maybes += usize::from(bloom.as_ref().unwrap().contains(Bytes(absent.as_bytes())));
         }
         drop(reader);
         assert_eq!(l.lookup_txid(&absent, 0).unwrap(), None, "{absent}");
@@ -240,7 +240,7 @@ fn hits_read_no_block_in_any_kept_round() {
         let mut maybes = 0;
         for _ in 0..1_000_000 {
             let absent = txid(&mut rng);
-            if bloom.contains_id(absent.as_bytes()) {
+            if bloom.contains(Bytes(absent.as_bytes())) {
                 assert_eq!(l.lookup_txid(&absent, round).unwrap(), None);
                 maybes += 1;
                 if maybes == 5 {

@@ -11,7 +11,7 @@ pub(super) use std::path::Path;
 
 pub(super) use redb::{Database, ReadableTable};
 pub(super) use txgate_algorand::codec::{Block, DecodeError, Txn};
-pub(super) use txgate_bloom::{BloomBuilder, Layout, LoadError};
+pub(super) use txgate_bloom::{BloomBuilder, Bytes, Filter, Layout, LoadError};
 pub(super) use txgate_testkit::rng::SplitMix64;
 
 pub(super) use super::blocks::Codec;

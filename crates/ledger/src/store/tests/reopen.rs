@@ -30,7 +30,6 @@ fn reopen_loads_blooms_and_rebuilds_corrupt_or_missing_ones() {
             t.insert(25, &bytes_25[..bytes_25.len() - 1]).unwrap();
             t.remove(27).unwrap();
             let other_seed = BloomBuilder::with_num_blocks(1)
-                .unwrap()
                 .seed(DEFAULT_BLOOM_SEED ^ 1)
                 .build()
                 .unwrap();
