@@ -32,6 +32,9 @@ use crate::layout::Layout;
 /// f.insert(Bytes(&txid));
 /// assert!(f.contains(Bytes(&txid[..])));
 /// assert!(f.contains(Hashed(f.hash(Bytes(&txid)))));
+/// let slice_key = Bytes(&txid[..]);
+/// let (a, b) = (slice_key, slice_key); // keys are `Copy`, slices included
+/// assert_eq!(f.hash(a), f.hash(b));
 /// f.insert(&1001u64);
 /// assert!(f.contains(&1001u64));
 /// # Ok::<(), txgate_bloom::BuildError>(())
@@ -41,8 +44,17 @@ pub trait Key: sealed::Sealed {}
 /// A byte key, hashed with the format's portable XXH3-64 keyed by the filter's seed: an id of
 /// `N` bytes (`Bytes(&txid)`, `T = [u8; N]`) or a byte string (`Bytes(&bytes[..])`, `T = [u8]`).
 /// See [`Key`].
-#[derive(Clone, Copy, Debug)]
+#[derive(Debug)]
 pub struct Bytes<'a, T: ?Sized = [u8]>(pub &'a T);
+
+// By hand: a derive would ask `T: Clone`, which `[u8]` is not; the key only holds a reference.
+impl<T: ?Sized> Clone for Bytes<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: ?Sized> Copy for Bytes<'_, T> {}
 
 /// A key given by its 64-bit hash, used as is: it must already be well mixed (all 64 bits
 /// uniformly random), or the false-positive rate will be worse than the formula's. See [`Key`].
