@@ -106,6 +106,9 @@ pub(super) struct TxnMap<'a> {
     pub(super) entries: Vec<Entry<'a>>,
     /// Whether the keys came in strictly increasing order so far.
     sorted: bool,
+    /// The canonical map's bytes for the hash, reused from `txn` to `txn` (no allocation per
+    /// transaction once it has grown to the largest map).
+    bytes: Vec<u8>,
 }
 
 impl Default for TxnMap<'_> {
@@ -113,6 +116,7 @@ impl Default for TxnMap<'_> {
         Self {
             entries: Vec::new(),
             sorted: true,
+            bytes: Vec::new(),
         }
     }
 }
@@ -156,10 +160,40 @@ impl<'a> TxnMap<'a> {
     }
 
     /// Writes the canonical map, piece by piece, to `sink`; `input` is what spans point into.
+    ///
+    /// An entry whose key and value the input holds back to back, the key a str with the
+    /// header this writes (the canonical form), is the input's bytes `key_at..value end`; a
+    /// run of such entries that follow each other in the input (a canonical map between the
+    /// completion's `gen` and `gh`) goes out as one piece. So a canonical `txn` of a block is
+    /// written in at most five pieces besides the header and the completion's keys and values.
     pub(super) fn write(&self, input: &[u8], sink: &mut impl FnMut(&[u8])) {
         sink(msgpack::map_header(self.entries.len()).as_ref());
+        // The input range of the current run of verbatim entries.
+        let mut run: Option<(usize, usize)> = None;
         for e in &self.entries {
-            sink(msgpack::str_header(e.key.len()).as_ref());
+            let header = msgpack::str_header(e.key.len());
+            let header = header.as_ref();
+            if let EntryValue::Span(s, t) = e.value
+                && e.key_at + header.len() + e.key.len() == s
+                && input.get(e.key_at..e.key_at + header.len()) == Some(header)
+            {
+                // `input[key_at..s]` is the key as read (its bytes are `e.key`) with the
+                // header written below: the entry is `input[key_at..t]` verbatim.
+                run = match run {
+                    Some((from, end)) if end == e.key_at => Some((from, t)),
+                    other => {
+                        if let Some((from, end)) = other {
+                            sink(&input[from..end]);
+                        }
+                        Some((e.key_at, t))
+                    }
+                };
+                continue;
+            }
+            if let Some((from, end)) = run.take() {
+                sink(&input[from..end]);
+            }
+            sink(header);
             sink(e.key);
             match &e.value {
                 EntryValue::Span(s, t) => sink(&input[*s..*t]),
@@ -167,13 +201,20 @@ impl<'a> TxnMap<'a> {
                 EntryValue::Completion(v) => sink(v),
             }
         }
+        if let Some((from, end)) = run {
+            sink(&input[from..end]);
+        }
     }
 
-    /// The txid of the map.
-    pub(super) fn txid(&self, input: &[u8]) -> Txid {
-        let mut h = TxidHasher::new();
-        self.write(input, &mut |b| h.update(b));
-        h.finish()
+    /// The txid of the map: the canonical map gathered into one buffer, then hashed in one
+    /// call (the hash then compresses whole blocks straight from the buffer).
+    pub(super) fn txid(&mut self, input: &[u8]) -> Txid {
+        let mut bytes = std::mem::take(&mut self.bytes);
+        bytes.clear();
+        self.write(input, &mut |b| bytes.extend_from_slice(b));
+        let id = TxidHasher::txid_of(&bytes);
+        self.bytes = bytes;
+        id
     }
 
     /// Appends the canonical map to `out`.
