@@ -431,11 +431,24 @@ fn signed(v: i64, smallest_of_wider: i64) -> (Token<'static>, bool) {
 /// Whether `next` may follow `prev` in a canonical map: same kind, strictly increasing.
 fn key_follows(prev: KeyOrd<'_>, next: KeyOrd<'_>) -> bool {
     match (prev, next) {
-        (KeyOrd::Bytes(a), KeyOrd::Bytes(b)) => a < b,
+        (KeyOrd::Bytes(a), KeyOrd::Bytes(b)) => bytes_lt(a, b),
         (KeyOrd::Uint(a), KeyOrd::Uint(b)) => a < b,
         (KeyOrd::Neg(a), KeyOrd::Neg(b)) => a < b,
         _ => false,
     }
+}
+
+/// `a < b` in the order of byte slices (bytewise, then the shorter first), compared inline:
+/// map keys are a few bytes, for which a call to the C library's `memcmp` (what slice `<`
+/// compiles to) costs more than the compare itself.
+#[inline]
+pub(crate) fn bytes_lt(a: &[u8], b: &[u8]) -> bool {
+    for (x, y) in a.iter().zip(b) {
+        if x != y {
+            return x < y;
+        }
+    }
+    a.len() < b.len()
 }
 
 /// Total order used when re-encoding a map's keys: negative ints, unsigned ints, then bytes.
@@ -750,6 +763,26 @@ mod tests {
             let mut b = ByteBuf::new();
             put_map_len(&mut b, n);
             assert_eq!(map_header(n).as_ref(), b.as_slice(), "map {n}");
+        }
+    }
+
+    #[test]
+    fn bytes_lt_is_slice_order() {
+        let keys: [&[u8]; 9] = [
+            b"",
+            b"a",
+            b"ab",
+            b"b",
+            b"gen",
+            b"gh",
+            b"grp",
+            b"\xff",
+            b"\xff\x00",
+        ];
+        for a in keys {
+            for b in keys {
+                assert_eq!(bytes_lt(a, b), a < b, "{a:?} < {b:?}");
+            }
         }
     }
 

@@ -106,9 +106,6 @@ pub(super) struct TxnMap<'a> {
     pub(super) entries: Vec<Entry<'a>>,
     /// Whether the keys came in strictly increasing order so far.
     sorted: bool,
-    /// The canonical map's bytes for the hash, reused from `txn` to `txn` (no allocation per
-    /// transaction once it has grown to the largest map).
-    bytes: Vec<u8>,
 }
 
 impl Default for TxnMap<'_> {
@@ -116,7 +113,6 @@ impl Default for TxnMap<'_> {
         Self {
             entries: Vec::new(),
             sorted: true,
-            bytes: Vec::new(),
         }
     }
 }
@@ -131,7 +127,7 @@ impl<'a> TxnMap<'a> {
     /// Appends an entry read from the input.
     pub(super) fn push(&mut self, entry: Entry<'a>) {
         if let Some(last) = self.entries.last() {
-            self.sorted &= last.key < entry.key;
+            self.sorted &= msgpack::bytes_lt(last.key, entry.key);
         }
         self.entries.push(entry);
     }
@@ -139,7 +135,9 @@ impl<'a> TxnMap<'a> {
     /// Adds a key the input does not hold (`gen`, `gh`), keeping sorted maps sorted.
     pub(super) fn insert(&mut self, entry: Entry<'a>) {
         if self.sorted {
-            let pos = self.entries.partition_point(|e| e.key < entry.key);
+            let pos = self
+                .entries
+                .partition_point(|e| msgpack::bytes_lt(e.key, entry.key));
             self.entries.insert(pos, entry);
         } else {
             self.entries.push(entry);
@@ -206,15 +204,11 @@ impl<'a> TxnMap<'a> {
         }
     }
 
-    /// The txid of the map: the canonical map gathered into one buffer, then hashed in one
-    /// call (the hash then compresses whole blocks straight from the buffer).
-    pub(super) fn txid(&mut self, input: &[u8]) -> Txid {
-        let mut bytes = std::mem::take(&mut self.bytes);
-        bytes.clear();
-        self.write(input, &mut |b| bytes.extend_from_slice(b));
-        let id = TxidHasher::txid_of(&bytes);
-        self.bytes = bytes;
-        id
+    /// The txid of the map.
+    pub(super) fn txid(&self, input: &[u8]) -> Txid {
+        let mut h = TxidHasher::new();
+        self.write(input, &mut |b| h.update(b));
+        h.finish()
     }
 
     /// Appends the canonical map to `out`.
