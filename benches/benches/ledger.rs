@@ -17,6 +17,10 @@
 //! - `add_block`: one 1,000-txn round per iteration (encoding outside the timing; each commit
 //!   is durable, so the figure includes an fsync); `blooms`, `baseline`, and `bloom_only`
 //!   (blooms without the txid index: what the index adds is `blooms` minus `bloom_only`).
+//! - `ingest_1000_txns`: the parts of `add_block` before the write, on one 1,000-txn round
+//!   (the same blocks): `decode` (`decode_block`: the whole block read, every txid hashed),
+//!   `verify` (`Block::verify`: the flat payset commitment, one SHA-512/256 pass over the payset
+//!   and a structural walk to find it), `decode_verify` (both, as `add_block` runs them).
 //! - `find_txid_miss_1000_rounds`: `find_txid` of an absent txid over the whole 1,001-round
 //!   window (blooms only: the baseline would decode 1,001 blocks per query).
 //! - `reopen_1000_rounds`: `Ledger::open` of a 1,000-round ledger that loads its blooms, vs
@@ -32,7 +36,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
-use txgate_algorand::codec::decode_block;
+use txgate_algorand::codec::{Expected, decode_block};
 use txgate_algorand::synth::{SynthTxn, encode_block};
 use txgate_algorand::{Round, Txid};
 use txgate_bloom::{BloomBuilder, Bytes, Layout};
@@ -220,6 +224,28 @@ fn add_block(c: &mut Criterion) {
     g.finish();
 }
 
+fn ingest(c: &mut Criterion) {
+    let mut g = c.benchmark_group("ingest_1000_txns");
+    g.throughput(Throughput::Elements(TXNS_PER_ROUND as u64));
+    let (raw, ids) = round_block(7);
+    let block = decode_block(&raw).unwrap();
+    assert!(block.txns.iter().map(|t| t.txid).eq(ids));
+    g.bench_function("decode", |b| {
+        b.iter(|| black_box(decode_block(black_box(&raw)).unwrap()))
+    });
+    g.bench_function("verify", |b| {
+        b.iter(|| block.verify(black_box(&raw), &Expected::default()).unwrap())
+    });
+    g.bench_function("decode_verify", |b| {
+        b.iter(|| {
+            let block = decode_block(black_box(&raw)).unwrap();
+            block.verify(&raw, &Expected::default()).unwrap();
+            black_box(block)
+        })
+    });
+    g.finish();
+}
+
 fn window_and_reopen(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let started = Instant::now();
@@ -286,6 +312,6 @@ fn criterion_config() -> Criterion {
 criterion_group!(
     name = benches;
     config = criterion_config();
-    targets = lookups, add_block, window_and_reopen
+    targets = lookups, add_block, ingest, window_and_reopen
 );
 criterion_main!(benches);

@@ -21,8 +21,15 @@
 //! minimum is the round least disturbed).
 //!
 //! ```text
-//! cargo run --release -p txgate-ledger --example add_block_split -- [rounds, default 200]
+//! cargo run --release -p txgate-ledger --example add_block_split -- [rounds, default 200] [payments|workload, default payments]
 //! ```
+//!
+//! `payments`: 1,000 payments a round, one sender, a note `bench {round}/{i}` (the shape of the
+//! ledger benches and `add_block_ab`). `workload`: the shape of the CLI's built-in workload
+//! (`txgate replay` without `--blocks`; see `crates/cli/src/workload.rs`): 85 % app calls (one
+//! app, a foreign app one time in ten), groups of 2 to 4 with probability 0.15, 5,000 senders,
+//! first valid the round minus 0 to 9, a note `r{round}i{index}`; app ids uniform in
+//! 1,000..11,000 instead of the CLI's Zipf law (the same msgpack widths).
 
 use std::path::Path;
 use std::time::Instant;
@@ -46,6 +53,62 @@ fn round_block(round: Round) -> Vec<u8> {
         })
         .collect();
     encode_block(round, GEN, &GH, 1_700_000_000 + round as i64, &txns)
+}
+
+/// SplitMix64 (Steele, Lea and Flood 2014): the example's deterministic draws.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// True with probability `p`.
+    fn chance(&mut self, p: f64) -> bool {
+        ((self.next() >> 11) as f64 / (1u64 << 53) as f64) < p
+    }
+}
+
+/// A round of the CLI's built-in workload's shape (see the module docs).
+fn workload_block(round: Round) -> Vec<u8> {
+    let mut rng = SplitMix(round.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 1);
+    let mut txns: Vec<SynthTxn> = Vec::with_capacity(TXNS);
+    while txns.len() < TXNS {
+        let size = if rng.chance(0.15) {
+            (2 + rng.next() % 3).min((TXNS - txns.len()) as u64)
+        } else {
+            1
+        };
+        let group = (size > 1).then(|| {
+            let mut id = [0x47; 32];
+            id[..8].copy_from_slice(&round.to_le_bytes());
+            id[8..16].copy_from_slice(&(txns.len() as u64).to_le_bytes());
+            id
+        });
+        for _ in 0..size {
+            let index = txns.len();
+            let mut sender = [0xA5; 32];
+            sender[..4].copy_from_slice(&((rng.next() % 5000) as u32).to_le_bytes());
+            let first_valid = round.saturating_sub(rng.next() % 10).max(1);
+            let mut txn = if rng.chance(0.85) {
+                let mut apps = vec![1000 + rng.next() % 10_000];
+                if rng.chance(0.1) {
+                    apps.push(1000 + rng.next() % 10_000);
+                }
+                SynthTxn::app_call(sender, first_valid, first_valid + 1000, apps)
+            } else {
+                SynthTxn::payment(sender, first_valid, first_valid + 1000)
+            };
+            txn.group = group;
+            txn.note = format!("r{round}i{index}").into_bytes();
+            txns.push(txn);
+        }
+    }
+    encode_block(round, GEN, &GH, 1_700_000_000 + 3 * round as i64, &txns)
 }
 
 /// Each payset entry's `txn` map completed with `gen` (when the entry has `hgi`) and `gh`, keys
@@ -105,6 +168,12 @@ fn main() {
     let rounds: Round = std::env::args()
         .nth(1)
         .map_or(200, |s| s.parse().expect("rounds: a number"));
+    let shape = std::env::args().nth(2).unwrap_or_else(|| "payments".into());
+    let block_of: fn(Round) -> Vec<u8> = match shape.as_str() {
+        "payments" => round_block,
+        "workload" => workload_block,
+        other => panic!("shape: payments or workload, not {other:?}"),
+    };
     let shm = Path::new("/dev/shm");
     let shm = shm.is_dir().then_some(shm);
     // (name, parent directory, blooms)
@@ -135,7 +204,7 @@ fn main() {
     // Every round's bytes and canonical maps, prepared before anything is timed.
     let inputs: Vec<(Vec<u8>, Vec<Vec<u8>>)> = (0..warm + rounds)
         .map(|round| {
-            let raw = round_block(round);
+            let raw = block_of(round);
             let maps = canonical_txns(&raw);
             (raw, maps)
         })
@@ -209,6 +278,11 @@ fn main() {
             (median(v) * scale, min * scale)
         })
         .collect();
+    let bytes: usize = inputs.iter().map(|(raw, _)| raw.len()).sum();
+    println!(
+        "{shape}: {:.0} bytes of block per txn",
+        bytes as f64 / (inputs.len() * TXNS) as f64
+    );
     println!(
         "{rounds} rounds of {TXNS} txns; per round, in us per txn (the minimum: the round least \
          disturbed by other processes)"

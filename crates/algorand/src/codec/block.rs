@@ -286,8 +286,7 @@ fn parse_block_map(r: &mut Reader<'_>, depth: usize, top: bool) -> Result<Block,
                         h.txns = Some(decode_payset(r, depth + 1, gen_id, &gh, round)?);
                     }
                     _ => {
-                        let (s, e, _) = r.scan_span(depth + 1).map_err(raw)?;
-                        h.deferred = Some((s, e));
+                        h.deferred = Some(r.skip_span(depth + 1).map_err(raw)?);
                     }
                 }
             }

@@ -368,9 +368,46 @@ impl<'a> Reader<'a> {
         Ok(if minimal { key } else { Some(KeyOrd::Other) })
     }
 
-    /// Skips one value.
+    /// Skips one value (with everything inside it), checking its structure only: the same
+    /// errors at the same offsets as [`scan`](Self::scan) (a truncated value, byte 0xc1,
+    /// nesting deeper than [`MAX_DEPTH`]), without scan's canonical-form bookkeeping (key
+    /// order, empty values), which is most of its cost. `depth` is the nesting depth of the
+    /// value itself.
     pub(crate) fn skip(&mut self, depth: usize) -> Result<(), RawError> {
-        self.scan(depth).map(|_| ())
+        if depth > MAX_DEPTH {
+            return Err(self.err(RawErrorKind::TooDeep));
+        }
+        match self.token()?.0 {
+            Token::Array(n) => {
+                for _ in 0..n {
+                    self.skip(depth + 1)?;
+                }
+            }
+            Token::Map(n) => {
+                for _ in 0..n {
+                    // A key as `key_ord` reads it: a scalar in one token (its depth not
+                    // checked), a nil or a container as a value one level down.
+                    let key_at = self.pos;
+                    if matches!(
+                        self.token()?.0,
+                        Token::Nil | Token::Array(_) | Token::Map(_)
+                    ) {
+                        self.pos = key_at;
+                        self.skip(depth + 1)?;
+                    }
+                    self.skip(depth + 1)?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// [`skip`](Self::skip), returning the byte range the value occupied.
+    pub(crate) fn skip_span(&mut self, depth: usize) -> Result<(usize, usize), RawError> {
+        let start = self.pos;
+        self.skip(depth)?;
+        Ok((start, self.pos))
     }
 
     /// Skips one value and returns the byte range it occupied.
@@ -394,11 +431,24 @@ fn signed(v: i64, smallest_of_wider: i64) -> (Token<'static>, bool) {
 /// Whether `next` may follow `prev` in a canonical map: same kind, strictly increasing.
 fn key_follows(prev: KeyOrd<'_>, next: KeyOrd<'_>) -> bool {
     match (prev, next) {
-        (KeyOrd::Bytes(a), KeyOrd::Bytes(b)) => a < b,
+        (KeyOrd::Bytes(a), KeyOrd::Bytes(b)) => bytes_lt(a, b),
         (KeyOrd::Uint(a), KeyOrd::Uint(b)) => a < b,
         (KeyOrd::Neg(a), KeyOrd::Neg(b)) => a < b,
         _ => false,
     }
+}
+
+/// `a < b` in the order of byte slices (bytewise, then the shorter first), compared inline:
+/// map keys are a few bytes, for which a call to the C library's `memcmp` (what slice `<`
+/// compiles to) costs more than the compare itself.
+#[inline]
+pub(crate) fn bytes_lt(a: &[u8], b: &[u8]) -> bool {
+    for (x, y) in a.iter().zip(b) {
+        if x != y {
+            return x < y;
+        }
+    }
+    a.len() < b.len()
 }
 
 /// Total order used when re-encoding a map's keys: negative ints, unsigned ints, then bytes.
@@ -717,6 +767,26 @@ mod tests {
     }
 
     #[test]
+    fn bytes_lt_is_slice_order() {
+        let keys: [&[u8]; 9] = [
+            b"",
+            b"a",
+            b"ab",
+            b"b",
+            b"gen",
+            b"gh",
+            b"grp",
+            b"\xff",
+            b"\xff\x00",
+        ];
+        for a in keys {
+            for b in keys {
+                assert_eq!(bytes_lt(a, b), a < b, "{a:?} < {b:?}");
+            }
+        }
+    }
+
+    #[test]
     fn malformed_input_is_an_error() {
         let err = |b: &[u8]| Reader::new(b).scan(0).unwrap_err().kind;
         assert_eq!(err(&[]), RawErrorKind::Truncated);
@@ -734,5 +804,66 @@ mod tests {
         let dup = [0x82, 0xa1, b'a', 0x01, 0xa1, b'a', 0x02];
         let e = write_canonical(&mut Reader::new(&dup), &mut ByteBuf::new(), 0).unwrap_err();
         assert_eq!(e.kind, RawErrorKind::DuplicateKey);
+    }
+
+    /// Where `scan` and `skip` leave a reader over `bytes` (from depth `depth`): the end offset
+    /// or the error.
+    fn both(bytes: &[u8], depth: usize) -> (Result<usize, RawError>, Result<usize, RawError>) {
+        let mut a = Reader::new(bytes);
+        let mut b = Reader::new(bytes);
+        (
+            a.scan(depth).map(|_| a.pos()),
+            b.skip(depth).map(|()| b.pos()),
+        )
+    }
+
+    /// The structural skip accepts and refuses exactly what the canonical scan does, ending at
+    /// the same offset or failing with the same error at the same offset: on a real-shaped
+    /// block, every prefix of it, every byte of it set to each marker class's first byte, and
+    /// nesting around the depth limit (keys that are containers included).
+    #[test]
+    fn skip_agrees_with_scan() {
+        use crate::synth::{SynthTxn, encode_block};
+        let mut call = SynthTxn::app_call([3; 32], 10, 1010, vec![7, 8]);
+        call.group = Some([4; 32]);
+        let block = encode_block(
+            9,
+            "net-v1",
+            &[1; 32],
+            5,
+            &[SynthTxn::payment([2; 32], 1, 2), call],
+        );
+        let (scan, skip) = both(&block, 0);
+        assert_eq!(scan, Ok(block.len()));
+        assert_eq!(skip, scan);
+        for cut in 0..block.len() {
+            let (scan, skip) = both(&block[..cut], 0);
+            assert!(scan.is_err(), "prefix {cut}");
+            assert_eq!(skip, scan, "prefix {cut}");
+        }
+        let markers = [
+            0x00, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xc1, 0xc4, 0xc5, 0xc6, 0xc7, 0xca,
+            0xcb, 0xcc, 0xcf, 0xd0, 0xd4, 0xd8, 0xd9, 0xdc, 0xdd, 0xde, 0xdf, 0xe0, 0xff,
+        ];
+        for at in 0..block.len() {
+            for m in markers {
+                let mut b = block.clone();
+                b[at] = m;
+                assert_eq!(both(&b, 0).1, both(&b, 0).0, "byte {at} = {m:#x}");
+            }
+        }
+        for n in [MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1, MAX_DEPTH + 2] {
+            let mut arrays = vec![0x91; n];
+            arrays.push(0x01);
+            // Maps whose one key is the next map.
+            let mut keys = vec![0x81; n];
+            keys.push(0x01);
+            keys.extend(std::iter::repeat_n(0xc0, n));
+            for bytes in [arrays, keys] {
+                let (scan, skip) = both(&bytes, 0);
+                assert_eq!(skip, scan, "{n} deep");
+                assert_eq!(scan.is_ok(), n <= MAX_DEPTH, "{n} deep");
+            }
+        }
     }
 }

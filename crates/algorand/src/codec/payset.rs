@@ -88,7 +88,7 @@ fn locate_in_map<'a>(
                 }
             }
             b"txns" if inner.is_none() => {
-                let (s, e, _) = r.scan_span(depth + 1)?;
+                let (s, e) = r.skip_span(depth + 1)?;
                 out.payset = &r.input()[s..e];
             }
             _ => r.skip(depth + 1)?,

@@ -573,3 +573,43 @@ fn distinct_app_ids_match_a_naive_reference() {
     let out = distinct_app_ids(many.into_iter());
     assert_eq!(out, (1..=100_000).collect::<Vec<u64>>());
 }
+
+/// A key held as bin with the header length of its str form (bin8 and str8 are both two bytes
+/// for a key of 32 to 255 bytes) is re-encoded as str, not hashed from the input verbatim; and
+/// entries the input holds out of key order are written in key order. Reference: the map built
+/// canonically by hand and hashed whole.
+#[test]
+fn keys_not_in_canonical_form_are_rewritten_before_hashing() {
+    let long = [b'k'; 40];
+    let entry = |out: &mut ByteBuf, key: &[u8], bin: bool, v: u64| {
+        if bin {
+            put_bin(out, key);
+        } else {
+            put_str(out, key);
+        }
+        put_uint(out, v);
+    };
+    let mut canonical = ByteBuf::new();
+    put_map_len(&mut canonical, 3);
+    entry(&mut canonical, b"fee", false, 1000);
+    entry(&mut canonical, &long, false, 7);
+    put_str(&mut canonical, b"type");
+    put_str(&mut canonical, b"pay");
+    let want = txid_of(canonical.as_slice());
+    for (bin, order) in [(true, [0, 1]), (false, [1, 0]), (true, [1, 0])] {
+        let mut msg = ByteBuf::new();
+        put_map_len(&mut msg, 1);
+        put_str(&mut msg, b"txn");
+        put_map_len(&mut msg, 3);
+        for i in order {
+            match i {
+                0 => entry(&mut msg, b"fee", false, 1000),
+                _ => entry(&mut msg, &long, bin, 7),
+            }
+        }
+        put_str(&mut msg, b"type");
+        put_str(&mut msg, b"pay");
+        let txns = decode_txn_message(msg.as_slice()).unwrap();
+        assert_eq!(txns[0].txid, want, "bin key {bin}, order {order:?}");
+    }
+}

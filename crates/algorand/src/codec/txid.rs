@@ -127,7 +127,7 @@ impl<'a> TxnMap<'a> {
     /// Appends an entry read from the input.
     pub(super) fn push(&mut self, entry: Entry<'a>) {
         if let Some(last) = self.entries.last() {
-            self.sorted &= last.key < entry.key;
+            self.sorted &= msgpack::bytes_lt(last.key, entry.key);
         }
         self.entries.push(entry);
     }
@@ -135,7 +135,9 @@ impl<'a> TxnMap<'a> {
     /// Adds a key the input does not hold (`gen`, `gh`), keeping sorted maps sorted.
     pub(super) fn insert(&mut self, entry: Entry<'a>) {
         if self.sorted {
-            let pos = self.entries.partition_point(|e| e.key < entry.key);
+            let pos = self
+                .entries
+                .partition_point(|e| msgpack::bytes_lt(e.key, entry.key));
             self.entries.insert(pos, entry);
         } else {
             self.entries.push(entry);
@@ -156,16 +158,49 @@ impl<'a> TxnMap<'a> {
     }
 
     /// Writes the canonical map, piece by piece, to `sink`; `input` is what spans point into.
+    ///
+    /// An entry whose key and value the input holds back to back, the key a str with the
+    /// header this writes (the canonical form), is the input's bytes `key_at..value end`; a
+    /// run of such entries that follow each other in the input (a canonical map between the
+    /// completion's `gen` and `gh`) goes out as one piece. So a canonical `txn` of a block is
+    /// written in at most five pieces besides the header and the completion's keys and values.
     pub(super) fn write(&self, input: &[u8], sink: &mut impl FnMut(&[u8])) {
         sink(msgpack::map_header(self.entries.len()).as_ref());
+        // The input range of the current run of verbatim entries.
+        let mut run: Option<(usize, usize)> = None;
         for e in &self.entries {
-            sink(msgpack::str_header(e.key.len()).as_ref());
+            let header = msgpack::str_header(e.key.len());
+            let header = header.as_ref();
+            if let EntryValue::Span(s, t) = e.value
+                && e.key_at + header.len() + e.key.len() == s
+                && input.get(e.key_at..e.key_at + header.len()) == Some(header)
+            {
+                // `input[key_at..s]` is the key as read (its bytes are `e.key`) with the
+                // header written below: the entry is `input[key_at..t]` verbatim.
+                run = match run {
+                    Some((from, end)) if end == e.key_at => Some((from, t)),
+                    other => {
+                        if let Some((from, end)) = other {
+                            sink(&input[from..end]);
+                        }
+                        Some((e.key_at, t))
+                    }
+                };
+                continue;
+            }
+            if let Some((from, end)) = run.take() {
+                sink(&input[from..end]);
+            }
+            sink(header);
             sink(e.key);
             match &e.value {
                 EntryValue::Span(s, t) => sink(&input[*s..*t]),
                 EntryValue::Owned(v) => sink(v),
                 EntryValue::Completion(v) => sink(v),
             }
+        }
+        if let Some((from, end)) = run {
+            sink(&input[from..end]);
         }
     }
 
