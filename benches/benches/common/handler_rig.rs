@@ -109,7 +109,8 @@ pub(crate) const PRODUCERS: usize = 2;
 /// traffic each time it is told an iteration's clock.
 struct Producer {
     go: mpsc::Sender<u64>,
-    done: mpsc::Receiver<()>,
+    /// The CPU time the thread spent on each iteration.
+    done: mpsc::Receiver<Duration>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -120,6 +121,7 @@ impl Producer {
         let (done_tx, done) = mpsc::channel();
         let thread = std::thread::spawn(move || {
             while let Ok(now) = go_rx.recv() {
+                let cpu = thread_cpu();
                 for m in msgs.iter().skip(part).step_by(PRODUCERS) {
                     black_box(h.handle(&Message {
                         bytes: &m.bytes,
@@ -127,7 +129,7 @@ impl Producer {
                         received_ns: now,
                     }));
                 }
-                if done_tx.send(()).is_err() {
+                if done_tx.send(thread_cpu().saturating_sub(cpu)).is_err() {
                     return;
                 }
             }
@@ -149,6 +151,30 @@ impl Drop for Producer {
             let _ = t.join();
         }
     }
+}
+
+/// The calling thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`): time it ran, not time it waited
+/// for a core, so a loaded machine's scheduling does not enter a variant's figure.
+#[cfg(unix)]
+fn thread_cpu() -> Duration {
+    let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
+        .expect("the thread CPU clock");
+    Duration::new(t.tv_sec() as u64, t.tv_nsec() as u32)
+}
+
+/// No thread CPU clock off Unix: zero (the A/B pass then reports wall-clock ratios only).
+#[cfg(not(unix))]
+fn thread_cpu() -> Duration {
+    Duration::ZERO
+}
+
+/// What one iteration took.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Timing {
+    /// From telling the producers the clock to the last one's return.
+    pub(crate) wall: Duration,
+    /// The producers' CPU time, summed.
+    pub(crate) cpu: Duration,
 }
 
 /// One handler, kept across iterations, with a worker, a plug sink and [`PRODUCERS`] producer
@@ -206,7 +232,7 @@ impl Rig {
     /// One iteration: plug the worker and queue one group behind it (untimed), feed the traffic
     /// from the rig's producer threads (timed, from telling them the clock to their last
     /// `handle` call's return), release and wait for the drain (untimed), check.
-    pub(crate) fn run(&mut self, w: &Workload) -> Duration {
+    pub(crate) fn run(&mut self, w: &Workload) -> Timing {
         self.iteration += 1;
         let now = T0 + self.iteration * GAP;
         self.sink.set(0);
@@ -231,16 +257,18 @@ impl Rig {
         for p in &self.producers {
             p.go.send(now).expect("a producer thread is gone");
         }
-        for p in &self.producers {
-            p.done.recv().expect("a producer thread panicked");
-        }
-        let elapsed = start.elapsed();
+        let cpu = self
+            .producers
+            .iter()
+            .map(|p| p.done.recv().expect("a producer thread panicked"))
+            .sum();
+        let wall = start.elapsed();
         self.sink.set(2);
         while self.h.stats().processed() < self.h.stats().enqueued {
             std::thread::sleep(Duration::from_millis(1));
         }
         self.check(w);
-        elapsed
+        Timing { wall, cpu }
     }
 
     /// What the last iteration must have done, from the counters' change.
