@@ -127,7 +127,7 @@ impl<S: BuildHasher> KeyCache<S> {
     }
 
     /// The key of (`app`, `origin`) in `limiter`: cached, or derived and remembered; for tests.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     fn key(&self, limiter: &AppRateLimiter, origin: &Origin, app: u64) -> AppKey {
         self.get_or_derive(origin, app, || limiter.app_key(app, origin))
     }
@@ -163,7 +163,11 @@ impl<S: BuildHasher> KeyCache<S> {
             .0
             .iter()
             .position(|s| s.check.load(Ordering::Relaxed) == 0);
-        let slot = &set.0[free.unwrap_or((tag >> 63) as usize)];
+        Self::write(&set.0[free.unwrap_or((tag >> 63) as usize)], tag, key);
+    }
+
+    /// Stores `key` under `tag` in `slot`.
+    fn write(slot: &Slot, tag: u64, key: AppKey) {
         let (hash, shard) = (key.hash(), u64::from(key.shard()));
         // Relaxed: see `lookup`; a reader that sees only some of these words fails its check.
         slot.hash.store(hash, Ordering::Relaxed);
@@ -195,7 +199,7 @@ impl<S: BuildHasher> KeyCache<S> {
     }
 
     /// Whether the key of (`app`, `origin`) is cached; for tests.
-    #[cfg(all(test, not(loom)))]
+    #[cfg(test)]
     fn contains(&self, origin: &Origin, app: u64) -> bool {
         let tag = self.tag(app, origin);
         self.lookup(self.set_of(tag), tag).is_some()
@@ -352,31 +356,26 @@ mod loom_models {
                 2,
                 BuildHasherDefault::<DefaultHasher>::default(),
             ));
-            // Three pairs whose tags pick the same slot, so the writers overwrite each other and
-            // the reader's pair.
-            let pairs: Vec<(Origin, u64)> = (0..64u8)
+            // Three pairs: the reader's takes the empty set's first slot, and the writers
+            // overwrite it and each other there.
+            let pairs: Vec<(Origin, u64)> = (0..3u8)
                 .map(|i| (Origin::from_peer_id(&[i]), u64::from(i) + 1))
                 .collect();
-            let slot_of = |p: &(Origin, u64)| c.tag(p.1, &p.0) >> 63;
-            let same: Vec<(Origin, u64)> = pairs
-                .iter()
-                .filter(|p| slot_of(p) == slot_of(&pairs[0]))
-                .take(3)
-                .copied()
-                .collect();
-            let (mine, theirs) = (same[0], [same[1], same[2]]);
+            let (mine, theirs) = (pairs[0], [pairs[1], pairs[2]]);
             let _ = c.get_or_derive(&mine.0, mine.1, || derive(mine.1, &mine.0));
-            // The writers only store (the write half of a miss): loom 0.7 does not explore a
-            // reader seeing a thread's store when that thread loaded the same word first
-            // (tokio-rs/loom#166, #392), which a full `get_or_derive` would do.
+            assert!(c.contains(&mine.0, mine.1));
+            // The writers only store (the write half of a miss, into the reader's slot): loom 0.7
+            // does not explore a reader seeing a thread's store when that thread loaded the same
+            // word first (tokio-rs/loom#166, #392), which a full `get_or_derive` (its lookup) and
+            // `put` (its search for a free slot) would do.
             let writers: Vec<_> = theirs
                 .into_iter()
                 .map(|(o, app)| {
                     let c = c.clone();
                     thread::spawn(move || {
                         let tag = c.tag(app, &o);
-                        KeyCache::<BuildHasherDefault<DefaultHasher>>::put(
-                            &c.sets[0],
+                        KeyCache::<BuildHasherDefault<DefaultHasher>>::write(
+                            &c.sets[0].0[0],
                             tag,
                             derive(app, &o),
                         );
