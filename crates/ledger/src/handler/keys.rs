@@ -16,11 +16,13 @@
 //! independent atomic words: the key's hash, its shard, and a check word `tag ^ hash ^
 //! mix(shard)`. A reader accepts a slot iff its three words, read one by one, satisfy that
 //! equation for the reader's own tag; a writer stores the three words (a miss derives the key
-//! and writes it into a free slot of the set, else over one picked by the tag). No lock, no fence, no unsafe code: a read that
-//! interleaves with writes of other pairs sees words from different writes, whose equation fails
-//! (the key hashes are salted BLAKE2b output, so it holds by chance with probability 2^-64, the
-//! collision odds the limiter already accepts for its 64-bit key hashes), and a failed equation is
-//! a miss, which derives the key. (The check-word trick is Hyatt and Mann's lockless
+//! and writes it into a free slot of the set, else over one picked by the tag). No lock, no
+//! fence, and no unsafe code but a prefetch hint (a group's sets are prefetched before they are
+//! read, so their cache lines load side by side): a read that interleaves with writes of other
+//! pairs sees words from different writes, whose equation fails (the key hashes are salted
+//! BLAKE2b output, so it holds by chance with probability 2^-64, the collision odds the limiter
+//! already accepts for its 64-bit key hashes), and a failed equation is a miss, which derives
+//! the key. (The check-word trick is Hyatt and Mann's lockless
 //! transposition table, ICGA Journal 25(1), 2002.)
 //!
 //! Memory is fixed at construction (32 bytes per slot) and nothing allocates afterwards. The
