@@ -176,6 +176,7 @@ mod counters;
 mod decision;
 mod group;
 mod limiter;
+mod lru;
 #[doc(hidden)]
 pub mod model;
 mod node;
