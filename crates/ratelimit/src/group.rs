@@ -763,7 +763,7 @@ fn commit(g: &Group<'_>, keys: &[Key], words: &mut Words, guard: &Guard<'_>) -> 
     let succeeded = GroupOp::finish(op, stopped.is_some(), installed, guard);
     if installed > 0 {
         // SAFETY: (1) `op` came from `Box::into_raw` in `GroupOp::new` and is retired once;
-        // (2) `finish` replaced every marker of it, so no thread entering now can load it (I7).
+        // (2) `finish` replaced every marker of it, so no thread entering now can load it (I5).
         unsafe { guard.retire(op) };
     } else {
         // SAFETY: no marker of `op` was installed: no other thread saw it.

@@ -56,8 +56,9 @@ impl Shards {
     }
 }
 
-/// A lock-free, sharded, sliding-window rate limiter of transaction groups per (application id,
-/// origin), after go-algorand's app rate limiter (`appRateLimiter` in its `data` package).
+/// A sharded, sliding-window rate limiter of transaction groups per (application id, origin),
+/// after go-algorand's app rate limiter (`appRateLimiter` in its `data` package): lock-free in
+/// shards of more than 64 keys (CLOCK eviction), a mutex per shard in smaller ones (exact LRU).
 ///
 /// See the [crate documentation](crate) for the rules, the guarantees and an example.
 pub struct AppRateLimiter {
@@ -105,8 +106,9 @@ impl AppRateLimiter {
     /// Builds a limiter.
     ///
     /// Allocates the tables up front: 16 bytes of slots per key of `max_size` in shards of more
-    /// than 64 keys (two 8-byte slots per key), 16 bytes per key in smaller ones (a slot and a
-    /// recency stamp); nodes (one 24-byte allocation per key) come as keys arrive.
+    /// than 64 keys (two 8-byte slots per key; nodes, one 24-byte allocation per key, come as keys
+    /// arrive), 24 bytes per key in smaller ones (hash, state word and last access, in place)
+    /// plus the shard's mutex.
     ///
     /// # Errors
     ///

@@ -1,4 +1,10 @@
-//! The unsafe core: one shard's lock-free, set-associative table of key nodes.
+//! The unsafe core: one shard's lock-free, set-associative table of key nodes, evicting by
+//! CLOCK.
+//!
+//! This is the table of shards of more than 64 keys (every shard of the default geometry) and
+//! of shards built with the CLOCK test geometry. Shards of up to 64 keys keep exact LRU in a
+//! plain table behind a per-shard mutex instead (the `lru` module, which says why); nothing
+//! below applies to them.
 //!
 //! # Shape
 //!
@@ -11,11 +17,8 @@
 //! a node in place), so a set's nodes are a prefix of its ways and a scan stops at the first
 //! empty way.
 //!
-//! - Shards of up to [`SMALL_SHARD`] keys are one set of `W = C` ways, searched whole: a new key
-//!   evicts only when the shard holds `C` keys, and the victim is exactly the model's (a stale
-//!   key first, then the least recently used, by a per-way recency stamp).
-//! - Larger shards have `W = 31` (a set with its claim word is four cache lines) and two ways per
-//!   key of capacity (`S = ceil(2 C / 31)`). Each set may always hold one key; beyond that a new
+//! - Sets have `W = 31` ways (a set with its claim word is four cache lines), two ways per key
+//!   of capacity (`S = ceil(2 C / 31)`). Each set may always hold one key; beyond that a new
 //!   key takes a unit of the shard's spare room (`C - S` units). A new key evicts when no unit is
 //!   left, or when its set's 31 ways are all taken while units remain (an early eviction: a set
 //!   with twice the mean load; measured by the `bytes_per_key` example). A set that is still
@@ -29,8 +32,8 @@
 //!
 //! # Protocol
 //!
-//! The whole correctness argument of the limiter's concurrent paths, in one place. SAFETY and
-//! ordering comments elsewhere cite the invariants by number (I1 ... I8).
+//! The whole correctness argument of the limiter's lock-free paths, in one place. SAFETY and
+//! ordering comments elsewhere cite the invariants by number (I1 ... I6).
 //!
 //! ## States and transitions
 //!
@@ -51,15 +54,14 @@
 //! - **A node's state word** ([`crate::state`]): counts words (`interval, prev, cur` and the
 //!   reference bit `TOUCHED`), changed by accesses (compare-and-swap); `counts -> marker(G)` by a
 //!   group's owner and back to counts by whoever resolves it; `w -> marker(E)` by an eviction's
-//!   owner (`w` the victim's word as planned, `TOUCHED` clear in a CLOCK shard), then `->
-//!   w | EVICTED` (terminal) if `E` succeeded or `-> w` if it failed, by whoever resolves it;
-//!   `TOUCHED` cleared by a CLOCK sweep.
+//!   owner (`w` the victim's word as planned, `TOUCHED` clear), then `-> w | EVICTED`
+//!   (terminal) if `E` succeeded or `-> w` if it failed, by whoever resolves it; `TOUCHED`
+//!   cleared by a CLOCK sweep.
 //! - **An operation record** ([`GroupOp`], a group or an eviction): `status` `UNDECIDED ->
 //!   SUCCEEDED | FAILED`, once, by compare-and-swap, by the owner or any thread that meets one of
 //!   its markers (or, for an eviction, its claim); `settled` advanced by the owner only (a group:
-//!   after each marker; an eviction: once its marker is in place, its claim held and, in an LRU
-//!   shard, its stamp checked); retired by its owner once no marker of it and no claim word
-//!   leads to it.
+//!   after each marker; an eviction: once its marker is in place and its claim held); retired by
+//!   its owner once no marker of it and no claim word leads to it.
 //!
 //! ## Invariants
 //!
@@ -75,59 +77,28 @@
 //! - **I4** An eviction commits the victim's word as planned: its marker replaces exactly that
 //!   word, so it succeeds only if no access wrote the word since the plan read it. Every access
 //!   writes a key's word unless the word already shows it (same interval, reference bit set),
-//!   and in a CLOCK shard the planned word has the bit clear, so every access after the plan
-//!   read it fails the eviction. A sweep's clearing of a bit is itself a step.
-//! - **I5** In an LRU shard a key's recency is its way's stamp: each access raises it to its
-//!   tick (I9) if the key's node is still in the way when it checks, just before the raise
-//!   (so a late access does not make a newer node look used; the two steps are not one, see
-//!   "Known limits"). A new key's stamp is written only after its insertion took effect and
-//!   only on its own way: an eviction's tick (drawn before its claim, kept in its record) by its
-//!   completers once it succeeded; an empty way's first tick (drawn by a completer after the
-//!   claim) by compare-and-swap from 0, the stamp of a way no node was ever placed in, before
-//!   the claim is freed. A failed claim writes no stamp.
-//! - **I6** In an LRU shard an eviction decides `SUCCEEDED` only after it checked, after its
-//!   marker was installed, that the victim way's stamp is the one it planned on; an access raises
-//!   the stamp before it loads the key's word. Both sides are SeqCst, so in the single total
-//!   order either the access sees the marker (and resolves it: a use before the eviction aborts
-//!   it) or the eviction sees the new stamp (and fails).
-//! - **I7** A marker's record stays allocated while any thread can load the marker: it is
+//!   and the planned word has the bit clear, so every access after the plan read it fails the
+//!   eviction. A sweep's clearing of a bit is itself a step.
+//! - **I5** A marker's record stays allocated while any thread can load the marker: it is
 //!   retired only after every marker of it was replaced (seize frees it once every guard that
 //!   could have loaded one has dropped).
-//! - **I8** `free(X)` does not recur while a planner that loaded it holds its guard, except as
+//! - **I6** `free(X)` does not recur while a planner that loaded it holds its guard, except as
 //!   restored by a failed eviction, which changed no slot: so when a planner's claim succeeds, the
 //!   set's membership is the one its scan saw (the key is still missing, the planned way still
 //!   empty or holding the planned victim). Duplicates of a key cannot arise.
-//! - **I9** In an LRU shard the order of the recency clock's ticks is the linearization order
-//!   of the shard's accesses, insertions and evictions, so recency follows the order in which
-//!   they take effect (E1). An access loads its key's word, draws a tick, raises its stamp and
-//!   loads the word again (`access_word`); it takes effect at its tick if the word is the same
-//!   (a multi-word operation met there is resolved first, and one that fails leaves the word as
-//!   it was), and a write then expects exactly that word; a changed word, or a failed write,
-//!   draws a new tick. An eviction takes effect at its new key's tick, drawn after its marker is
-//!   in place, if it then succeeds: from that tick to its decision the victim is unused (an
-//!   access that took effect there wrote the victim's word, which the marker excludes, or
-//!   raised its stamp before the stamp check or met the marker, I6), the set's membership
-//!   cannot change (another insertion's claim makes this one's fail, I8), and no operation can
-//!   observe the new key or the victim's absence before the decision. The plan may read other
-//!   keys' stamps and words stale, but accesses only make a key more recent or current, never
-//!   less, so the planned victim is still the rule's choice at that tick. An empty way's
-//!   insertion takes effect at the draw of the tick that lands in its stamp (no access to the
-//!   new key, and no other insertion into the set, can come before its claim is freed).
-
+//!
 //! ## Linearization points
 //!
-//! - **Hit, admitted**: in an LRU shard its tick (I9); in a CLOCK shard its compare-and-swap on
-//!   the key's word (which also rolls the key and sets its reference bit).
-//! - **Hit, dropped**: in an LRU shard its tick (I9); in a CLOCK shard its load of the word, or
-//!   the compare-and-swap that rolls the key or sets its bit when that changes the word.
-//! - **New key, empty way**: in an LRU shard the draw of the tick that lands in its stamp (I9);
-//!   in a CLOCK shard the claim's compare-and-swap (the node is born holding its first
+//! - **Hit, admitted**: its compare-and-swap on the key's word (which also rolls the key and
+//!   sets its reference bit).
+//! - **Hit, dropped**: its load of the word, or the compare-and-swap that rolls the key or sets
+//!   its bit when that changes the word.
+//! - **New key, empty way**: the claim's compare-and-swap (the node is born holding its first
 //!   admission or penalty).
 //! - **New key with an eviction, and the eviction**: one instant, while the victim's marker is
-//!   in place (its word unchanged since the plan, I4, I6): in an LRU shard the draw of the new
-//!   key's tick, if the eviction then succeeds (I9); in a CLOCK shard the decision of the
-//!   eviction's record (`UNDECIDED -> SUCCEEDED`), with the claim held (the membership unchanged
-//!   since the scan, I8).
+//!   in place (its word unchanged since the plan, I4): the decision of the eviction's record
+//!   (`UNDECIDED -> SUCCEEDED`), with the claim held (the membership unchanged since the scan,
+//!   I6).
 //! - **Group admitted**: the decision `UNDECIDED -> SUCCEEDED` (all markers in place); its
 //!   lookups are steps of their own before it (E2).
 //! - **Group dropped**: the load of the failing key's word in a validated snapshot, with no
@@ -147,41 +118,26 @@
 //! in it). A group, or an eviction, in flight is aborted by any operation that needs its victim
 //! or one of its keys before it is settled; so a group and the operations on its keys, and an
 //! eviction and the uses of its victim, are only obstruction-free against each other (E3, a
-//! forced eviction after failed commits, is not used: recency needs no commit condition beyond
-//! the victim's, I9).
-
+//! forced eviction after failed commits, is not used).
+//!
 //! ## Known limits
 //!
-//! - In an LRU shard (up to 64 keys) an access raises its key's stamp at its tick before it
-//!   writes the key's word, and I9 places the access at that tick; between the two, other
-//!   threads see the stamp without the write. An eviction in that window may keep the key for
-//!   that use and take another, while an operation that reads the key's word there (a dropped
-//!   hit that writes nothing, a group dropped on its snapshot) reads counts without the
-//!   admission, and an access whose write then fails draws a new tick and takes effect later,
-//!   after the eviction that rested on its first tick. So E0 and E1 fail in such histories; the
-//!   loom checker finds them with two threads (`limit_lru_*` in the loom suite, ignored with
-//!   this reason). Likewise a hit checks that its way still holds its node and then raises the
-//!   stamp, two steps: a hit delayed between them can raise the stamp of the node that replaced
-//!   its key (I5). Shards of more than 64 keys (CLOCK; every shard of the default geometry) are
-//!   not affected: their accesses take effect at their write. A repair not built: a stamp marked
-//!   pending until its write, which an eviction or a read-only access makes fail first.
 //! - A CLOCK sweep that is abandoned (its claim failed, or the key turned out present) leaves
 //!   the bits it cleared, and the insertion's next sweep starts again at its start way: those
 //!   clearings are sweep steps (E1) of an insertion that does not happen, or that restarts.
 //!   The loom checker interleaves the sweep steps of one sweep per new key
 //!   (`Model::sweep_step`, up to three) and at most one aborted attempt per group, not these.
-//! - In a CLOCK shard a spare unit is taken before the claim that uses it and given back if
-//!   that claim fails (another insertion claimed the same set first): a tentative reservation.
-//!   While it is held, an insertion into another set that finds no unit left evicts, although
-//!   at its instant the shard has a unit free. Exact condition: the shard's spare units are
-//!   down to the ones held by insertions whose claims then fail, and another set's insertion
-//!   finds none in that window. The effect is an eviction that comes early (the shard holds
-//!   fewer keys than its capacity, by at most the number of such failed claims in flight); its
-//!   victim is still CLOCK's choice in its own set. Taking the unit under the claim would need
-//!   the unit count and the set's claim word changed at one instant (a multi-word
-//!   compare-and-swap with a record per new key, like an eviction's), which every new key
-//!   would pay for. The loom model of this history is kept in the suite, ignored, with this
-//!   reason.
+//! - A spare unit is taken before the claim that uses it and given back if that claim fails
+//!   (another insertion claimed the same set first): a tentative reservation. While it is
+//!   held, an insertion into another set that finds no unit left evicts, although at its
+//!   instant the shard has a unit free. Exact condition: the shard's spare units are down to
+//!   the ones held by insertions whose claims then fail, and another set's insertion finds none
+//!   in that window. The effect is an eviction that comes early (the shard holds fewer keys than
+//!   its capacity, by at most the number of such failed claims in flight); its victim is still
+//!   CLOCK's choice in its own set. Taking the unit under the claim would need the unit count
+//!   and the set's claim word changed at one instant (a multi-word compare-and-swap with a
+//!   record per new key, like an eviction's), which every new key would pay for. The loom model
+//!   of this history is kept in the suite, ignored, with this reason.
 //!
 //! Nothing on the hit path allocates.
 
@@ -759,7 +715,7 @@ impl Shard {
 
     /// Checks (debug builds and loom) that the free claim word `c` of `set` names the node of
     /// the set's last completed insertion, which is in one of its ways, or null for a set that
-    /// never had one (I3: a failed eviction restores the word it replaced; I8). Checked only if
+    /// never had one (I3: a failed eviction restores the word it replaced; I6). Checked only if
     /// the claim word still holds `c` after the ways were read, so that no insertion completed
     /// in between.
     #[cfg(any(debug_assertions, loom))]
@@ -905,7 +861,7 @@ impl Shard {
             free(n)
         } else {
             // SAFETY: `op` was loaded under `guard` from the claim word, and is retired only after
-            // the claim word moved past it (I7).
+            // the claim word moved past it (I5).
             unsafe { &*op }.prev
         };
         let _ = claim.compare_exchange(c, freed, Ordering::Release, Ordering::Relaxed);
