@@ -1351,3 +1351,27 @@ fn linearizable_lru_a_group_is_one_step() {
         }
     });
 }
+
+/// Two groups over two exact-LRU shards (2 shards of 2 keys, L = 1), naming their apps in
+/// opposite orders and sharing one key: {x0, y0} and {y0, x1}, x's in one shard and y's in the
+/// other. Each group locks both shards (in ascending shard index, whatever the caller's order,
+/// so the two cannot deadlock) and takes effect as one step: exactly one of them gets y0, and
+/// the history is a sequential order of the two.
+#[test]
+fn linearizable_lru_groups_across_shards_lock_in_one_order() {
+    linearizable(config(1, 4, 2), |l| {
+        let shard = |app: u64| l.app_key(app, &peer(0)).shard() & 1;
+        let x = (1..).find(|&a| shard(a) == 0).unwrap();
+        let y = (1..).find(|&a| shard(a) == 1).unwrap();
+        let (x0, y0, x1) = (
+            l.app_key(x, &peer(0)),
+            l.app_key(y, &peer(0)),
+            l.app_key(x, &peer(1)),
+        );
+        Scenario {
+            setup: vec![],
+            threads: [vec![admit(&[x0, y0], 1)], vec![admit(&[y0, x1], 1)]],
+            keys: vec![x0, y0, x1],
+        }
+    });
+}
