@@ -1024,8 +1024,8 @@ fn linearizable_a_clock_sweep_racing_a_use_of_its_start_key() {
 }
 
 /// Scenario B with a dropped hit that writes nothing (L = 1; w already dropped once, so its
-/// reference bit is set and its interval current): only its recency stamp shows the use, and an
-/// eviction planned on w before it must still fail.
+/// reference bit is set and its interval current): only its recency shows the use, and an
+/// eviction after it must take v.
 #[test]
 fn linearizable_b_a_dropped_hit_that_writes_nothing() {
     linearizable(one_shard(1, 2), |l| {
@@ -1167,11 +1167,10 @@ fn linearizable_a_failed_claim_leaves_no_recency_on_another_keys_way() {
 
 /// A late hit never raises the recency of the key that replaced its node (shard of 2, L = 2;
 /// y then q used, y least recent): thread 1 admits y while thread 2 inserts n (evicting y) and
-/// then uses q. If thread 1 found y's node before the eviction and draws its tick after q's
-/// use, its stamp must not land on n, now in y's way: y comes back fresh and evicts n, the
-/// least recently used, not q.
+/// then uses q. If thread 1's hit comes after the eviction, y comes back fresh and evicts n,
+/// the least recently used, not q: the hit's recency never lands on the key that replaced y.
 #[test]
-fn linearizable_a_late_hit_never_stamps_the_node_that_replaced_its_key() {
+fn linearizable_a_late_hit_never_refreshes_the_key_that_replaced_its_key() {
     linearizable(one_shard(2, 2), |l| {
         let [y, q, n] = keys(l);
         Scenario {
@@ -1232,8 +1231,8 @@ fn linearizable_a_clock_sweep_going_round_after_a_use_of_its_start_key() {
 /// Scenario E (weighted, one shard of 2, L = 4; a and b at 1, a the least recently used): a
 /// group {a, b} of cost 2 races an admission of cost 3 of a new key c, which evicts one of them.
 /// Recency follows the order in which the accesses take effect: if the group's lookup of a key
-/// comes before c's eviction, c is more recent than that key, whichever drew its tick first, so
-/// the group's re-insertion of an evicted key never evicts c while the model evicts the other.
+/// comes before c's eviction, c is more recent than that key, so the group's re-insertion of an
+/// evicted key never evicts c while the model evicts the other.
 #[test]
 fn linearizable_e_recency_follows_the_order_accesses_take_effect() {
     linearizable(one_shard(4, 2), |l| {
@@ -1248,10 +1247,9 @@ fn linearizable_e_recency_follows_the_order_accesses_take_effect() {
 
 /// Scenario E's core with single keys (shard of 2, L = 2; a then b used, a the least recently
 /// used): thread 1 inserts c (evicting a) while thread 2 uses b and then a. If b's use takes
-/// effect before c's eviction, c is the more recent of the two, so a's re-insertion evicts b,
-/// even when c drew its tick before b's.
+/// effect before c's eviction, c is the more recent of the two, so a's re-insertion evicts b.
 #[test]
-fn linearizable_e_a_hit_before_an_eviction_whose_tick_came_first() {
+fn linearizable_e_a_hit_just_before_an_eviction() {
     linearizable(one_shard(2, 2), |l| {
         let [a, b, c] = keys(l);
         Scenario {
@@ -1262,11 +1260,11 @@ fn linearizable_e_a_hit_before_an_eviction_whose_tick_came_first() {
     });
 }
 
-/// As [`linearizable_e_a_hit_before_an_eviction_whose_tick_came_first`] with a dropped hit
+/// As [`linearizable_e_a_hit_just_before_an_eviction`] with a dropped hit
 /// that writes nothing (L = 1; b already dropped once, so its word is current): only b's
 /// recency shows the use.
 #[test]
-fn linearizable_e_a_dropped_hit_before_an_eviction_whose_tick_came_first() {
+fn linearizable_e_a_dropped_hit_just_before_an_eviction() {
     linearizable(one_shard(1, 2), |l| {
         let [a, b, c] = keys(l);
         Scenario {
