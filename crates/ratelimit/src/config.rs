@@ -252,7 +252,7 @@ impl Config {
             });
         }
         let capacity = self.max_size / self.shards;
-        if crate::table::Shard::bytes_for(capacity, self.clock_ways)
+        if crate::limiter::Shards::bytes_for(capacity, self.clock_ways)
             .and_then(|b| b.checked_mul(self.shards))
             .is_none_or(|b| b > isize::MAX as usize)
         {

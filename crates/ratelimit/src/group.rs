@@ -108,12 +108,6 @@ pub(crate) struct GroupOp {
     /// Evictions: the set's claim word before the claim (`free(X)`), restored by an abort.
     /// Invariant: as `insert`.
     pub(crate) prev: *mut Node,
-    /// Evictions in an LRU shard: the victim way's recency stamp when it was planned. Invariant:
-    /// as `insert`.
-    pub(crate) stamp: u64,
-    /// Evictions in an LRU shard: the new node's recency stamp, drawn before the claim; every
-    /// completion raises the way's stamp to it (idempotent).
-    pub(crate) tick: AtomicU64,
 }
 
 // SAFETY: the raw node pointers are only dereferenced under a guard that protects them (see the
@@ -201,8 +195,6 @@ impl GroupOp {
                 entries: Vec::new(),
                 insert: std::ptr::null_mut(),
                 prev: std::ptr::null_mut(),
-                stamp: 0,
-                tick: AtomicU64::new(0),
             })
         });
         op.status = AtomicU8::new(UNDECIDED);
@@ -218,19 +210,16 @@ impl GroupOp {
         }));
         op.insert = std::ptr::null_mut();
         op.prev = std::ptr::null_mut();
-        op.stamp = 0;
-        op.tick = AtomicU64::new(0);
         Box::into_raw(op)
     }
 
     /// A new undecided eviction of `victim` for the insertion of `insert` into a set whose claim
-    /// word was `prev`; `stamp`: the victim way's recency stamp (LRU shards). Unshared: the
+    /// word was `prev`. Unshared: the
     /// caller publishes it with [`GroupOp::install_victim`].
     pub(crate) fn eviction(
         victim: *const Node,
         insert: *mut Node,
         prev: *mut Node,
-        stamp: u64,
         limits: Limits,
     ) -> *mut Self {
         let at = Instant {
@@ -242,14 +231,12 @@ impl GroupOp {
         let this = unsafe { &mut *op };
         this.insert = insert;
         this.prev = prev;
-        this.stamp = stamp;
         op
     }
 
     /// Owner of an eviction: replaces the victim's counts word `word` (as planned) with the
-    /// operation's marker, storing `word` first, without settling the entry (the claim and, in an
-    /// LRU shard, the stamp check settle it: [`GroupOp::settle`]). `false`: the word changed since
-    /// the plan.
+    /// operation's marker, storing `word` first, without settling the entry (the claim settles
+    /// it: [`GroupOp::settle`]). `false`: the word changed since the plan.
     pub(crate) fn install_victim(
         op: *const Self,
         node: &Node,
@@ -261,19 +248,16 @@ impl GroupOp {
         let this = unsafe { &*op };
         // Relaxed: published by the install below.
         this.entries[0].old.store(word, Ordering::Relaxed);
-        // SeqCst on success: in an LRU shard the owner then loads the victim way's stamp; an
-        // access stores the stamp and then loads this word (both SeqCst), so in the single total
-        // order either the access sees the marker or the owner sees the new stamp (the
-        // store-buffer pattern, C++20 [atomics.order] p4); Release within it publishes the
-        // operation's fields to whoever meets the marker. Relaxed on failure: the plan is
-        // abandoned.
+        // Release on success: publishes the operation's fields and the entry's `old` to the
+        // Acquire loads of whoever meets the marker (as `install`). Relaxed on failure: the plan
+        // is abandoned.
         node.state
-            .compare_exchange(word, Self::marker(op), Ordering::SeqCst, Ordering::Relaxed)
+            .compare_exchange(word, Self::marker(op), Ordering::Release, Ordering::Relaxed)
             .is_ok()
     }
 
-    /// An eviction's entry settled: its marker is in place and its claim held (and, in an LRU
-    /// shard, the stamp unchanged), so a resolver may decide it `SUCCEEDED`.
+    /// An eviction's entry settled: its marker is in place and its claim held, so a resolver
+    /// may decide it `SUCCEEDED`.
     pub(crate) fn settle(op: *const Self, guard: &Guard<'_>) {
         guard.check(op);
         // SAFETY: as in `install_victim`; a helper calls it under the guard that loaded `op`.
@@ -779,7 +763,7 @@ fn commit(g: &Group<'_>, keys: &[Key], words: &mut Words, guard: &Guard<'_>) -> 
     let succeeded = GroupOp::finish(op, stopped.is_some(), installed, guard);
     if installed > 0 {
         // SAFETY: (1) `op` came from `Box::into_raw` in `GroupOp::new` and is retired once;
-        // (2) `finish` replaced every marker of it, so no thread entering now can load it (I7).
+        // (2) `finish` replaced every marker of it, so no thread entering now can load it (I5).
         unsafe { guard.retire(op) };
     } else {
         // SAFETY: no marker of `op` was installed: no other thread saw it.

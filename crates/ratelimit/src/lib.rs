@@ -1,13 +1,15 @@
-//! A lock-free, sharded, sliding-window rate limiter for application-call transaction groups,
-//! keyed by (application id, origin): the app rate limiter of go-algorand's transaction handler,
-//! rebuilt without locks.
+//! A sharded, sliding-window rate limiter for application-call transaction groups, keyed by
+//! (application id, origin): the app rate limiter of go-algorand's transaction handler, rebuilt
+//! lock-free for its default geometry (shards of more than 64 keys, CLOCK eviction); shards of
+//! up to 64 keys keep exact LRU behind a mutex each, as go-algorand's buckets do.
 //!
 //! # When to use it
 //!
 //! A node's transaction ingress takes groups from many peers. When the backlog is congested,
 //! groups that call one application far more often than a fair share are dropped before they
-//! reach the backlog. [`AppRateLimiter`] answers "admit this group from this origin now?" without
-//! a lock, from many threads at once, in bounded memory, and says why when it drops one.
+//! reach the backlog. [`AppRateLimiter`] answers "admit this group from this origin now?" from
+//! many threads at once (without a lock in the default geometry), in bounded memory, and says
+//! why when it drops one.
 //!
 //! # Rules
 //!
@@ -46,21 +48,21 @@
 //!     with an eviction, under E1), then one atomic admit-or-drop step; the lookups of an
 //!     attempt that another operation aborts stand (go-algorand also creates and evicts keys for
 //!     groups it drops).
-//!   - **E3** (a bounded escape, forcing an eviction after failed commits) is not used: an
-//!     insertion whose victim keeps being used plans again, so an insertion and the uses of its
-//!     victim are obstruction-free against each other. In shards of up to 64 keys, recency
-//!     follows the order in which accesses take effect: each access takes effect at the tick
-//!     of the shard's recency clock it draws (drawing again if the key's word changed across
-//!     it), and an eviction at its new key's tick.
+//!   - **E3** (a bounded escape, forcing an eviction after failed commits) is not used: in a
+//!     CLOCK shard an insertion whose victim keeps being used plans again, so an insertion and
+//!     the uses of its victim are obstruction-free against each other.
 //!
-//!   Known limits (the `table` module's `# Protocol` states them with their exact conditions):
-//!   in shards of up to 64 keys, an access's recency stamp is seen before its write of the
-//!   key's word, so an eviction or a read of the key in between can disagree with every
-//!   sequential order (E0 and E1 fail there; the loom suite's `limit_lru_*` models, ignored,
-//!   show it); larger shards, the default geometry, are not affected. In larger (CLOCK) shards a spare unit of room is reserved
-//!   before the set's claim and given back if the claim fails, so an insertion into another set
-//!   racing that failed claim may evict although the shard has room at its instant (an early
-//!   eviction, never a wrong victim in its set).
+//!   E0-E3 hold for both eviction policies. In shards of up to 64 keys (exact LRU) every
+//!   operation runs under its shard's mutex and takes effect there: an access changes its key's
+//!   counts and recency at one instant, and a group locks all its shards (in ascending shard
+//!   index) and takes effect as one step, lookups and decision together (a special case of E2).
+//!   In larger shards (CLOCK, lock-free) each step takes effect at an atomic instruction (the
+//!   `table` module's `# Protocol`).
+//!
+//!   Known limit (the `table` module's `# Protocol` states it with its exact condition): in
+//!   CLOCK shards a spare unit of room is reserved before the set's claim and given back if the
+//!   claim fails, so an insertion into another set racing that failed claim may evict although
+//!   the shard has room at its instant (an early eviction, never a wrong victim in its set).
 //! - A weighted admission ([`AppRateLimiter::admit_n`]) of cost `c` (`1..=L`) asks
 //!   `prev * (window - offset) / window + cur + c <= L` of every app and adds `c` to each; a
 //!   cost above `L` is refused with [`InsufficientCapacity`]. A cost of 1 is [`admit`](AppRateLimiter::admit).
@@ -116,21 +118,23 @@
 //!
 //! # Guarantees and costs
 //!
-//! - No lock in txgate's code on any path. A tracked key's admission is a set scan (tags in the
-//!   slot pointers spare dereferencing other keys' nodes) and one compare-and-swap on the key's
-//!   packed 64-bit state, which also carries its CLOCK reference bit (a dropped hit writes only
-//!   when it rolls the key or sets the bit); in a shard of up to 64 keys, also a tick of the
-//!   shard's recency clock (a shared fetch-and-add), its recency stamp and a second load of the
-//!   state word (the access takes effect at its tick if the word is unchanged across it).
+//! - Progress. Shards of up to 64 keys block: every operation takes its shard's mutex (a group
+//!   all its shards' mutexes, in ascending shard index, so no deadlock), for a scan of at most
+//!   64 entries and the decision; see the `lru` module for why a lock. Larger shards, every
+//!   shard of the default geometry, take no lock in txgate's code on any path. There a tracked
+//!   key's admission is a set scan (tags in the slot pointers spare dereferencing other keys'
+//!   nodes) and one compare-and-swap on the key's packed 64-bit state, which also carries its
+//!   CLOCK reference bit (a dropped hit writes only when it rolls the key or sets the bit).
 //!   A new key is one claim of its set, one slot switch and the claim's release; one that evicts
 //!   adds a marker on its victim and its resolution (a one-entry multi-word compare-and-swap):
 //!   duplicates of a key cannot arise (the `table` module's `# Protocol` section).
 //!   Beneath it, seize takes a mutex when a thread first enters (its thread ids) and, where the
 //!   `membarrier` system call is missing, in the barrier it runs once per 512 retirements; a new
 //!   key's node comes from a per-thread cache or the allocator.
-//! - Groups of several apps take effect on all their keys at one instant through a multi-word
-//!   compare-and-swap (see the `group` module source). Operations on keys no group is applying to
-//!   are lock-free. A group in flight is aborted by any operation that needs one of its keys
+//! - Groups of several apps take effect on all their keys at one instant: in CLOCK shards
+//!   through a multi-word compare-and-swap (see the `group` module source), in LRU shards under
+//!   their shards' locks. In CLOCK shards, operations on keys no group is applying to are
+//!   lock-free. A group in flight is aborted by any operation that needs one of its keys
 //!   before all its keys are marked (rather than finished for it: that would mean touching its
 //!   other keys' nodes, which may already be reclaimed), so a group and operations on its keys
 //!   are only obstruction-free against each other: a group that keeps retrying (with exponential
@@ -139,9 +143,10 @@
 //! - Memory: tracked keys never exceed `max_size`. A shard of more than 64 keys costs two 8-byte
 //!   slots per key plus a 24-byte node per tracked key (32 bytes with glibc's allocator); see the
 //!   README for the measured bytes per key. Evicted nodes wait for reclamation by
-//!   [seize](https://docs.rs/seize), at most 512 per thread.
-//! - The hit path (an existing key) allocates nothing; a new key allocates one node; a group
-//!   reuses its operation record after warm-up.
+//!   [seize](https://docs.rs/seize), at most 512 per thread. A shard of up to 64 keys is 24
+//!   bytes per key of capacity (hash, state word, last access), allocated once, and its mutex.
+//! - The hit path (an existing key) allocates nothing; a new key in a CLOCK shard allocates one
+//!   node (nothing in an LRU shard); a group reuses its operation record after warm-up.
 //! - Time is the caller's (`now_ns`, nanoseconds since the Unix epoch; see [`Clock`]). Intervals
 //!   are compared modulo 2^29, so a key untouched for a multiple of 2^29 windows, give or take
 //!   one, aliases (170 years at 10 s windows, 6.2 days at 1 ms).
@@ -151,8 +156,8 @@
 //!   node allocated above panics with that message.
 //!
 //! # Modules
-//! - `limiter`: [`AppRateLimiter`]: sharding, the single-key, weighted and group admission and
-//!   penalty paths.
+//! - `limiter`: [`AppRateLimiter`]: sharding, the eviction policy (chosen once per limiter),
+//!   the single-key, weighted and group admission and penalty paths.
 //! - `counters`: the decision counters, striped by thread.
 //! - `small_buf`: a group's keys, nodes and counts on the stack up to 16.
 //! - `decision`: [`Decision`], [`Stats`], [`InsufficientCapacity`], and [`Clock`] / [`SystemClock`] / [`ManualClock`].
@@ -163,9 +168,12 @@
 //!   arithmetic: the estimate `prev * (window - offset) / window + cur`, rolling intervals,
 //!   `remaining` and `retry_after`.
 //! - `node`: a tracked key's node and the compare-and-swap loops on its state word.
-//! - `table`: one shard's lock-free set-associative table (tagged slot pointers, set claims,
-//!   CLOCK and LRU eviction) and its structural validator; its module docs hold the `# Protocol`
+//! - `table`: one CLOCK shard's lock-free set-associative table (tagged slot pointers, set
+//!   claims, CLOCK eviction) and its structural validator; its module docs hold the `# Protocol`
 //!   (states, numbered invariants, linearization points, progress, known limits).
+//! - `lru`: one exact-LRU shard (up to 64 keys): a plain table behind a mutex, the group over
+//!   such shards, and its validator; its module docs give the rule, the lock order and why a
+//!   lock.
 //! - `group`: the multi-word compare-and-swap that applies a group to all its keys at once, and
 //!   commits an eviction (one entry).
 //! - [`model`]: a single-threaded reference model for differential tests and fuzzing (hidden).
@@ -176,6 +184,7 @@ mod counters;
 mod decision;
 mod group;
 mod limiter;
+mod lru;
 #[doc(hidden)]
 pub mod model;
 mod node;

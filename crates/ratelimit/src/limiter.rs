@@ -12,6 +12,7 @@ use crate::config::{Config, ConfigError};
 use crate::counters::{Counter, DecisionCounters};
 use crate::decision::{Clock, Decision, InsufficientCapacity, Stats, SystemClock};
 use crate::group::{self, Group, Kind, Outcome};
+use crate::lru::{self, LruShard, Verb};
 use crate::node::Update;
 use crate::origin::{self, AppKey, Origin};
 use crate::small_buf::SmallBuf;
@@ -27,15 +28,45 @@ const RECLAIM_BATCH: usize = 512;
 /// groups hold at most 16 transactions).
 const INLINE_GROUP: usize = group::INLINE;
 
-/// A lock-free, sharded, sliding-window rate limiter of transaction groups per (application id,
-/// origin), after go-algorand's app rate limiter (`appRateLimiter` in its `data` package).
+/// The shards, all of one eviction policy, chosen once at construction from the shard
+/// capacity (`lru::exact`).
+pub(crate) enum Shards {
+    /// Shards of up to 64 keys: exact LRU, each a plain table behind a mutex (`lru`).
+    Lru(Box<[CachePadded<LruShard>]>),
+    /// Larger shards (and the CLOCK test geometry): the lock-free set-associative table,
+    /// evicting by CLOCK (`table`).
+    Clock(Box<[CachePadded<Shard>]>),
+}
+
+impl Shards {
+    fn len(&self) -> usize {
+        match self {
+            Shards::Lru(s) => s.len(),
+            Shards::Clock(s) => s.len(),
+        }
+    }
+
+    /// The bytes of one shard's table (`None` if that overflows).
+    pub(crate) fn bytes_for(capacity: usize, clock_ways: Option<usize>) -> Option<usize> {
+        if lru::exact(capacity, clock_ways) {
+            LruShard::bytes_for(capacity)
+        } else {
+            Shard::bytes_for(capacity, clock_ways)
+        }
+    }
+}
+
+/// A sharded, sliding-window rate limiter of transaction groups per (application id, origin),
+/// after go-algorand's app rate limiter (`appRateLimiter` in its `data` package): lock-free in
+/// shards of more than 64 keys (CLOCK eviction), a mutex per shard in smaller ones (exact LRU).
 ///
 /// See the [crate documentation](crate) for the rules, the guarantees and an example.
 pub struct AppRateLimiter {
-    /// The shards. Invariant: `shards.len()` is a power of two (`Config::validate` rejects any
-    /// other count), so a shard index reduces with `& (len - 1)` (`shard_index`, `canonical`,
-    /// `origin::shard_of`) and every reduced index is in bounds.
-    shards: Box<[CachePadded<Shard>]>,
+    /// The shards, all of one policy (so a group's keys are all in LRU shards or all in CLOCK
+    /// shards: one enum variant holds every shard). Invariant: `shards.len()` is a power of two
+    /// (`Config::validate` rejects any other count), so a shard index reduces with `& (len - 1)`
+    /// (`shard_index`, `canonical`, `origin::shard_of`) and every reduced index is in bounds.
+    shards: Shards,
     limits: Limits,
     salt: [u8; 16],
     /// Seed of the shard hash, derived from the salt.
@@ -62,10 +93,10 @@ impl std::fmt::Debug for AppRateLimiter {
 
 /// A distinct key of a group: its shard (reduced), hash, and first index in the caller's slice.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Member {
-    shard: u32,
-    hash: u64,
-    index: usize,
+pub(crate) struct Member {
+    pub(crate) shard: u32,
+    pub(crate) hash: u64,
+    pub(crate) index: usize,
 }
 
 /// A group's keys, inline up to [`INLINE_GROUP`].
@@ -75,8 +106,9 @@ impl AppRateLimiter {
     /// Builds a limiter.
     ///
     /// Allocates the tables up front: 16 bytes of slots per key of `max_size` in shards of more
-    /// than 64 keys (two 8-byte slots per key), 16 bytes per key in smaller ones (a slot and a
-    /// recency stamp); nodes (one 24-byte allocation per key) come as keys arrive.
+    /// than 64 keys (two 8-byte slots per key; nodes, one 24-byte allocation per key, come as keys
+    /// arrive), 24 bytes per key in smaller ones (hash, state word and last access, in place)
+    /// plus the shard's mutex.
     ///
     /// # Errors
     ///
@@ -104,21 +136,35 @@ impl AppRateLimiter {
         let shard_seed = u64::from_le_bytes(v.salt[..8].try_into().expect("8 bytes"))
             ^ u64::from_le_bytes(v.salt[8..].try_into().expect("8 bytes")).rotate_left(17);
         let table_error = || ConfigError::TableTooLarge {
-            bytes: Shard::bytes_for(v.capacity, v.clock_ways)
+            bytes: Shards::bytes_for(v.capacity, v.clock_ways)
                 .and_then(|b| b.checked_mul(config.shards))
                 .unwrap_or(usize::MAX),
         };
-        let mut shards = Vec::new();
-        shards
-            .try_reserve_exact(config.shards)
-            .map_err(|_| table_error())?;
-        for _ in 0..config.shards {
-            shards.push(CachePadded::new(
-                Shard::new(v.capacity, v.clock_ways).map_err(|_| table_error())?,
-            ));
-        }
+        let shards = if lru::exact(v.capacity, v.clock_ways) {
+            let mut shards = Vec::new();
+            shards
+                .try_reserve_exact(config.shards)
+                .map_err(|_| table_error())?;
+            for _ in 0..config.shards {
+                shards.push(CachePadded::new(
+                    LruShard::new(v.capacity).map_err(|_| table_error())?,
+                ));
+            }
+            Shards::Lru(shards.into_boxed_slice())
+        } else {
+            let mut shards = Vec::new();
+            shards
+                .try_reserve_exact(config.shards)
+                .map_err(|_| table_error())?;
+            for _ in 0..config.shards {
+                shards.push(CachePadded::new(
+                    Shard::new(v.capacity, v.clock_ways).map_err(|_| table_error())?,
+                ));
+            }
+            Shards::Clock(shards.into_boxed_slice())
+        };
         Ok(Self {
-            shards: shards.into_boxed_slice(),
+            shards,
             limits: v.limits,
             salt: v.salt,
             shard_seed,
@@ -390,21 +436,40 @@ impl AppRateLimiter {
     /// sum is a recent value, not a snapshot.
     pub fn stats(&self) -> Stats {
         let mut stats = self.counters.sum();
-        stats.entries = self.shards.iter().map(|s| s.entries()).sum();
+        stats.entries = self.entries();
         stats
+    }
+
+    /// Keys tracked now, over all shards (exact when no operation is in flight).
+    fn entries(&self) -> usize {
+        match &self.shards {
+            Shards::Lru(shards) => shards.iter().map(|s| s.lock().len()).sum(),
+            Shards::Clock(shards) => shards.iter().map(|s| s.entries()).sum(),
+        }
     }
 
     /// The tracked keys (for differential tests against the reference model): every key as
     /// `(shard, hash)`, sorted. O(max_size).
     #[doc(hidden)]
     pub fn tracked_keys(&self) -> Vec<(u32, u64)> {
-        let guard = self.collector.enter();
-        let mut keys: Vec<(u32, u64)> = self
-            .shards
-            .iter()
-            .enumerate()
-            .flat_map(|(i, shard)| shard.keys(&guard).map(move |k| (i as u32, k)))
-            .collect();
+        let mut keys: Vec<(u32, u64)> = match &self.shards {
+            Shards::Lru(shards) => shards
+                .iter()
+                .enumerate()
+                .flat_map(|(i, shard)| {
+                    let keys: Vec<u64> = shard.lock().keys().collect();
+                    keys.into_iter().map(move |k| (i as u32, k))
+                })
+                .collect(),
+            Shards::Clock(shards) => {
+                let guard = self.collector.enter();
+                shards
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(i, shard)| shard.keys(&guard).map(move |k| (i as u32, k)))
+                    .collect()
+            }
+        };
         keys.sort_unstable();
         keys
     }
@@ -414,12 +479,18 @@ impl AppRateLimiter {
     #[cfg(loom)]
     #[doc(hidden)]
     pub fn victims(&self) -> Vec<(u32, u64)> {
-        let mut v: Vec<(u32, u64)> = self
-            .shards
-            .iter()
-            .enumerate()
-            .flat_map(|(i, shard)| shard.victims().into_iter().map(move |k| (i as u32, k)))
-            .collect();
+        let mut v: Vec<(u32, u64)> = match &self.shards {
+            Shards::Lru(shards) => shards
+                .iter()
+                .enumerate()
+                .flat_map(|(i, s)| s.lock().victims().into_iter().map(move |k| (i as u32, k)))
+                .collect(),
+            Shards::Clock(shards) => shards
+                .iter()
+                .enumerate()
+                .flat_map(|(i, s)| s.victims().into_iter().map(move |k| (i as u32, k)))
+                .collect(),
+        };
         v.sort_unstable();
         v
     }
@@ -428,10 +499,15 @@ impl AppRateLimiter {
     /// not refresh its recency.
     #[doc(hidden)]
     pub fn counts(&self, key: AppKey) -> Option<(u16, u16)> {
-        let guard = self.collector.enter();
-        let shard = &self.shards[self.shard_index(key.shard) as usize];
-        let node = shard.peek(key.hash, &guard)?;
-        let (c, _) = node.counts(&guard);
+        let i = self.shard_index(key.shard) as usize;
+        let c = match &self.shards {
+            Shards::Lru(shards) => shards[i].lock().peek(key.hash)?,
+            Shards::Clock(shards) => {
+                let guard = self.collector.enter();
+                let node = shards[i].peek(key.hash, &guard)?;
+                node.counts(&guard).0
+            }
+        };
         Some((c.prev, c.cur))
     }
 
@@ -440,23 +516,19 @@ impl AppRateLimiter {
     #[cfg(any(test, fuzzing, loom))]
     #[doc(hidden)]
     pub fn validate(&self) {
-        let guard = self.collector.enter();
-        for shard in self.shards.iter() {
-            shard.validate(&guard);
+        match &self.shards {
+            Shards::Lru(shards) => shards.iter().for_each(|s| s.validate()),
+            Shards::Clock(shards) => {
+                let guard = self.collector.enter();
+                shards.iter().for_each(|s| s.validate(&guard));
+            }
         }
-        let entries: usize = self.shards.iter().map(|s| s.entries()).sum();
-        assert!(entries <= self.config.max_size);
+        assert!(self.entries() <= self.config.max_size);
     }
 
     #[inline]
     fn shard_index(&self, shard: u32) -> u32 {
         shard & (self.shards.len() as u32 - 1)
-    }
-
-    /// The shard of a member whose shard index `canonical` has reduced (a bounds-checked index).
-    #[inline]
-    fn shard(&self, m: &Member) -> &Shard {
-        &self.shards[m.shard as usize]
     }
 
     /// Adds `n` to a counter of this thread's stripe.
@@ -511,10 +583,6 @@ impl AppRateLimiter {
             }
             [m] => self.admit_one(*m, cost, at, &guard),
             _ => {
-                // The keys' set lines load side by side while the first lookup runs.
-                for m in members {
-                    self.shard(m).prefetch(m.hash);
-                }
                 let d = self.run_group(Kind::Admit, cost, members, at, &guard);
                 let counter = if d.is_admit() {
                     Counter::Admitted
@@ -536,12 +604,64 @@ impl AppRateLimiter {
         }
     }
 
-    /// One key's admission of weight `cost` (`1..=L`): a lookup and one compare-and-swap on its
-    /// counts (a new key is born holding its admission).
+    /// One key's admission of weight `cost` (`1..=L`) in the shard's policy.
     #[inline(always)]
     fn admit_one(&self, m: Member, cost: u16, at: Instant, guard: &Guard<'_>) -> Decision {
         debug_assert!((1..=self.limits.limit).contains(&cost));
-        let shard = self.shard(&m);
+        match &self.shards {
+            Shards::Clock(shards) => {
+                self.admit_clock(&shards[m.shard as usize], m, cost, at, guard)
+            }
+            Shards::Lru(shards) => self.admit_lru(&shards[m.shard as usize], m, cost, at, guard),
+        }
+    }
+
+    /// One key's admission in an exact-LRU shard: one critical section (the access, the
+    /// decision on the counts it left, the write).
+    #[inline(never)]
+    fn admit_lru(
+        &self,
+        shard: &LruShard,
+        m: Member,
+        cost: u16,
+        at: Instant,
+        guard: &Guard<'_>,
+    ) -> Decision {
+        let limits = &self.limits;
+        let mut table = shard.lock();
+        let touched = table.touch(m.hash, at);
+        let next = state::admit(touched.counts, at, limits, cost);
+        if let Some(next) = next {
+            table.store(touched.slot, m.hash, next);
+        }
+        drop(table);
+        self.count(guard, Counter::Evicted, u64::from(touched.evicted));
+        match next {
+            Some(next) => {
+                self.count(guard, Counter::Admitted, 1);
+                Decision::admit(Some(state::remaining(next, at, limits)))
+            }
+            None => {
+                self.count(guard, Counter::Dropped, 1);
+                Decision::drop(
+                    m.index,
+                    state::retry_after(touched.counts, at, limits, cost),
+                )
+            }
+        }
+    }
+
+    /// One key's admission in a CLOCK shard: a lookup and one compare-and-swap on its counts (a
+    /// new key is born holding its admission).
+    #[inline(always)]
+    fn admit_clock(
+        &self,
+        shard: &Shard,
+        m: Member,
+        cost: u16,
+        at: Instant,
+        guard: &Guard<'_>,
+    ) -> Decision {
         let limits = &self.limits;
         loop {
             // A fresh key admits any cost up to L (checked by the callers).
@@ -549,15 +669,15 @@ impl AppRateLimiter {
                 cur: cost,
                 ..Self::fresh(at)
             };
-            let got = shard.get_or_insert(m.hash, born, at, guard);
+            let got = shard.get_or_insert(m.hash, born, guard);
             self.count(guard, Counter::Evicted, u64::from(got.evicted));
             if got.inserted {
                 self.count(guard, Counter::Admitted, 1);
                 return Decision::admit(Some(limits.limit - cost));
             }
-            // The word as of this access (an LRU shard's recency tick drawn across it): a
-            // compare-and-swap from it takes effect at that tick; a failed one accesses again.
-            let mut word = got.word;
+            // The access's word: a compare-and-swap from it is the access (which also sets the
+            // key's reference bit); a failed one decides again on the newer word.
+            let mut word = got.node.load();
             loop {
                 if word & (MARKER | EVICTED) != 0 {
                     // A group operation to resolve, or an eviction in flight: the general path.
@@ -577,7 +697,7 @@ impl AppRateLimiter {
                                 self.count(guard, Counter::Admitted, 1);
                                 return Decision::admit(Some(remaining));
                             }
-                            Err(now) => word = shard.reaccess(&got, word, now, guard),
+                            Err(now) => word = now,
                         }
                     }
                     Err(_) => {
@@ -600,7 +720,7 @@ impl AppRateLimiter {
                                 Ordering::SeqCst,
                             )
                         {
-                            word = shard.reaccess(&got, word, now, guard);
+                            word = now;
                             continue;
                         }
                         self.count(guard, Counter::Dropped, 1);
@@ -608,7 +728,7 @@ impl AppRateLimiter {
                     }
                 }
             }
-            if let Some(d) = self.admit_contended(m, cost, &got, at, guard) {
+            if let Some(d) = self.admit_contended(shard, m, cost, &got, at, guard) {
                 return d;
             }
         }
@@ -619,6 +739,7 @@ impl AppRateLimiter {
     #[inline(never)]
     fn admit_contended(
         &self,
+        shard: &Shard,
         m: Member,
         cost: u16,
         got: &Got<'_>,
@@ -626,13 +747,11 @@ impl AppRateLimiter {
         guard: &Guard<'_>,
     ) -> Option<Decision> {
         let limits = &self.limits;
-        let update =
-            self.shard(&m)
-                .update(got, guard, |c| match state::admit(c, at, limits, cost) {
-                    Some(next) => (Some(next), Ok(next)),
-                    // Dropped: the key rolled to `at` all the same (as in `admit_one`).
-                    None => (Some(state::roll(c, at).0), Err(c)),
-                });
+        let update = shard.update(got, guard, |c| match state::admit(c, at, limits, cost) {
+            Some(next) => (Some(next), Ok(next)),
+            // Dropped: the key rolled to `at` all the same (as in `admit_one`).
+            None => (Some(state::roll(c, at).0), Err(c)),
+        });
         match update {
             Update::Done(Ok(next)) => {
                 self.count(guard, Counter::Admitted, 1);
@@ -647,19 +766,34 @@ impl AppRateLimiter {
             }
             Update::Evicted(_) => {
                 // Evicted by an insertion in flight: finish it, then look again.
-                self.shard(&m).settle(m.hash, guard);
+                shard.settle(m.hash, guard);
                 None
             }
         }
     }
 
-    /// One key's penalty.
+    /// One key's penalty in the shard's policy.
     fn penalize_one(&self, m: Member, at: Instant, guard: &Guard<'_>) {
-        let shard = self.shard(&m);
         let limits = &self.limits;
+        let shard = match &self.shards {
+            Shards::Clock(shards) => &shards[m.shard as usize],
+            Shards::Lru(shards) => {
+                // One critical section: the access and the penalty on the counts it left.
+                let mut table = shards[m.shard as usize].lock();
+                let touched = table.touch(m.hash, at);
+                table.store(
+                    touched.slot,
+                    m.hash,
+                    state::penalize(touched.counts, at, limits),
+                );
+                drop(table);
+                self.count(guard, Counter::Evicted, u64::from(touched.evicted));
+                return;
+            }
+        };
         loop {
             let born = state::penalize(Self::fresh(at), at, limits);
-            let got = shard.get_or_insert(m.hash, born, at, guard);
+            let got = shard.get_or_insert(m.hash, born, guard);
             self.count(guard, Counter::Evicted, u64::from(got.evicted));
             if got.inserted {
                 return;
@@ -672,7 +806,8 @@ impl AppRateLimiter {
     }
 
     /// A group of two or more distinct keys (canonical order): the admission (of weight `cost`)
-    /// or penalty, applied to all of them at one instant or dropped ([`group::run`]).
+    /// or penalty, applied to all of them at one instant or dropped: under the locks of its
+    /// shards ([`lru::group`]) or by the lock-free group protocol ([`group::run`]).
     fn run_group(
         &self,
         kind: Kind,
@@ -682,6 +817,22 @@ impl AppRateLimiter {
         guard: &Guard<'_>,
     ) -> Decision {
         let limits = &self.limits;
+        let shards = match &self.shards {
+            Shards::Clock(shards) => shards,
+            Shards::Lru(shards) => {
+                let verb = match kind {
+                    Kind::Admit => Verb::Admit(cost),
+                    Kind::Penalize | Kind::Evict => Verb::Penalize,
+                };
+                let (outcome, evicted) = lru::group(shards, members, verb, at, limits);
+                self.count(guard, Counter::Evicted, evicted);
+                return Self::group_decision(outcome, members, at, limits, cost);
+            }
+        };
+        // The keys' set lines load side by side while the first lookup runs.
+        for m in members {
+            shards[m.shard as usize].prefetch(m.hash);
+        }
         let g = Group {
             kind,
             cost,
@@ -694,9 +845,9 @@ impl AppRateLimiter {
         // its key tracked and current.
         let look_up = |i: usize| {
             let m = &members[i];
-            let shard = self.shard(m);
+            let shard = &shards[m.shard as usize];
             loop {
-                let got = shard.get_or_insert(m.hash, Self::fresh(at), at, guard);
+                let got = shard.get_or_insert(m.hash, Self::fresh(at), guard);
                 self.count(guard, Counter::Evicted, u64::from(got.evicted));
                 if !got.inserted
                     && let Update::Evicted(_) =
@@ -708,7 +859,19 @@ impl AppRateLimiter {
                 break got;
             }
         };
-        match group::run(&g, members.len(), look_up, guard) {
+        let outcome = group::run(&g, members.len(), look_up, guard);
+        Self::group_decision(outcome, members, at, limits, cost)
+    }
+
+    /// A group's decision from its outcome.
+    fn group_decision(
+        outcome: Outcome,
+        members: &[Member],
+        at: Instant,
+        limits: &Limits,
+        cost: u16,
+    ) -> Decision {
+        match outcome {
             Outcome::Applied { remaining } => Decision::admit(remaining),
             Outcome::Dropped { key, counts } => Decision::drop(
                 members[key].index,

@@ -81,8 +81,12 @@ impl Model {
     /// The same [`ConfigError`]s as [`AppRateLimiter::new`](crate::AppRateLimiter::new).
     pub fn new(config: &Config) -> Result<Self, ConfigError> {
         let v = config.validate()?;
-        let (sets, ways, lru) =
-            crate::table::Shard::geometry(v.capacity, v.clock_ways).expect("validated geometry");
+        let lru = crate::lru::exact(v.capacity, v.clock_ways);
+        let (sets, ways) = if lru {
+            (1, v.capacity)
+        } else {
+            crate::table::Shard::geometry(v.capacity, v.clock_ways).expect("validated geometry")
+        };
         let shard = Shard {
             entries: HashMap::new(),
             sets: vec![Vec::new(); sets],

@@ -1,4 +1,10 @@
-//! The unsafe core: one shard's lock-free, set-associative table of key nodes.
+//! The unsafe core: one shard's lock-free, set-associative table of key nodes, evicting by
+//! CLOCK.
+//!
+//! This is the table of shards of more than 64 keys (every shard of the default geometry) and
+//! of shards built with the CLOCK test geometry. Shards of up to 64 keys keep exact LRU in a
+//! plain table behind a per-shard mutex instead (the `lru` module, which says why); nothing
+//! below applies to them.
 //!
 //! # Shape
 //!
@@ -11,11 +17,8 @@
 //! a node in place), so a set's nodes are a prefix of its ways and a scan stops at the first
 //! empty way.
 //!
-//! - Shards of up to [`SMALL_SHARD`] keys are one set of `W = C` ways, searched whole: a new key
-//!   evicts only when the shard holds `C` keys, and the victim is exactly the model's (a stale
-//!   key first, then the least recently used, by a per-way recency stamp).
-//! - Larger shards have `W = 31` (a set with its claim word is four cache lines) and two ways per
-//!   key of capacity (`S = ceil(2 C / 31)`). Each set may always hold one key; beyond that a new
+//! - Sets have `W = 31` ways (a set with its claim word is four cache lines), two ways per key
+//!   of capacity (`S = ceil(2 C / 31)`). Each set may always hold one key; beyond that a new
 //!   key takes a unit of the shard's spare room (`C - S` units). A new key evicts when no unit is
 //!   left, or when its set's 31 ways are all taken while units remain (an early eviction: a set
 //!   with twice the mean load; measured by the `bytes_per_key` example). A set that is still
@@ -29,8 +32,8 @@
 //!
 //! # Protocol
 //!
-//! The whole correctness argument of the limiter's concurrent paths, in one place. SAFETY and
-//! ordering comments elsewhere cite the invariants by number (I1 ... I8).
+//! The whole correctness argument of the limiter's lock-free paths, in one place. SAFETY and
+//! ordering comments elsewhere cite the invariants by number (I1 ... I6).
 //!
 //! ## States and transitions
 //!
@@ -51,15 +54,14 @@
 //! - **A node's state word** ([`crate::state`]): counts words (`interval, prev, cur` and the
 //!   reference bit `TOUCHED`), changed by accesses (compare-and-swap); `counts -> marker(G)` by a
 //!   group's owner and back to counts by whoever resolves it; `w -> marker(E)` by an eviction's
-//!   owner (`w` the victim's word as planned, `TOUCHED` clear in a CLOCK shard), then `->
-//!   w | EVICTED` (terminal) if `E` succeeded or `-> w` if it failed, by whoever resolves it;
-//!   `TOUCHED` cleared by a CLOCK sweep.
+//!   owner (`w` the victim's word as planned, `TOUCHED` clear), then `-> w | EVICTED`
+//!   (terminal) if `E` succeeded or `-> w` if it failed, by whoever resolves it; `TOUCHED`
+//!   cleared by a CLOCK sweep.
 //! - **An operation record** ([`GroupOp`], a group or an eviction): `status` `UNDECIDED ->
 //!   SUCCEEDED | FAILED`, once, by compare-and-swap, by the owner or any thread that meets one of
 //!   its markers (or, for an eviction, its claim); `settled` advanced by the owner only (a group:
-//!   after each marker; an eviction: once its marker is in place, its claim held and, in an LRU
-//!   shard, its stamp checked); retired by its owner once no marker of it and no claim word
-//!   leads to it.
+//!   after each marker; an eviction: once its marker is in place and its claim held); retired by
+//!   its owner once no marker of it and no claim word leads to it.
 //!
 //! ## Invariants
 //!
@@ -75,59 +77,28 @@
 //! - **I4** An eviction commits the victim's word as planned: its marker replaces exactly that
 //!   word, so it succeeds only if no access wrote the word since the plan read it. Every access
 //!   writes a key's word unless the word already shows it (same interval, reference bit set),
-//!   and in a CLOCK shard the planned word has the bit clear, so every access after the plan
-//!   read it fails the eviction. A sweep's clearing of a bit is itself a step.
-//! - **I5** In an LRU shard a key's recency is its way's stamp: each access raises it to its
-//!   tick (I9) if the key's node is still in the way when it checks, just before the raise
-//!   (so a late access does not make a newer node look used; the two steps are not one, see
-//!   "Known limits"). A new key's stamp is written only after its insertion took effect and
-//!   only on its own way: an eviction's tick (drawn before its claim, kept in its record) by its
-//!   completers once it succeeded; an empty way's first tick (drawn by a completer after the
-//!   claim) by compare-and-swap from 0, the stamp of a way no node was ever placed in, before
-//!   the claim is freed. A failed claim writes no stamp.
-//! - **I6** In an LRU shard an eviction decides `SUCCEEDED` only after it checked, after its
-//!   marker was installed, that the victim way's stamp is the one it planned on; an access raises
-//!   the stamp before it loads the key's word. Both sides are SeqCst, so in the single total
-//!   order either the access sees the marker (and resolves it: a use before the eviction aborts
-//!   it) or the eviction sees the new stamp (and fails).
-//! - **I7** A marker's record stays allocated while any thread can load the marker: it is
+//!   and the planned word has the bit clear, so every access after the plan read it fails the
+//!   eviction. A sweep's clearing of a bit is itself a step.
+//! - **I5** A marker's record stays allocated while any thread can load the marker: it is
 //!   retired only after every marker of it was replaced (seize frees it once every guard that
 //!   could have loaded one has dropped).
-//! - **I8** `free(X)` does not recur while a planner that loaded it holds its guard, except as
+//! - **I6** `free(X)` does not recur while a planner that loaded it holds its guard, except as
 //!   restored by a failed eviction, which changed no slot: so when a planner's claim succeeds, the
 //!   set's membership is the one its scan saw (the key is still missing, the planned way still
 //!   empty or holding the planned victim). Duplicates of a key cannot arise.
-//! - **I9** In an LRU shard the order of the recency clock's ticks is the linearization order
-//!   of the shard's accesses, insertions and evictions, so recency follows the order in which
-//!   they take effect (E1). An access loads its key's word, draws a tick, raises its stamp and
-//!   loads the word again (`access_word`); it takes effect at its tick if the word is the same
-//!   (a multi-word operation met there is resolved first, and one that fails leaves the word as
-//!   it was), and a write then expects exactly that word; a changed word, or a failed write,
-//!   draws a new tick. An eviction takes effect at its new key's tick, drawn after its marker is
-//!   in place, if it then succeeds: from that tick to its decision the victim is unused (an
-//!   access that took effect there wrote the victim's word, which the marker excludes, or
-//!   raised its stamp before the stamp check or met the marker, I6), the set's membership
-//!   cannot change (another insertion's claim makes this one's fail, I8), and no operation can
-//!   observe the new key or the victim's absence before the decision. The plan may read other
-//!   keys' stamps and words stale, but accesses only make a key more recent or current, never
-//!   less, so the planned victim is still the rule's choice at that tick. An empty way's
-//!   insertion takes effect at the draw of the tick that lands in its stamp (no access to the
-//!   new key, and no other insertion into the set, can come before its claim is freed).
-
+//!
 //! ## Linearization points
 //!
-//! - **Hit, admitted**: in an LRU shard its tick (I9); in a CLOCK shard its compare-and-swap on
-//!   the key's word (which also rolls the key and sets its reference bit).
-//! - **Hit, dropped**: in an LRU shard its tick (I9); in a CLOCK shard its load of the word, or
-//!   the compare-and-swap that rolls the key or sets its bit when that changes the word.
-//! - **New key, empty way**: in an LRU shard the draw of the tick that lands in its stamp (I9);
-//!   in a CLOCK shard the claim's compare-and-swap (the node is born holding its first
+//! - **Hit, admitted**: its compare-and-swap on the key's word (which also rolls the key and
+//!   sets its reference bit).
+//! - **Hit, dropped**: its load of the word, or the compare-and-swap that rolls the key or sets
+//!   its bit when that changes the word.
+//! - **New key, empty way**: the claim's compare-and-swap (the node is born holding its first
 //!   admission or penalty).
 //! - **New key with an eviction, and the eviction**: one instant, while the victim's marker is
-//!   in place (its word unchanged since the plan, I4, I6): in an LRU shard the draw of the new
-//!   key's tick, if the eviction then succeeds (I9); in a CLOCK shard the decision of the
-//!   eviction's record (`UNDECIDED -> SUCCEEDED`), with the claim held (the membership unchanged
-//!   since the scan, I8).
+//!   in place (its word unchanged since the plan, I4): the decision of the eviction's record
+//!   (`UNDECIDED -> SUCCEEDED`), with the claim held (the membership unchanged since the scan,
+//!   I6).
 //! - **Group admitted**: the decision `UNDECIDED -> SUCCEEDED` (all markers in place); its
 //!   lookups are steps of their own before it (E2).
 //! - **Group dropped**: the load of the failing key's word in a validated snapshot, with no
@@ -147,54 +118,36 @@
 //! in it). A group, or an eviction, in flight is aborted by any operation that needs its victim
 //! or one of its keys before it is settled; so a group and the operations on its keys, and an
 //! eviction and the uses of its victim, are only obstruction-free against each other (E3, a
-//! forced eviction after failed commits, is not used: recency needs no commit condition beyond
-//! the victim's, I9).
-
+//! forced eviction after failed commits, is not used).
+//!
 //! ## Known limits
 //!
-//! - In an LRU shard (up to 64 keys) an access raises its key's stamp at its tick before it
-//!   writes the key's word, and I9 places the access at that tick; between the two, other
-//!   threads see the stamp without the write. An eviction in that window may keep the key for
-//!   that use and take another, while an operation that reads the key's word there (a dropped
-//!   hit that writes nothing, a group dropped on its snapshot) reads counts without the
-//!   admission, and an access whose write then fails draws a new tick and takes effect later,
-//!   after the eviction that rested on its first tick. So E0 and E1 fail in such histories; the
-//!   loom checker finds them with two threads (`limit_lru_*` in the loom suite, ignored with
-//!   this reason). Likewise a hit checks that its way still holds its node and then raises the
-//!   stamp, two steps: a hit delayed between them can raise the stamp of the node that replaced
-//!   its key (I5). Shards of more than 64 keys (CLOCK; every shard of the default geometry) are
-//!   not affected: their accesses take effect at their write. A repair not built: a stamp marked
-//!   pending until its write, which an eviction or a read-only access makes fail first.
 //! - A CLOCK sweep that is abandoned (its claim failed, or the key turned out present) leaves
 //!   the bits it cleared, and the insertion's next sweep starts again at its start way: those
 //!   clearings are sweep steps (E1) of an insertion that does not happen, or that restarts.
 //!   The loom checker interleaves the sweep steps of one sweep per new key
 //!   (`Model::sweep_step`, up to three) and at most one aborted attempt per group, not these.
-//! - In a CLOCK shard a spare unit is taken before the claim that uses it and given back if
-//!   that claim fails (another insertion claimed the same set first): a tentative reservation.
-//!   While it is held, an insertion into another set that finds no unit left evicts, although
-//!   at its instant the shard has a unit free. Exact condition: the shard's spare units are
-//!   down to the ones held by insertions whose claims then fail, and another set's insertion
-//!   finds none in that window. The effect is an eviction that comes early (the shard holds
-//!   fewer keys than its capacity, by at most the number of such failed claims in flight); its
-//!   victim is still CLOCK's choice in its own set. Taking the unit under the claim would need
-//!   the unit count and the set's claim word changed at one instant (a multi-word
-//!   compare-and-swap with a record per new key, like an eviction's), which every new key
-//!   would pay for. The loom model of this history is kept in the suite, ignored, with this
-//!   reason.
+//! - A spare unit is taken before the claim that uses it and given back if that claim fails
+//!   (another insertion claimed the same set first): a tentative reservation. While it is
+//!   held, an insertion into another set that finds no unit left evicts, although at its
+//!   instant the shard has a unit free. Exact condition: the shard's spare units are down to
+//!   the ones held by insertions whose claims then fail, and another set's insertion finds none
+//!   in that window. The effect is an eviction that comes early (the shard holds fewer keys than
+//!   its capacity, by at most the number of such failed claims in flight); its victim is still
+//!   CLOCK's choice in its own set. Taking the unit under the claim would need the unit count
+//!   and the set's claim word changed at one instant (a multi-word compare-and-swap with a
+//!   record per new key, like an eviction's), which every new key would pay for. The loom model
+//!   of this history is kept in the suite, ignored, with this reason.
 //!
 //! Nothing on the hit path allocates.
 
 use txgate_sync::reclaim::Guard;
-use txgate_sync::sync::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use txgate_sync::sync::{AtomicPtr, AtomicUsize, Ordering};
 
 use crate::group::GroupOp;
 use crate::node::{Node, Update};
-use crate::state::{self, Counts, Instant, Limits};
+use crate::state::{self, Counts, Limits};
 
-/// Shards of at most this many keys are one set searched whole (exact LRU, never an early
-/// eviction).
-pub(crate) const SMALL_SHARD: usize = 64;
 /// Ways per set of a larger shard (with the claim word, 32 words: four cache lines). With two
 /// ways per key a full shard holds 15.5 keys per set on average: a set fills up while its shard
 /// has room (an early eviction) for under 0.001% of the keys that fill a shard of 1,024 to
@@ -280,9 +233,6 @@ struct Line([AtomicPtr<Node>; 8]);
 
 /// A key found by a scan.
 struct Hit<'g> {
-    way: usize,
-    /// The slot's value as loaded.
-    slot: *mut Node,
     node: &'g Node,
 }
 
@@ -301,16 +251,6 @@ pub(crate) struct Victim {
 pub(crate) struct Got<'g> {
     /// The key's node.
     pub(crate) node: &'g Node,
-    /// The node's state word as of this access: in an LRU shard, loaded before the access drew
-    /// its recency tick and found unchanged after its stamp was raised, so an access that
-    /// commits its change with a compare-and-swap from this word (or writes nothing) took
-    /// effect at its tick (I9); a marker or `EVICTED` word is returned as loaded, with no tick
-    /// drawn. For a node this call inserted, its first word.
-    pub(crate) word: u64,
-    /// The key's set, way and slot value (for [`Shard::reaccess`]).
-    set: usize,
-    way: usize,
-    slot: *mut Node,
     /// Whether this call inserted it (born with the `born` counts).
     pub(crate) inserted: bool,
     /// The node this call's own insertion replaced, if any (it is evicted).
@@ -319,7 +259,7 @@ pub(crate) struct Got<'g> {
     pub(crate) evicted: u32,
 }
 
-/// One shard: per set a claim word and `ways` slots, room accounting and recency.
+/// One shard: per set a claim word and `ways` slots, and room accounting.
 pub(crate) struct Shard {
     /// Set `s` is words `s * stride ..`: its claim word, then its slots. A claim word holds `N`
     /// while node `N`'s insertion is in flight, else `free(X)` (module docs). Invariants: every
@@ -334,21 +274,16 @@ pub(crate) struct Shard {
     ways: usize,
     /// Words per set: `1 + ways`, rounded up to whole cache lines.
     stride: usize,
-    /// Most keys the shard holds (`max_size / shards`, at least 2).
+    /// Most keys the shard holds (`max_size / shards`, at least 2; read by the validator).
+    #[cfg_attr(not(any(test, fuzzing, loom)), allow(dead_code))]
     capacity: usize,
-    /// Larger shards: units of room beyond each set's first key. Taken before an insertion that
+    /// Units of room beyond each set's first key. Taken before an insertion that
     /// adds a key to a set that has one; given back if that insertion's claim fails; never given
     /// back otherwise (keys are only ever replaced). Invariant (quiescent): `spare == capacity -
     /// sets - sum over sets of max(0, keys - 1)`.
     spare: AtomicUsize,
     /// Keys tracked (exact when no insertion is in flight).
     entries: AtomicUsize,
-    /// Exact LRU (one set searched whole) rather than CLOCK. Invariant: fixed at construction.
-    lru: bool,
-    /// LRU shards: the recency stamp of each way (the shard clock at its last access).
-    stamps: Box<[AtomicU64]>,
-    /// LRU shards: the recency clock.
-    tick: AtomicU64,
     /// Under loom: the hashes of the keys evicted, in the order their owners saw them commit,
     /// for the model checker (a plain mutex: loom runs one thread at a time and none blocks
     /// while holding it).
@@ -361,32 +296,16 @@ pub(crate) struct Shard {
 impl Shard {
     /// The bytes of the table of a shard of `capacity` keys (`None` if that overflows).
     pub(crate) fn bytes_for(capacity: usize, clock_ways: Option<usize>) -> Option<usize> {
-        let (sets, ways, lru) = Self::geometry(capacity, clock_ways)?;
-        let lines = sets.checked_mul((1 + ways).div_ceil(8))?;
-        let stamps = if lru { ways * 8 } else { 0 };
-        lines.checked_mul(64)?.checked_add(stamps)
+        let (sets, ways) = Self::geometry(capacity, clock_ways)?;
+        sets.checked_mul((1 + ways).div_ceil(8))?.checked_mul(64)
     }
 
-    /// Sets, ways and policy (exact LRU?) of a shard of `capacity` keys. `clock_ways` (a test
-    /// knob, 2 to 31) forces CLOCK sets of that many ways, two ways per key as in large shards,
-    /// so that a CLOCK shard can be small enough for a model checker.
-    pub(crate) fn geometry(
-        capacity: usize,
-        clock_ways: Option<usize>,
-    ) -> Option<(usize, usize, bool)> {
-        match clock_ways {
-            Some(ways) => Some((
-                capacity.checked_mul(WAYS_PER_KEY)?.div_ceil(ways),
-                ways,
-                false,
-            )),
-            None if capacity <= SMALL_SHARD => Some((1, capacity, true)),
-            None => Some((
-                capacity.checked_mul(WAYS_PER_KEY)?.div_ceil(WAYS),
-                WAYS,
-                false,
-            )),
-        }
+    /// Sets and ways of a CLOCK shard of `capacity` keys: sets of [`WAYS`] ways, two ways per
+    /// key. `clock_ways` (a test knob, 2 to 31) sets another number of ways per set, so that a
+    /// CLOCK shard can be small enough for a model checker.
+    pub(crate) fn geometry(capacity: usize, clock_ways: Option<usize>) -> Option<(usize, usize)> {
+        let ways = clock_ways.unwrap_or(WAYS);
+        Some((capacity.checked_mul(WAYS_PER_KEY)?.div_ceil(ways), ways))
     }
 
     /// An empty shard holding at most `capacity` keys (`clock_ways`: see
@@ -397,7 +316,7 @@ impl Shard {
         clock_ways: Option<usize>,
     ) -> Result<Self, std::collections::TryReserveError> {
         debug_assert!(capacity >= 2);
-        let (sets, ways, lru) =
+        let (sets, ways) =
             Self::geometry(capacity, clock_ways).expect("capacity checked by the config");
         let stride = (1 + ways).next_multiple_of(8);
         let mut words = Vec::new();
@@ -414,17 +333,8 @@ impl Shard {
             ways,
             stride,
             capacity,
-            spare: AtomicUsize::new(if lru {
-                0
-            } else {
-                capacity.saturating_sub(sets)
-            }),
+            spare: AtomicUsize::new(capacity.saturating_sub(sets)),
             entries: AtomicUsize::new(0),
-            lru,
-            stamps: (0..if lru { ways } else { 0 })
-                .map(|_| AtomicU64::new(0))
-                .collect(),
-            tick: AtomicU64::new(0),
             #[cfg(loom)]
             victims: std::sync::Mutex::new(Vec::new()),
             no_limits: Limits::new(1, 1, 1),
@@ -539,99 +449,28 @@ impl Shard {
                 // SAFETY: loaded under `guard` from our slot.
                 let node = unsafe { self.deref(untag(slot), guard) };
                 if node.key == key {
-                    return (Some(Hit { way, slot, node }), way);
+                    return (Some(Hit { node }), way);
                 }
             }
         }
         (None, self.ways)
     }
 
-    /// The answer for a key [`Shard::scan`] found: its way marked as just used, nothing
-    /// inserted; `evicted` as counted by the caller.
+    /// The answer for a key [`Shard::scan`] found: nothing inserted; `evicted` as counted by the
+    /// caller. (Its reference bit is set by the access's own write of its word.)
     #[inline(always)]
-    fn found<'g>(&self, set: usize, hit: Hit<'g>, evicted: u32, guard: &Guard<'_>) -> Got<'g> {
-        let word = self.access_word(set, hit.way, hit.slot, hit.node, guard);
+    fn found<'g>(hit: Hit<'g>, evicted: u32) -> Got<'g> {
         Got {
             node: hit.node,
-            word,
-            set,
-            way: hit.way,
-            slot: hit.slot,
             inserted: false,
             victim: None,
             evicted,
         }
     }
 
-    /// An access's view of a found node's word (see [`Got::word`]): in an LRU shard the word is
-    /// loaded, a tick drawn and the way's stamp raised (`touch`), and the word loaded again; the
-    /// access takes effect at its tick if the word did not change across it (I9), else it draws
-    /// again. A multi-word operation met on the word is resolved first; one met after the tick
-    /// that fails (the word back as it was) changed nothing, so the tick stands. An `EVICTED`
-    /// word is returned at once. In a CLOCK shard, the word as loaded.
-    #[inline(always)]
-    fn access_word(
-        &self,
-        set: usize,
-        way: usize,
-        slot: *mut Node,
-        node: &Node,
-        guard: &Guard<'_>,
-    ) -> u64 {
-        if !self.lru {
-            return node.load();
-        }
-        loop {
-            let before = node.load();
-            if before & state::MARKER != 0 {
-                crate::group::resolve(node, before, guard);
-                continue;
-            }
-            if before & state::EVICTED != 0 {
-                return before;
-            }
-            self.touch(set, way, slot);
-            // SeqCst (`Node::load`): after the stamp's SeqCst raise, as I6 needs.
-            let mut after = node.load();
-            if after & state::MARKER != 0 {
-                crate::group::resolve(node, after, guard);
-                after = node.load();
-            }
-            if after == before {
-                return after;
-            }
-        }
-    }
-
-    /// A new access to the node of `got` after its word `expected` was found changed to `now`
-    /// (a failed compare-and-swap): in an LRU shard, if `now` is a multi-word operation that
-    /// fails once resolved (the word back to `expected`), `expected` as of the same tick; else
-    /// a fresh tick and word (see [`Got::word`]). In a CLOCK shard `now` (its accesses take
-    /// effect at their word action).
-    #[inline]
-    pub(crate) fn reaccess(
-        &self,
-        got: &Got<'_>,
-        expected: u64,
-        now: u64,
-        guard: &Guard<'_>,
-    ) -> u64 {
-        if !self.lru {
-            return now;
-        }
-        if now & state::MARKER != 0 {
-            crate::group::resolve(got.node, now, guard);
-            if got.node.load() == expected {
-                return expected;
-            }
-        }
-        self.access_word(got.set, got.way, got.slot, got.node, guard)
-    }
-
-    /// Applies `f` to the counts of the key `got` found, as [`Node::update`] does, as one access:
-    /// every retry (the word changed, or a multi-word operation on it was resolved) is a new
-    /// access ([`Shard::access`]), so that the update takes effect at its tick in an LRU shard
-    /// (I9). `Evicted`: the node was evicted first (look the key up again).
+    /// Applies `f` to the counts of the key `got` found, as [`Node::update`] does, as one access
+    /// that also sets the key's reference bit (in the same write; no write if the word already
+    /// shows it). `Evicted`: the node was evicted first (look the key up again).
     pub(crate) fn update<T>(
         &self,
         got: &Got<'_>,
@@ -639,7 +478,7 @@ impl Shard {
         mut f: impl FnMut(Counts) -> (Option<Counts>, T),
     ) -> Update<T> {
         let node = got.node;
-        let mut word = got.word;
+        let mut word = node.load();
         loop {
             if word & state::MARKER != 0 {
                 crate::group::resolve(node, word, guard);
@@ -663,47 +502,12 @@ impl Shard {
                 .compare_exchange_weak(word, next, Ordering::Release, Ordering::SeqCst)
             {
                 Ok(_) => return Update::Done(out),
-                Err(now) => word = self.reaccess(got, word, now, guard),
+                Err(now) => word = now,
             }
         }
     }
 
-    /// The next recency tick of an LRU shard.
-    #[inline]
-    fn next_tick(&self) -> u64 {
-        // SeqCst: the shard's recency order is the order of these ticks (a read-modify-write,
-        // so ticks are distinct and increasing under concurrency).
-        self.tick.fetch_add(1, Ordering::SeqCst) + 1
-    }
-
-    /// Marks a way as just used in an LRU shard (a CLOCK shard's reference bit is in the key's
-    /// state word, set by the access itself). `slot`: the way's value as the caller loaded it;
-    /// the stamp is raised only if the way still holds it just before (I5), so a late touch
-    /// makes a newer node look used only if delayed between the two ("Known limits").
-    #[inline]
-    fn touch(&self, set: usize, way: usize, slot: *mut Node) {
-        if !self.lru {
-            return;
-        }
-        let tick = self.next_tick();
-        let stamp = &self.stamps[way];
-        // SeqCst (the load, the slot's and the compare-and-swap): an eviction installs its
-        // marker on the victim and then loads this stamp; an access raises the stamp and then
-        // loads the victim's word: in the single total order one of them sees the other (I6).
-        let mut seen = stamp.load(Ordering::SeqCst);
-        while seen < tick {
-            if self.slot(set, way).load(Ordering::SeqCst) != slot {
-                // The node left its way (replaced): its access finds it evicted.
-                return;
-            }
-            match stamp.compare_exchange_weak(seen, tick, Ordering::SeqCst, Ordering::SeqCst) {
-                Ok(_) => return,
-                Err(now) => seen = now,
-            }
-        }
-    }
-
-    /// The node of `key` if tracked, without touching its recency (tests and reports).
+    /// The node of `key` if tracked, without an access (tests and reports).
     pub(crate) fn peek<'g>(&self, key: u64, guard: &'g Guard<'_>) -> Option<&'g Node> {
         self.scan(self.set_of(key), key, guard)
             .0
@@ -711,14 +515,13 @@ impl Shard {
     }
 
     /// Returns `key`'s node, inserting it with counts `born` if missing (evicting if the shard
-    /// or the set is full), and refreshes its recency. The hit path (claim word, scan, recency)
-    /// is inlined; a miss goes to [`Shard::insert`].
+    /// or the set is full). The hit path (claim word, scan) is inlined; a miss goes to
+    /// [`Shard::insert`]. The caller's access to a found node sets its reference bit.
     #[inline(always)]
     pub(crate) fn get_or_insert<'g>(
         &self,
         key: u64,
         born: Counts,
-        at: Instant,
         guard: &'g Guard<'_>,
     ) -> Got<'g> {
         let set = self.set_of(key);
@@ -728,11 +531,11 @@ impl Shard {
         if !is_claim(c) {
             let (hit, len) = self.scan(set, key, guard);
             if let Some(hit) = hit {
-                return self.found(set, hit, 0, guard);
+                return Self::found(hit, 0);
             }
-            return self.insert(set, key, born, at, c, Some(len), guard);
+            return self.insert(set, key, born, c, Some(len), guard);
         }
-        self.insert(set, key, born, at, c, None, guard)
+        self.insert(set, key, born, c, None, guard)
     }
 
     /// The miss path of [`Shard::get_or_insert`]: `c` is the claim word as loaded, and `len` the
@@ -744,7 +547,6 @@ impl Shard {
         set: usize,
         key: u64,
         born: Counts,
-        at: Instant,
         mut c: *mut Node,
         mut scanned: Option<usize>,
         guard: &'g Guard<'_>,
@@ -765,7 +567,7 @@ impl Shard {
                 None => {
                     let (hit, len) = self.scan(set, key, guard);
                     if let Some(hit) = hit {
-                        return self.found(set, hit, 0, guard);
+                        return Self::found(hit, 0);
                     }
                     len
                 }
@@ -775,8 +577,8 @@ impl Shard {
             // The plan: the first empty way, or a victim (module docs).
             let (way, unit, plan) = match self.room(len) {
                 Some(unit) => (len, unit, None),
-                None => match self.victim(set, len, key, at, guard) {
-                    Some((way, victim, word, stamp)) => (way, false, Some((victim, word, stamp))),
+                None => match self.victim(set, len, key, guard) {
+                    Some((way, victim, word)) => (way, false, Some((victim, word))),
                     None => {
                         // A stale plan (the set changed under the scan): look again.
                         // Acquire: as in `get_or_insert`.
@@ -800,9 +602,8 @@ impl Shard {
                 ptr.addr() >> TAG_SHIFT == 0,
                 "txgate-ratelimit needs heap addresses below 2^48 (key tags use the top 16 bits)"
             );
-            let Some((victim, word, stamp)) = plan else {
-                // An empty way: the claim is the insertion (I2); its recency is stamped by its
-                // completion, after the claim (I5).
+            let Some((victim, word)) = plan else {
+                // An empty way: the claim is the insertion (I2).
                 // AcqRel on success: Release publishes the node (key, counts, plan) to whoever
                 // loads the claim and completes it; Acquire keeps our completion after the claim.
                 // SeqCst on failure: the newer claim word is the next one we act on (complete
@@ -815,10 +616,6 @@ impl Shard {
                             // SAFETY: our node, published in our set and not retired before our
                             // guard drops (it can only be evicted by a later insertion).
                             node: unsafe { self.deref(ptr, guard) },
-                            word: state::pack(born),
-                            set,
-                            way,
-                            slot: tagged(ptr, key),
                             inserted: true,
                             victim: None,
                             evicted: 0,
@@ -838,7 +635,7 @@ impl Shard {
             };
             // An eviction: a one-entry multi-word compare-and-swap on the victim's word,
             // committed together with the claim (module docs, "Eviction").
-            let op = GroupOp::eviction(victim, ptr, c, stamp, self.no_limits);
+            let op = GroupOp::eviction(victim, ptr, c, self.no_limits);
             // SAFETY: `victim` was loaded under `guard` from our slot.
             let victim_node = unsafe { self.deref(victim.cast_mut(), guard) };
             // Read now: once the eviction completes, this thread may have retired the victim.
@@ -853,14 +650,6 @@ impl Shard {
                 // Acquire: as in `get_or_insert`.
                 c = guard.protect(claim, Ordering::Acquire);
                 continue;
-            }
-            if self.lru {
-                // The new key's recency, drawn after the marker: the eviction's instant if it
-                // succeeds (I5, I9).
-                // SAFETY: ours; shared fields are atomic.
-                let this = unsafe { &*op };
-                // Relaxed: published by the claim below.
-                this.tick.store(self.next_tick(), Ordering::Relaxed);
             }
             // AcqRel on success: Release publishes the operation and the new node to whoever
             // loads the claim (I3); Acquire orders our completion after it. SeqCst on failure:
@@ -881,14 +670,9 @@ impl Shard {
                 c = now;
                 continue;
             }
-            // In an LRU shard the victim must not have been used since the plan (I6).
-            // SeqCst: see `install_victim`.
-            let fresh = !self.lru || self.stamps[way].load(Ordering::SeqCst) == stamp;
-            if fresh {
-                GroupOp::settle(op, guard);
-            } else {
-                let _ = GroupOp::decide(op, false, guard);
-            }
+            // The marker is in place and the claim held: the eviction may be decided
+            // `SUCCEEDED` (by us in `complete`, or by any thread that meets it).
+            GroupOp::settle(op, guard);
             let evicted = self.complete(set, tag_eviction(op), guard);
             // SAFETY: (1) from `Box::into_raw`, retired once; (2) `complete` returned after the
             // marker was replaced and the claim word moved past the operation (I3), so no thread
@@ -900,10 +684,6 @@ impl Shard {
                 return Got {
                     // SAFETY: our node, placed in its way by the completion.
                     node: unsafe { self.deref(ptr, guard) },
-                    word: state::pack(born),
-                    set,
-                    way,
-                    slot: tagged(ptr, key),
                     inserted: true,
                     victim: Some(Victim {
                         node: victim,
@@ -935,7 +715,7 @@ impl Shard {
 
     /// Checks (debug builds and loom) that the free claim word `c` of `set` names the node of
     /// the set's last completed insertion, which is in one of its ways, or null for a set that
-    /// never had one (I3: a failed eviction restores the word it replaced; I8). Checked only if
+    /// never had one (I3: a failed eviction restores the word it replaced; I6). Checked only if
     /// the claim word still holds `c` after the ways were read, so that no insertion completed
     /// in between.
     #[cfg(any(debug_assertions, loom))]
@@ -966,9 +746,6 @@ impl Shard {
         if len == self.ways {
             return None;
         }
-        if self.lru {
-            return (len < self.capacity).then_some(false);
-        }
         if len == 0 {
             // Every set may hold one key without a unit.
             return Some(false);
@@ -980,58 +757,17 @@ impl Shard {
             .map(|_| true)
     }
 
-    /// A node's counts word, with any multi-word operation on it resolved first.
-    fn word(node: &Node, guard: &Guard<'_>) -> u64 {
-        loop {
-            let word = node.load();
-            if word & state::MARKER == 0 {
-                return word;
-            }
-            crate::group::resolve(node, word, guard);
-        }
-    }
-
-    /// The victim in a full set of `len` nodes, for new key `key`: its way, node, counts word
-    /// (the one its eviction must still find, I4) and its way's recency stamp (LRU shards).
-    /// `None` if a node is found evicted: the planner's scan is stale.
+    /// The victim in a full set of `len` nodes, for new key `key`: its way, node and counts
+    /// word (the one its eviction must still find, I4). `None` if a node is found evicted: the
+    /// planner's scan is stale.
     fn victim(
         &self,
         set: usize,
         len: usize,
         key: u64,
-        at: Instant,
         guard: &Guard<'_>,
-    ) -> Option<(usize, *const Node, u64, u64)> {
+    ) -> Option<(usize, *const Node, u64)> {
         debug_assert!(len > 0);
-        if self.lru {
-            // Exact: a stale key first, then the least recently used (the reference model's
-            // rule), over the whole shard.
-            let mut best = (true, u64::MAX, 0, std::ptr::null(), 0);
-            for way in 0..len {
-                // Acquire: as in `scan`.
-                let slot = guard.protect(self.slot(set, way), Ordering::Acquire);
-                let ptr = untag(slot);
-                // SAFETY: loaded under `guard` from our slot; the prefix is non-null.
-                let node = unsafe { self.deref(ptr, guard) };
-                // SeqCst: the stamp the eviction checks again after its marker (I6).
-                let stamp = self.stamps[way].load(Ordering::SeqCst);
-                let word = Self::word(node, guard);
-                if word & state::EVICTED != 0 {
-                    return None;
-                }
-                let rank = (
-                    !state::is_stale(state::counts(word), at),
-                    stamp,
-                    way,
-                    ptr.cast_const(),
-                    word,
-                );
-                if (rank.0, rank.1, rank.2) < (best.0, best.1, best.2) {
-                    best = rank;
-                }
-            }
-            return Some((best.2, best.3, best.4, best.1));
-        }
         // CLOCK (second chance) from a position drawn from hash bits 16..48 of the new key,
         // which pick neither its set (the high bits) nor its tag (the low 16): the first way
         // whose key's reference bit (`TOUCHED`, in its state word) is clear; the sweep clears the
@@ -1048,7 +784,7 @@ impl Shard {
             match node.sweep(guard) {
                 None => return None,
                 Some(Ok(())) => {}
-                Some(Err(word)) => return Some((way, ptr.cast_const(), word, 0)),
+                Some(Err(word)) => return Some((way, ptr.cast_const(), word)),
             }
             way = if way + 1 == len { 0 } else { way + 1 };
         }
@@ -1077,20 +813,6 @@ impl Shard {
                     Ordering::Relaxed,
                 );
             }
-            if self.lru {
-                // The new key's recency, drawn after its insertion took effect (the claim) and
-                // stamped before the claim is freed (I5). A way's stamp is 0 only while no node
-                // was ever placed in it (ways are never emptied, ticks start at 1), so only the
-                // first completer's tick lands, and only on this node: a late completer finds the
-                // stamp set (every completer tried before it frees the claim). An access to the
-                // node that raised the stamp first is a later use.
-                // SeqCst (the load and the compare-and-swap): as in `touch`.
-                let stamp = &self.stamps[usize::from(node.way)];
-                if stamp.load(Ordering::SeqCst) == 0 {
-                    let tick = self.next_tick();
-                    let _ = stamp.compare_exchange(0, tick, Ordering::SeqCst, Ordering::SeqCst);
-                }
-            }
             // Release on success: every change of this insertion happens before the next
             // planner's Acquire load of the freed word. Relaxed on failure: another thread freed
             // it.
@@ -1110,14 +832,9 @@ impl Shard {
         let node = unsafe { self.deref(n, guard) };
         let way = usize::from(node.way);
         let slot = self.slot(set, way);
-        // Undecided, so the claim still holds `c` and the marker is in place (I3): decide. In an
-        // LRU shard the victim's way must not have been used since the plan (I6); SeqCst: see
-        // `GroupOp::install_victim`. (The owner settles or aborts before it completes, so this
-        // is a helper's decision.)
-        // SAFETY: `op` was loaded under `guard` from the claim word.
-        let stamp = unsafe { &*op }.stamp;
-        let fresh = !self.lru || self.stamps[way].load(Ordering::SeqCst) == stamp;
-        let evicts = GroupOp::decide(op, fresh, guard);
+        // Undecided, so the claim still holds `c` and the marker is in place (I3): decide.
+        // (The owner settles or aborts before it completes, so this is a helper's decision.)
+        let evicts = GroupOp::decide(op, true, guard);
         // Acquire: as in `scan`.
         let v = guard.protect(slot, Ordering::Acquire);
         if untag(v) == victim.cast_mut() {
@@ -1138,22 +855,13 @@ impl Shard {
                 unsafe { guard.retire(untag(v)) };
             }
         }
-        if evicts && self.lru {
-            // The new key's recency, drawn by the owner before the claim (I5); the same value
-            // from every completer.
-            // SAFETY: as `stamp` above.
-            // Relaxed: the owner stored the tick before its claim's Release, and every
-            // completer reached `op` through an Acquire load of that claim word.
-            let tick = unsafe { &*op }.tick.load(Ordering::Relaxed);
-            // SeqCst: as in `touch`.
-            self.stamps[way].fetch_max(tick, Ordering::SeqCst);
-        }
         // Release on success: as above. Relaxed on failure: another thread freed it. An abort
         // restores the claim word it replaced: the set's ways are as they were (I3).
         let freed = if evicts {
             free(n)
         } else {
-            // SAFETY: as `stamp` above.
+            // SAFETY: `op` was loaded under `guard` from the claim word, and is retired only after
+            // the claim word moved past it (I5).
             unsafe { &*op }.prev
         };
         let _ = claim.compare_exchange(c, freed, Ordering::Release, Ordering::Relaxed);
@@ -1234,11 +942,9 @@ impl Shard {
             self.capacity
         );
         assert_eq!(self.entries(), total, "entries counter");
-        if !self.lru {
-            // Relaxed: quiescent.
-            let spare = self.spare.load(Ordering::Relaxed);
-            assert_eq!(spare, self.capacity - self.sets - extra, "spare room");
-        }
+        // Relaxed: quiescent.
+        let spare = self.spare.load(Ordering::Relaxed);
+        assert_eq!(spare, self.capacity - self.sets - extra, "spare room");
     }
 }
 

@@ -12,7 +12,8 @@ use std::time::Duration;
 use txgate_ratelimit::{AppRateLimiter, Config, Origin};
 
 /// Enough evictions to make seize reclaim (its batch is 2 under Miri, and the limiter's 512
-/// otherwise).
+/// otherwise). Lock-free (CLOCK) shards only: exact-LRU shards keep their keys in place under a
+/// lock and retire nothing, so the test geometry gives tiny shards CLOCK sets.
 #[test]
 fn evicted_nodes_are_reclaimed() {
     assert_eq!(
@@ -24,8 +25,9 @@ fn evicted_nodes_are_reclaimed() {
         Config::default()
             .with_rate_per_second(1)
             .with_window(Duration::from_secs(1))
-            .with_max_size(4) // capacity 2 per shard
+            .with_max_size(4) // capacity 2 per shard: 2 CLOCK sets of 2 ways, one key each
             .with_shards(2)
+            .with_clock_ways(Some(2))
             .with_salt(Some([1; 16])),
     )
     .unwrap();
@@ -34,6 +36,9 @@ fn evicted_nodes_are_reclaimed() {
     for i in 0..n {
         let _ = l.admit(&[1], &Origin::from_peer_id(&i.to_le_bytes()), t0);
     }
+    // App 1's keys all fall in one shard (the shard hash is the app id's), whose 2 sets hold one
+    // key each (no spare room: capacity 2 = 2 sets); 40 keys fill both.
+    assert_eq!(l.stats().entries, 2);
     let evicted = n - 2;
     assert_eq!(l.stats().evicted, evicted);
     // Each eviction retires two objects (the protocol's I1, single-threaded so no claim or
@@ -49,7 +54,7 @@ fn evicted_nodes_are_reclaimed() {
         (retired - batch..=retired).contains(&freed) && freed.is_multiple_of(batch),
         "freed {freed} of {retired} retired objects"
     );
-    // The collector frees the rest when the limiter drops; the two nodes still tracked are the
+    // The collector frees the rest when the limiter drops; the nodes still tracked are the
     // table's to free, not the collector's.
     drop(l);
     assert_eq!(txgate_sync::reclaim::reclaimed(), retired);
