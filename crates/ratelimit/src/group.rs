@@ -105,7 +105,7 @@ pub(crate) struct GroupOp {
     /// Evictions: the new node whose insertion the eviction makes room for (its way is
     /// `Node::way`). Invariant: written before the operation is shared, never after.
     pub(crate) insert: *mut Node,
-    /// Evictions: the set's claim word before the claim (`free(X)`), restored by an abort.
+    /// Evictions: the set's claim word before the claim (`idle(X)`), restored by an abort.
     /// Invariant: as `insert`.
     pub(crate) prev: *mut Node,
 }

@@ -55,7 +55,7 @@ struct Shard {
     /// Exact LRU over one set (shards of up to 64 keys) rather than CLOCK.
     lru: bool,
     /// CLOCK shards: units of room beyond each set's first key.
-    spare: usize,
+    units: usize,
 }
 
 /// The reference model of [`AppRateLimiter`](crate::AppRateLimiter) over pre-derived keys.
@@ -92,7 +92,7 @@ impl Model {
             sets: vec![Vec::new(); sets],
             ways,
             lru,
-            spare: if lru { 0 } else { v.capacity - sets },
+            units: if lru { 0 } else { v.capacity - sets },
         };
         Ok(Self {
             limits: v.limits,
@@ -326,7 +326,7 @@ impl Model {
         }
         let set = ((u128::from(key.hash) * shard.sets.len() as u128) >> 64) as usize;
         let len = shard.sets[set].len();
-        if len < shard.ways && (len == 0 || shard.spare > 0) {
+        if len < shard.ways && (len == 0 || shard.units > 0) {
             return false;
         }
         let done = self.sweeps.get(&key.hash).copied().unwrap_or(0);
@@ -374,8 +374,8 @@ impl Model {
             len < capacity
         } else if len == 0 {
             true
-        } else if shard.spare > 0 {
-            shard.spare -= 1;
+        } else if shard.units > 0 {
+            shard.units -= 1;
             true
         } else {
             false

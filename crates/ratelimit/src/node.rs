@@ -40,13 +40,13 @@ thread_local! {
     /// allocator in steady state. (Not under loom, whose atomics belong to one model execution.)
     /// Boxed: nodes are handed out and back as `Box` allocations.
     #[allow(clippy::vec_box)]
-    static SPARE: RefCell<Vec<Box<Node>>> = const { RefCell::new(Vec::new()) };
+    static POOL: RefCell<Vec<Box<Node>>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Reclaimed nodes kept per thread: at least the collector's batch, which returns them at once
 /// (1,024 x 24 bytes).
 #[cfg(not(loom))]
-const SPARE_MAX: usize = 1024;
+const POOL_MAX: usize = 1024;
 
 impl Reclaim for Node {
     unsafe fn reclaim(ptr: *mut Self) {
@@ -55,9 +55,9 @@ impl Reclaim for Node {
         let node = unsafe { Box::from_raw(ptr) };
         // `try_with`: reclamation may run while this thread's locals are being destroyed.
         #[cfg(not(loom))]
-        let _ = SPARE.try_with(|spare| {
+        let _ = POOL.try_with(|spare| {
             if let Ok(mut spare) = spare.try_borrow_mut()
-                && spare.len() < SPARE_MAX
+                && spare.len() < POOL_MAX
             {
                 spare.push(node);
             }
@@ -83,7 +83,7 @@ impl Node {
     pub(crate) fn boxed(key: u64, counts: Counts) -> Box<Self> {
         let fresh = Self::new(key, counts);
         #[cfg(not(loom))]
-        if let Some(mut node) = SPARE
+        if let Some(mut node) = POOL
             .try_with(|spare| spare.try_borrow_mut().ok().and_then(|mut s| s.pop()))
             .ok()
             .flatten()

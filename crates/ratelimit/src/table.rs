@@ -38,15 +38,15 @@
 //! ## States and transitions
 //!
 //! - **A set's claim word** (`AtomicPtr` before the set's slots):
-//!   - `free(X)` (`X` with its low bit set): no insertion in flight; `X` is the node of the last
+//!   - `idle(X)` (`X` with its low bit set): no insertion in flight; `X` is the node of the last
 //!     insertion that completed in the set (or null).
 //!   - `N` (a node, low two bits clear): the insertion of `N` into an empty way is in flight.
 //!   - `E | 2` (an eviction record, [`GroupOp`] of kind `Evict`): an insertion that evicts is in
 //!     flight.
 //!
-//!   `free(X) -> N` and `free(X) -> E | 2`: the planner's compare-and-swap (its owner). `N ->
-//!   free(N)`: any thread that completes it, once `N` is in its way. `E | 2 -> free(N)` (`N`
-//!   the new node) once `E` succeeded and `N` is in its way, `E | 2 -> free(X)` (the word it
+//!   `idle(X) -> N` and `idle(X) -> E | 2`: the planner's compare-and-swap (its owner). `N ->
+//!   idle(N)`: any thread that completes it, once `N` is in its way. `E | 2 -> idle(N)` (`N`
+//!   the new node) once `E` succeeded and `N` is in its way, `E | 2 -> idle(X)` (the word it
 //!   replaced) once `E` failed: any thread that completes it.
 //! - **A slot** (one way): `null -> N` (an empty way's insertion, any completer) or `v -> N`
 //!   (an eviction's victim replaced by its new node, any completer, only after the eviction
@@ -82,7 +82,7 @@
 //! - **I5** A marker's record stays allocated while any thread can load the marker: it is
 //!   retired only after every marker of it was replaced (seize frees it once every guard that
 //!   could have loaded one has dropped).
-//! - **I6** `free(X)` does not recur while a planner that loaded it holds its guard, except as
+//! - **I6** `idle(X)` does not recur while a planner that loaded it holds its guard, except as
 //!   restored by a failed eviction, which changed no slot: so when a planner's claim succeeds, the
 //!   set's membership is the one its scan saw (the key is still missing, the planned way still
 //!   empty or holding the planned victim). Duplicates of a key cannot arise.
@@ -205,9 +205,9 @@ fn may_hold(slot: *mut Node, key: u64) -> bool {
     }
 }
 
-/// `free(x)`: the claim word of a set whose last insertion was `x`.
+/// `idle(x)`: the claim word of a set whose last insertion was `x`.
 #[inline]
-fn free(x: *mut Node) -> *mut Node {
+fn idle(x: *mut Node) -> *mut Node {
     x.map_addr(|a| a | 1)
 }
 
@@ -262,7 +262,7 @@ pub(crate) struct Got<'g> {
 /// One shard: per set a claim word and `ways` slots, and room accounting.
 pub(crate) struct Shard {
     /// Set `s` is words `s * stride ..`: its claim word, then its slots. A claim word holds `N`
-    /// while node `N`'s insertion is in flight, else `free(X)` (module docs). Invariants: every
+    /// while node `N`'s insertion is in flight, else `idle(X)` (module docs). Invariants: every
     /// change of a set's slots happens while its claim word holds that change's claim; a node is
     /// published in one slot, once, and retired exactly once, by the thread whose
     /// compare-and-swap took it out of that slot; each set's non-null slots are a prefix of its
@@ -279,9 +279,9 @@ pub(crate) struct Shard {
     capacity: usize,
     /// Units of room beyond each set's first key. Taken before an insertion that
     /// adds a key to a set that has one; given back if that insertion's claim fails; never given
-    /// back otherwise (keys are only ever replaced). Invariant (quiescent): `spare == capacity -
+    /// back otherwise (keys are only ever replaced). Invariant (quiescent): `units == capacity -
     /// sets - sum over sets of max(0, keys - 1)`.
-    spare: AtomicUsize,
+    units: AtomicUsize,
     /// Keys tracked (exact when no insertion is in flight).
     entries: AtomicUsize,
     /// Under loom: the hashes of the keys evicted, in the order their owners saw them commit,
@@ -333,7 +333,7 @@ impl Shard {
             ways,
             stride,
             capacity,
-            spare: AtomicUsize::new(capacity.saturating_sub(sets)),
+            units: AtomicUsize::new(capacity.saturating_sub(sets)),
             entries: AtomicUsize::new(0),
             #[cfg(loom)]
             victims: std::sync::Mutex::new(Vec::new()),
@@ -343,7 +343,7 @@ impl Shard {
             // Relaxed: not shared yet.
             shard
                 .claim(set)
-                .store(free(std::ptr::null_mut()), Ordering::Relaxed);
+                .store(idle(std::ptr::null_mut()), Ordering::Relaxed);
         }
         Ok(shard)
     }
@@ -554,7 +554,7 @@ impl Shard {
         let claim = self.claim(set);
         // A node allocated for an insertion whose claim failed, reused by the retry (never one
         // that an eviction published: see below).
-        let mut spare: Option<Box<Node>> = None;
+        let mut unused: Option<Box<Node>> = None;
         loop {
             if is_claim(c) {
                 self.complete(set, c, guard);
@@ -587,7 +587,7 @@ impl Shard {
                     }
                 },
             };
-            let mut node = match spare.take() {
+            let mut node = match unused.take() {
                 Some(mut b) => {
                     *b = Node::new(key, born);
                     b
@@ -624,10 +624,10 @@ impl Shard {
                     Err(now) => {
                         if unit {
                             // Relaxed: a count of room; the claims order the slots themselves.
-                            self.spare.fetch_add(1, Ordering::Relaxed);
+                            self.units.fetch_add(1, Ordering::Relaxed);
                         }
                         // SAFETY: the claim failed, so the node was never published: still ours.
-                        spare = Some(unsafe { Box::from_raw(ptr) });
+                        unused = Some(unsafe { Box::from_raw(ptr) });
                         c = now;
                         continue;
                     }
@@ -646,7 +646,7 @@ impl Shard {
                 // SAFETY: no marker of `op` was installed: no other thread saw it.
                 unsafe { GroupOp::recycle(op) };
                 // SAFETY: never published.
-                spare = Some(unsafe { Box::from_raw(ptr) });
+                unused = Some(unsafe { Box::from_raw(ptr) });
                 // Acquire: as in `get_or_insert`.
                 c = guard.protect(claim, Ordering::Acquire);
                 continue;
@@ -666,7 +666,7 @@ impl Shard {
                 unsafe { guard.retire(op) };
                 // SAFETY: the claim failed: resolvers of the marker never read the new node, so
                 // it is still ours alone.
-                spare = Some(unsafe { Box::from_raw(ptr) });
+                unused = Some(unsafe { Box::from_raw(ptr) });
                 c = now;
                 continue;
             }
@@ -751,7 +751,7 @@ impl Shard {
             return Some(false);
         }
         // Relaxed: a count of room; the claim that uses the unit orders the slots.
-        self.spare
+        self.units
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| s.checked_sub(1))
             .ok()
             .map(|_| true)
@@ -817,7 +817,7 @@ impl Shard {
             // planner's Acquire load of the freed word. Relaxed on failure: another thread freed
             // it.
             if claim
-                .compare_exchange(c, free(c), Ordering::Release, Ordering::Relaxed)
+                .compare_exchange(c, idle(c), Ordering::Release, Ordering::Relaxed)
                 .is_ok()
             {
                 // Relaxed: a statistic, counted once by the thread that freed the claim.
@@ -858,7 +858,7 @@ impl Shard {
         // Release on success: as above. Relaxed on failure: another thread freed it. An abort
         // restores the claim word it replaced: the set's ways are as they were (I3).
         let freed = if evicts {
-            free(n)
+            idle(n)
         } else {
             // SAFETY: `op` was loaded under `guard` from the claim word, and is retired only after
             // the claim word moved past it (I5).
@@ -891,7 +891,7 @@ impl Shard {
             // Relaxed: quiescent.
             let c = self.claim(set).load(Ordering::Relaxed);
             assert!(!is_claim(c), "set {set}: an insertion is still in flight");
-            // `free(X)`: X is the node of the last insertion that completed in the set, so it
+            // `idle(X)`: X is the node of the last insertion that completed in the set, so it
             // is in one of the set's ways (an eviction of it would have completed a later
             // insertion), or null if none did; a failed eviction restored the word it replaced
             // (I3).
@@ -943,8 +943,8 @@ impl Shard {
         );
         assert_eq!(self.entries(), total, "entries counter");
         // Relaxed: quiescent.
-        let spare = self.spare.load(Ordering::Relaxed);
-        assert_eq!(spare, self.capacity - self.sets - extra, "spare room");
+        let units = self.units.load(Ordering::Relaxed);
+        assert_eq!(units, self.capacity - self.sets - extra, "spare room");
     }
 }
 
