@@ -1621,10 +1621,10 @@ fn clock_racing_inserts_of_one_key_into_a_full_shard_admit_once() {
 /// Two evicting insertions into one CLOCK set that plan the same victim (capacity 2 in one set
 /// of 4 ways, L = 1; v and w tracked with their reference bits clear; m and n new keys whose
 /// sweeps start at the same way). Each planner installs its eviction's marker on the victim
-/// before it claims the set, and the other's sweep, meeting that marker, aborts it: the two
-/// can abort each other's plans (see the report of this review: insertions in one set are not
-/// lock-free among themselves). Safety is what this checks: each key admitted once, each
-/// eviction CLOCK's choice at its instant.
+/// before it claims the set, and the other's sweep, meeting that marker, aborts it, so the two
+/// can abort each other's plans round after round (insertions into one set are obstruction-free
+/// among themselves, not lock-free; a preemption bound cannot show that). Safety is what this
+/// checks: each key admitted once, each eviction CLOCK's choice at its instant.
 #[test]
 fn linearizable_clock_two_evicting_insertions_on_one_victim() {
     linearizable(clock_shard(1, 2, 4), |l| {
