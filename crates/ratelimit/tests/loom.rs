@@ -1373,3 +1373,273 @@ fn linearizable_lru_groups_across_shards_lock_in_one_order() {
         }
     });
 }
+
+// Groups over CLOCK shards. Every shard of up to 64 keys now keeps exact LRU behind a mutex, so
+// the group models above (all on shards of 2 to 4 keys) run the locked path; the lock-free
+// group protocol (`group::run`: lookups, the validated drop snapshot, the multi-word
+// compare-and-swap and its resolution by other operations) is only reached through the CLOCK
+// test geometry. These models replay the group histories above on CLOCK shards.
+
+/// [`linearizable_a_dropped_group_revalidates_its_snapshot`] on a CLOCK shard (one set of 8
+/// ways, capacity 4, L = 2; a and b at 1): a group {a, b} decided on a snapshot races
+/// admissions of a and then b; a drop naming b needs an instant where a had room and b none.
+#[test]
+fn linearizable_clock_a_dropped_group_revalidates_its_snapshot() {
+    linearizable_within(Some(3), clock_shard(2, 4, 8), |l| {
+        let (a, b) = ordered_pair(l);
+        Scenario {
+            setup: vec![admit(&[a], 1), admit(&[b], 1)],
+            threads: [
+                vec![admit(&[a, b], 1)],
+                vec![admit(&[a], 1), admit(&[b], 1)],
+            ],
+            keys: vec![a, b],
+        }
+    });
+}
+
+/// Two groups over the same two keys of a CLOCK shard, named in opposite orders (one set of 8
+/// ways, capacity 4, L = 2; both keys at 1): each group's commit may meet the other's markers
+/// and abort it; exactly one of them is admitted, at one instant.
+#[test]
+fn linearizable_clock_crossed_groups_admit_exactly_one() {
+    linearizable(clock_shard(2, 4, 8), |l| {
+        let (a, b) = ordered_pair(l);
+        Scenario {
+            setup: vec![admit(&[a], 1), admit(&[b], 1)],
+            threads: [vec![admit(&[a, b], 1)], vec![admit(&[b, a], 1)]],
+            keys: vec![a, b],
+        }
+    });
+}
+
+/// [`a_failing_group_never_drops_a_concurrent_caller`] on a CLOCK shard (capacity 4 in one set
+/// of 8 ways, L = 1; b at its limit, a new): the group {a, b} is dropped and the single
+/// admission of a is admitted in every interleaving (the group's lookup of a inserts it
+/// fresh, and no group marker on a may drop the single).
+#[test]
+fn linearizable_clock_a_failing_group_never_drops_a_concurrent_caller() {
+    linearizable(clock_shard(1, 4, 8), |l| {
+        let (a, b) = ordered_pair(l);
+        Scenario {
+            setup: vec![admit(&[b], 1)],
+            threads: [vec![admit(&[a, b], 1)], vec![admit(&[a], 1)]],
+            keys: vec![a, b],
+        }
+    });
+}
+
+/// [`linearizable_weighted_group_and_penalty_group`] on a CLOCK shard (capacity 4 in one set
+/// of 8 ways, L = 4, penalty 1; a and b at 1): a weighted group {a, b} of cost 2 races a
+/// penalty group {b, a} and then an admission of a. Two multi-word compare-and-swaps on the
+/// same keys resolve each other's markers.
+#[test]
+fn linearizable_clock_weighted_group_and_penalty_group() {
+    linearizable(clock_shard(4, 4, 8), |l| {
+        let (a, b) = ordered_pair(l);
+        Scenario {
+            setup: vec![admit(&[a, b], 1)],
+            threads: [
+                vec![admit(&[a, b], 2)],
+                vec![Op::Penalize(vec![b, a]), admit(&[a], 1)],
+            ],
+            keys: vec![a, b],
+        }
+    });
+}
+
+/// A group whose key is the victim of a racing CLOCK eviction (capacity 2 in one set of 4 ways,
+/// L = 2; a and x tracked, both reference bits clear): thread 1 admits the group {a, x} while
+/// thread 2 inserts a new key n, whose sweep evicts a or x (the first with its bit clear from
+/// its start way). The group's lookups set both bits: if they come first, n's sweep clears
+/// them and evicts its start way's key; the group then either committed before (its counts
+/// leave with the victim) or finds its key evicted and starts over.
+#[test]
+fn linearizable_clock_a_group_racing_the_eviction_of_its_key() {
+    linearizable(clock_shard(2, 2, 4), |l| {
+        let [a, x, n] = keys(l);
+        Scenario {
+            setup: vec![admit(&[a], 1), admit(&[x], 1)],
+            threads: [vec![admit(&[a, x], 1)], vec![admit(&[n], 1)]],
+            keys: vec![a, x, n],
+        }
+    });
+}
+
+/// [`a_dropped_group_never_names_a_penalty_written_after_its_abort`] through the checker on a
+/// CLOCK shard (capacity 4 in one set of 8 ways, L = 2, penalty 1; a and b at 1): the group
+/// {a, b} races an admission of a (which may abort the group's marker) and then a penalty of
+/// b. A drop naming b would rest on b's penalty, written after the group's abort.
+#[test]
+fn linearizable_clock_a_dropped_group_never_names_a_penalty_written_after_its_abort() {
+    linearizable(clock_shard(2, 4, 8), |l| {
+        let (a, b) = ordered_pair(l);
+        Scenario {
+            setup: vec![admit(&[a], 1), admit(&[b], 1)],
+            threads: [
+                vec![admit(&[a, b], 1)],
+                vec![admit(&[a], 1), Op::Penalize(vec![b])],
+            ],
+            keys: vec![a, b],
+        }
+    });
+}
+
+/// [`a_resolved_weighted_group_applies_its_cost`] through the checker on a CLOCK shard
+/// (capacity 4 in one set of 8 ways, L = 4; a and b at 1): a weighted group {a, b} of cost 2
+/// races a weighted single of cost 2 on a; whoever resolves the group's marker applies its
+/// cost, never 1.
+#[test]
+fn linearizable_clock_a_resolved_weighted_group_applies_its_cost() {
+    linearizable(clock_shard(4, 4, 8), |l| {
+        let (a, b) = ordered_pair(l);
+        Scenario {
+            setup: vec![admit(&[a], 1), admit(&[b], 1)],
+            threads: [vec![admit(&[a, b], 2)], vec![admit(&[a], 2)]],
+            keys: vec![a, b],
+        }
+    });
+}
+
+/// Scenario D on a CLOCK shard (capacity 2 in one set of 4 ways, L = 2; x at 2 with its
+/// reference bit set, a at 1 with its bit clear): a group {a, b} races an admission of x. The
+/// group's lookup of b evicts by CLOCK (a's bit is set by the group's own lookup of a when b
+/// comes after it in key order), possibly x, which then comes back fresh.
+#[test]
+fn linearizable_clock_d_a_groups_lookups_before_it_takes_effect() {
+    linearizable(clock_shard(2, 2, 4), |l| {
+        let [x, a, b] = keys(l);
+        Scenario {
+            setup: vec![admit(&[x], 1), admit(&[x], 1), admit(&[a], 1)],
+            threads: [vec![admit(&[a, b], 1)], vec![admit(&[x], 1)]],
+            keys: vec![x, a, b],
+        }
+    });
+}
+
+/// Scenario E on a CLOCK shard (capacity 2 in one set of 4 ways, L = 4; a and b at 1, bits
+/// clear): a weighted group {a, b} of cost 2 races an admission of cost 3 of a new key c,
+/// whose sweep evicts one of them; the group either lands before (its count leaves with the
+/// victim) or re-inserts its evicted key, evicting by CLOCK in the state of that instant.
+#[test]
+fn linearizable_clock_e_a_group_and_an_evicting_insertion() {
+    linearizable(clock_shard(4, 2, 4), |l| {
+        let [a, b, c] = keys(l);
+        Scenario {
+            setup: vec![admit(&[a], 1), admit(&[b], 1)],
+            threads: [vec![admit(&[a, b], 2)], vec![admit(&[c], 3)]],
+            keys: vec![a, b, c],
+        }
+    });
+}
+
+/// A group of three new keys in a CLOCK shard of two (one set of 4 ways, L = 2; all of the
+/// group's keys new): the group's third lookup evicts one of its own earlier keys (frozen: its
+/// counts as seen decide, its admission is not stored) while another thread admits the
+/// group's first key.
+#[test]
+fn linearizable_clock_a_group_evicting_its_own_key() {
+    linearizable(clock_shard(2, 2, 4), |l| {
+        let mut k: Vec<AppKey> = (0..3).map(|i| l.app_key(1, &peer(i))).collect();
+        k.sort_by_key(|k| (k.shard(), k.hash()));
+        let (k0, k1, k2) = (k[0], k[1], k[2]);
+        Scenario {
+            setup: vec![],
+            threads: [vec![admit(&[k0, k1, k2], 1)], vec![admit(&[k0], 1)]],
+            keys: vec![k0, k1, k2],
+        }
+    });
+}
+
+// The table's helper and claim protocol under loom. The single-key models at the top of this
+// file (`limiter(_, 2)`, `limiter(_, 3)`) now run on exact-LRU shards; these run the same
+// histories on CLOCK shards, where insertions claim sets and complete each other's claims.
+
+/// One shard of `capacity` keys evicting by CLOCK in sets of `ways` ways, L = `limit`.
+fn clock_limiter(limit: u64, capacity: usize, ways: usize) -> Arc<AppRateLimiter> {
+    Arc::new(AppRateLimiter::new(clock_shard(limit, capacity, ways)).unwrap())
+}
+
+/// [`a_stale_helper_never_reinstates_a_replaced_node`] on a CLOCK shard (capacity 2 in one set
+/// of 4 ways, L = 1), without the refresh of y between A's insertions (with it the model ran
+/// for over 7 minutes of CPU without finishing): thread A inserts k and then k2 (each new key
+/// evicting by CLOCK); thread B inserts k3 and may complete one of A's claims late. Every key
+/// is admitted once, the shard holds 2 keys and its structure is valid.
+#[test]
+fn clock_a_stale_helper_never_reinstates_a_replaced_node() {
+    loom::model(|| {
+        let l = clock_limiter(1, 2, 4);
+        let [x, y, k, k2, k3] = [0, 1, 2, 3, 4].map(|i| l.app_key(1, &peer(i)));
+        assert!(l.admit_key(x, T0).is_admit());
+        assert!(l.admit_key(y, T0).is_admit());
+        let t = {
+            let l = l.clone();
+            thread::spawn(move || l.admit_key(k3, T0))
+        };
+        assert!(l.admit_key(k, T0).is_admit());
+        assert!(l.admit_key(k2, T0).is_admit());
+        assert!(t.join().unwrap().is_admit());
+        let s = l.stats();
+        assert_eq!(s.entries, 2, "{s:?}");
+        l.validate();
+    });
+}
+
+/// [`racing_inserts_of_one_key_into_a_full_shard_admit_once`] on a CLOCK shard (capacity 2 in
+/// one set of 4 ways, L = 1; b and c tracked): two threads insert the same new key a, one of
+/// them after a dropped hit on b (which sets b's reference bit, so the two may plan different
+/// victims). One admission of a, one node of it.
+#[test]
+fn clock_racing_inserts_of_one_key_into_a_full_shard_admit_once() {
+    check_with_bound(3, || {
+        let l = clock_limiter(1, 2, 4);
+        let [a, b, c] = [0, 1, 2].map(|i| l.app_key(1, &peer(i)));
+        assert!(l.admit_key(b, T0).is_admit());
+        assert!(l.admit_key(c, T0).is_admit());
+        let t = {
+            let l = l.clone();
+            thread::spawn(move || l.admit_key(a, T0))
+        };
+        let _ = l.admit_key(b, T0);
+        let mine = l.admit_key(a, T0);
+        let theirs = t.join().unwrap();
+        assert_eq!(
+            mine.is_admit() as u8 + theirs.is_admit() as u8,
+            1,
+            "{mine:?} {theirs:?}"
+        );
+        assert!(l.admit_key(a, T0).is_drop());
+        let tracked = l.tracked_keys();
+        assert!(
+            tracked.contains(&(0, a.hash())) && tracked.len() == 2,
+            "{tracked:?}"
+        );
+        l.validate();
+    });
+}
+
+/// Two evicting insertions into one CLOCK set that plan the same victim (capacity 2 in one set
+/// of 4 ways, L = 1; v and w tracked with their reference bits clear; m and n new keys whose
+/// sweeps start at the same way). Each planner installs its eviction's marker on the victim
+/// before it claims the set, and the other's sweep, meeting that marker, aborts it, so the two
+/// can abort each other's plans round after round (insertions into one set are obstruction-free
+/// among themselves, not lock-free; a preemption bound cannot show that). Safety is what this
+/// checks: each key admitted once, each eviction CLOCK's choice at its instant.
+#[test]
+fn linearizable_clock_two_evicting_insertions_on_one_victim() {
+    linearizable(clock_shard(1, 2, 4), |l| {
+        let [v, w] = keys(l);
+        let start = |k: &AppKey| (((k.hash() >> 16) & 0xFFFF_FFFF) * 2) >> 32;
+        let fresh: Vec<AppKey> = (2..=255u8).map(|i| l.app_key(1, &peer(i))).collect();
+        let m = fresh[0];
+        let n = *fresh[1..]
+            .iter()
+            .find(|k| start(k) == start(&m))
+            .expect("a key with the same start way");
+        Scenario {
+            setup: vec![admit(&[v], 1), admit(&[w], 1)],
+            threads: [vec![admit(&[m], 1)], vec![admit(&[n], 1)]],
+            keys: vec![v, w, m, n],
+        }
+    });
+}
