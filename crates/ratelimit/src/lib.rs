@@ -67,11 +67,11 @@
 //!   `prev * (window - offset) / window + cur + c <= L` of every app and adds `c` to each; a
 //!   cost above `L` is refused with [`InsufficientCapacity`]. A cost of 1 is [`admit`](AppRateLimiter::admit).
 //! - [`AppRateLimiter::penalize`] adds `max(1, L / 4)` to each app's `cur`.
-//! - Every attempt refreshes each touched key's recency. A new key evicts only when its shard
-//!   is full: a stale key first (its interval older than the inserting caller's previous one;
-//!   a key ahead of the caller is current, so an access never makes a key stale while callers'
-//!   clocks are within 2^20 windows of each other), else the least
-//!   recently used. Shards of up to 64 keys are searched whole, so they evict only when full, by
+//! - Every attempt refreshes each touched key's recency. In shards of up to 64 keys a new key
+//!   evicts only when its shard is full: a stale key first (its interval older than the
+//!   inserting caller's previous one; a key ahead of the caller is current, so an access never
+//!   makes a key stale while callers' clocks are within 2^20 windows of each other), else the
+//!   least recently used. Shards of up to 64 keys are searched whole, so they evict only when full, by
 //!   that rule. Larger shards are sets of 31 ways (32 words with the set's claim word) with two
 //!   ways per key; a new key evicts in its own set by CLOCK (second chance, an LRU
 //!   approximation; the reference bit is in the key's state word, set by every access, a new

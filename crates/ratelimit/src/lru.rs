@@ -43,10 +43,12 @@
 //! # Poisoning
 //!
 //! Nothing under the lock can panic (indices are bounded by the table's length, the window
-//! arithmetic cannot overflow, nothing allocates outside loom), and every step writes whole
-//! entries, each a valid key. So a poisoned lock, which a panic elsewhere under it would leave,
-//! still guards a consistent table: [`LruShard::lock`] takes it as it is
-//! ([`std::sync::PoisonError::into_inner`]) rather than propagate a panic to every later caller.
+//! arithmetic cannot overflow; the only allocations, a group of more than 16 keys or shards
+//! spilling its buffers to the heap, abort the process on failure rather than unwind), and
+//! every step writes whole entries, each a valid key. So a poisoned lock, which a panic
+//! elsewhere under it would leave, still guards a consistent table: [`LruShard::lock`] takes it
+//! as it is ([`std::sync::PoisonError::into_inner`]) rather than propagate a panic to every
+//! later caller.
 
 use std::collections::TryReserveError;
 

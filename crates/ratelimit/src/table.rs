@@ -71,9 +71,11 @@
 //! - **I2** While a set's claim word holds `N`, way `N.way` is empty or holds `N`, and no other
 //!   slot of the set changes: every change of a set's slots happens while its claim word holds
 //!   that change's claim. Each set's non-null slots are a prefix of its ways.
-//! - **I3** While a claim word holds `E | 2`, `E`'s marker is on its victim (installed before the
-//!   claim), the victim is in `E`'s way, and no slot of the set changes until `E` is decided; a
-//!   failed `E` restores the claim word it replaced, with the set's slots as they were.
+//! - **I3** While a claim word holds `E | 2`, either `E` is decided `FAILED` (a use of its victim
+//!   or another planner's sweep may abort it between its marker and its claim) or `E`'s marker
+//!   is on its victim (installed before the claim); the victim is in `E`'s way, and no slot of the
+//!   set changes until `E` is decided; a failed `E` restores the claim word it replaced, with the
+//!   set's slots as they were. What completers rely on: an undecided `E` has its marker in place.
 //! - **I4** An eviction commits the victim's word as planned: its marker replaces exactly that
 //!   word, so it succeeds only if no access wrote the word since the plan read it. Every access
 //!   writes a key's word unless the word already shows it (same interval, reference bit set),
@@ -114,11 +116,18 @@
 //! ## Progress
 //!
 //! Operations on keys that no group or eviction is applying to are lock-free, and so are
-//! insertions among themselves (any thread that needs a set completes the insertion in flight
-//! in it). A group, or an eviction, in flight is aborted by any operation that needs its victim
-//! or one of its keys before it is settled; so a group and the operations on its keys, and an
-//! eviction and the uses of its victim, are only obstruction-free against each other (E3, a
-//! forced eviction after failed commits, is not used).
+//! insertions into empty ways among themselves (any thread that needs a set completes the
+//! insertion in flight in it). A group, or an eviction, in flight is aborted by any operation
+//! that needs its victim or one of its keys before it is settled; so a group and the operations
+//! on its keys, and an eviction and the uses of its victim, are only obstruction-free against
+//! each other (E3, a forced eviction after failed commits, is not used). That includes two
+//! evicting insertions into one set whose sweeps pick the same victim: each one's sweep meets
+//! the other's marker before its claim and aborts it, the aborted one's restored claim word lets
+//! it plan again, and in the worst schedule they can abort each other forever (a livelock no
+//! preemption-bounded model shows; `linearizable_clock_two_evicting_insertions_on_one_victim`
+//! checks the safety side). Helping, a sweep that installs the claim of the marker it meets
+//! (the record keeps the claim word it expects) instead of aborting it, would make them
+//! lock-free; it is not built.
 //!
 //! ## Known limits
 //!
@@ -241,9 +250,9 @@ struct Hit<'g> {
 pub(crate) struct Victim {
     /// The replaced node (evicted).
     pub(crate) node: *const Node,
-    /// Its final state word (its planned word with `EVICTED`): the caller must not read the node
-    /// again (seize's protection of a pointer ends when its own thread retires it, which this
-    /// call may have done).
+    /// Its final state word (its planned word with `EVICTED`), kept because the caller does not
+    /// read the node again (this call retired it; the caller's guard still keeps it allocated,
+    /// but nothing needs it).
     pub(crate) retired: Option<u64>,
 }
 
