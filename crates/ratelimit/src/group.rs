@@ -583,7 +583,7 @@ pub(crate) fn run<'g>(
     let mut keys = SmallBuf::new(NO_KEY);
     let mut words = SmallBuf::new(0);
     loop {
-        look_up_all(n, &mut look_up, &mut keys, guard);
+        look_up_all(n, &mut look_up, &mut keys);
         if let Some(outcome) = try_once(g, keys.as_slice(), &mut words, guard) {
             return outcome;
         }
@@ -598,7 +598,6 @@ fn look_up_all<'g>(
     n: usize,
     look_up: &mut impl FnMut(usize) -> Got<'g>,
     keys: &mut SmallBuf<Key, INLINE>,
-    guard: &'g Guard<'_>,
 ) {
     keys.clear();
     for i in 0..n {
@@ -617,12 +616,9 @@ fn look_up_all<'g>(
                 .iter_mut()
                 .find(|k| k.node == v.node)
         {
-            // A node this thread retired itself is not read again: its final word was kept
-            // when it was evicted.
-            key.frozen = Some(match v.retired {
-                Some(word) => word,
-                None => final_word(node(key, guard), guard),
-            });
+            // An evicted node is not read again (the thread that took it out of its slot may
+            // have been this one, which retired it): its final word came with the eviction.
+            key.frozen = Some(v.word);
         }
     }
 }
@@ -633,18 +629,6 @@ fn node<'g>(key: &Key, guard: &'g Guard<'_>) -> &'g Node {
     // SAFETY: returned by `get_or_insert` under `guard`, which keeps it allocated; not one this
     // thread retired (those are frozen with their final word and never read again).
     unsafe { &*key.node }
-}
-
-/// The final word of a node evicted by the group's own lookups (its eviction's marker resolved).
-fn final_word(node: &Node, guard: &Guard<'_>) -> u64 {
-    loop {
-        let word = node.load();
-        if word & MARKER == 0 {
-            debug_assert_ne!(word & state::EVICTED, 0, "a victim is evicted");
-            return word;
-        }
-        resolve(node, word, guard);
-    }
 }
 
 /// A key's counts word, any marker on it resolved first; `None` if another operation evicted

@@ -250,10 +250,10 @@ struct Hit<'g> {
 pub(crate) struct Victim {
     /// The replaced node (evicted).
     pub(crate) node: *const Node,
-    /// Its final state word (its planned word with `EVICTED`), kept because the caller does not
-    /// read the node again (this call retired it; the caller's guard still keeps it allocated,
-    /// but nothing needs it).
-    pub(crate) retired: Option<u64>,
+    /// Its final state word (its planned word with `EVICTED`: the eviction succeeded only if the
+    /// victim's word was still the planned one, I4), so that the caller never reads the node
+    /// again (whichever thread took it out of its slot retired it, possibly this one).
+    pub(crate) word: u64,
 }
 
 /// What [`Shard::get_or_insert`] found.
@@ -696,7 +696,7 @@ impl Shard {
                     inserted: true,
                     victim: Some(Victim {
                         node: victim,
-                        retired: Some(word | state::EVICTED),
+                        word: word | state::EVICTED,
                     }),
                     evicted: 1,
                 };
