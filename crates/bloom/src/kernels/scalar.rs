@@ -7,6 +7,9 @@ use std::ops::{BitAnd, BitAndAssign, BitOr, BitOrAssign, Not};
 use crate::block::{SALT, WORDS_PER_BLOCK};
 
 /// A block word: `u32` or `u64`.
+// Public because the sealed `BlockLayout` names it as an associated type's bound; Rust 1.89 (the
+// MSRV) reports it as unreachable, newer compilers see it reached through that bound.
+#[allow(unreachable_pub)]
 pub trait Word:
     Copy
     + Eq
