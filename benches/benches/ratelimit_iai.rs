@@ -44,12 +44,30 @@ fn existing() -> (AppRateLimiter, Vec<AppKey>) {
     (l, keys)
 }
 
-/// A full table (capacity 2 per shard) and 1,000 new keys: every admission evicts.
+/// A full table (capacity 2 per shard: exact-LRU shards) and 1,000 new keys: every admission
+/// evicts.
 fn full() -> (AppRateLimiter, Vec<AppKey>) {
-    let l = limiter(256);
-    for i in 0..10_000 {
+    full_of(256, 10_000)
+}
+
+/// A full table of CLOCK shards (512 keys per shard, over the 64-key exact-LRU bound; 2^17 new
+/// keys first, about 1,024 per shard, so every shard is full) and 1,000 new keys: every
+/// admission evicts by CLOCK.
+fn full_clock() -> (AppRateLimiter, Vec<AppKey>) {
+    full_of(512 * 128, 1 << 17)
+}
+
+/// A table of `max_size` keys over 128 shards after `fill` admissions of new keys, and 1,000
+/// keys not among them.
+fn full_of(max_size: usize, fill: u32) -> (AppRateLimiter, Vec<AppKey>) {
+    let l = limiter(max_size);
+    for i in 0..fill {
         let _ = l.admit(&[1 + u64::from(i % 512)], &origin(1_000_000 + i), T0);
     }
+    // Full, or nearly (a shard may be a key short, a CLOCK set may evict early): new keys
+    // evict (the set-up is not counted).
+    let s = l.stats();
+    assert!(s.evicted > 0 && s.entries * 16 >= max_size * 15, "{s:?}");
     let keys = (0..OPS)
         .map(|i| l.app_key(1 + u64::from(i % 512), &origin(i)))
         .collect();
@@ -103,6 +121,15 @@ fn admit_key_evicting((l, keys): (AppRateLimiter, Vec<AppKey>)) -> AppRateLimite
 }
 
 #[library_benchmark]
+#[bench::evicting_1000(full_clock())]
+fn admit_key_evicting_clock((l, keys): (AppRateLimiter, Vec<AppKey>)) -> AppRateLimiter {
+    for k in keys {
+        let _ = black_box(l.admit_key(k, T0));
+    }
+    l
+}
+
+#[library_benchmark]
 #[bench::group16_5apps_100(existing())]
 fn admit_group((l, _): (AppRateLimiter, Vec<AppKey>)) -> AppRateLimiter {
     let apps: [u64; 16] = [1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 1];
@@ -123,7 +150,12 @@ fn admit_group2((l, groups): (AppRateLimiter, Vec<[AppKey; 2]>)) -> AppRateLimit
 
 library_benchmark_group!(
     name = ratelimit;
-    benchmarks = admit_key, admit_derive, admit_key_evicting, admit_group, admit_group2
+    benchmarks = admit_key,
+        admit_derive,
+        admit_key_evicting,
+        admit_key_evicting_clock,
+        admit_group,
+        admit_group2
 );
 
 main!(library_benchmark_groups = ratelimit);

@@ -15,13 +15,47 @@ use txgate_ratelimit::{AppKey, AppRateLimiter, Config, Decision, Origin};
 
 const T0: u64 = 1_700_000_000 * 1_000_000_000;
 
-/// One shard of `capacity` keys, L = `limit` per 1 s window.
-fn limiter(limit: u64, capacity: usize) -> Arc<AppRateLimiter> {
-    sharded(limit, capacity, 1)
+/// The eviction policy a model's shards run (the same scenario is checked under both).
+#[derive(Clone, Copy, Debug)]
+enum Policy {
+    /// The normal geometry: shards this small keep exact LRU behind a mutex.
+    Lru,
+    /// The lock-free set-associative table evicting by CLOCK (`Config::with_clock_ways`), each
+    /// shard one set of two ways per key.
+    Clock,
 }
 
-fn sharded(limit: u64, max_size: usize, shards: usize) -> Arc<AppRateLimiter> {
-    Arc::new(AppRateLimiter::new(config(limit, max_size, shards)).unwrap())
+/// Declares a model twice, as two tests: `$lru` runs `$body` with `$p` = [`Policy::Lru`] and
+/// `$clock` with [`Policy::Clock`] (the scenario is the same; only the table differs). Attributes
+/// written between the two names apply to `$clock` alone.
+macro_rules! twins {
+    (
+        $(#[$attr:meta])*
+        fn $lru:ident, $(#[$clock_attr:meta])* $clock:ident($p:ident) $body:block
+    ) => {
+        $(#[$attr])*
+        #[test]
+        fn $lru() {
+            let $p = Policy::Lru;
+            $body
+        }
+        $(#[$attr])*
+        $(#[$clock_attr])*
+        #[test]
+        fn $clock() {
+            let $p = Policy::Clock;
+            $body
+        }
+    };
+}
+
+/// One shard of `capacity` keys under `policy`, L = `limit` per 1 s window.
+fn limiter(policy: Policy, limit: u64, capacity: usize) -> Arc<AppRateLimiter> {
+    sharded(policy, limit, capacity, 1)
+}
+
+fn sharded(policy: Policy, limit: u64, max_size: usize, shards: usize) -> Arc<AppRateLimiter> {
+    Arc::new(AppRateLimiter::new(policy_config(policy, limit, max_size, shards)).unwrap())
 }
 
 /// `shards` shards holding `max_size` keys in all, L = `limit` per 1 s window.
@@ -32,6 +66,22 @@ fn config(limit: u64, max_size: usize, shards: usize) -> Config {
         .with_window(Duration::from_secs(1))
         .with_shards(shards)
         .with_salt(Some([1; 16]))
+}
+
+/// [`config`] under `policy`: for [`Policy::Clock`], every shard one CLOCK set of two ways per
+/// key of its capacity (the table's sets are `ceil(2 C / ways)`), so that every key of a shard
+/// competes in one set, as in an exact-LRU shard.
+fn policy_config(policy: Policy, limit: u64, max_size: usize, shards: usize) -> Config {
+    let c = config(limit, max_size, shards);
+    match policy {
+        Policy::Lru => c,
+        Policy::Clock => c.with_clock_ways(Some(2 * (max_size / shards))),
+    }
+}
+
+/// One shard of `capacity` keys under `policy`, L = `limit` per 1 s window, as a config.
+fn shard(policy: Policy, limit: u64, capacity: usize) -> Config {
+    policy_config(policy, limit, capacity, 1)
 }
 
 fn peer(i: u8) -> Origin {
@@ -46,197 +96,226 @@ fn check_with_bound(bound: usize, model: impl Fn() + Sync + Send + 'static) {
     builder.check(model);
 }
 
-/// Two threads admit a key that neither finds in the table: with L = 1 exactly one is admitted,
-/// and the table ends with one node of the key.
-#[test]
-fn racing_admits_on_a_new_key_never_exceed_l() {
-    loom::model(|| {
-        let l = limiter(1, 2);
-        let key = l.app_key(1, &peer(0));
-        let t = {
-            let l = l.clone();
-            thread::spawn(move || l.admit_key(key, T0))
-        };
-        let mine = l.admit_key(key, T0);
-        let theirs = t.join().unwrap();
-        assert_eq!(mine.is_admit() as u8 + theirs.is_admit() as u8, 1);
-        assert_eq!(l.tracked_keys(), vec![(0, key.hash())]);
-        assert!(l.admit_key(key, T0).is_drop());
-        l.validate();
-    });
+/// Runs `model` under loom; under [`Policy::Clock`] with the preemption bound capped at `cap`
+/// (for CLOCK twins whose history needs no more and whose search is too large at the default).
+fn check_capped(policy: Policy, cap: usize, model: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    if let Policy::Clock = policy {
+        builder.preemption_bound = Some(builder.preemption_bound.map_or(cap, |b| b.min(cap)));
+    }
+    builder.check(model);
 }
 
-/// A stale lookup: thread B admits k then m, thread A admits k (L = 1, capacity 2). A's lookup
-/// may miss k while B inserts k and then m; A must then find k (never evict it to insert it
-/// afresh), so k is admitted exactly once and nothing is evicted.
-#[test]
-fn a_stale_miss_never_admits_a_key_twice() {
-    check_with_bound(3, || {
-        let l = limiter(1, 2);
-        let (k, m) = (l.app_key(1, &peer(0)), l.app_key(1, &peer(1)));
-        let t = {
-            let l = l.clone();
-            thread::spawn(move || {
-                let d = l.admit_key(k, T0);
-                let _ = l.admit_key(m, T0);
-                d
-            })
-        };
-        let mine = l.admit_key(k, T0);
-        let theirs = t.join().unwrap();
-        assert_eq!(
-            mine.is_admit() as u8 + theirs.is_admit() as u8,
-            1,
-            "{mine:?} {theirs:?}"
-        );
-        let s = l.stats();
-        assert_eq!((s.evicted, s.entries), (0, 2), "{s:?}");
-        l.validate();
-    });
-}
-
-/// Three threads admit one new key (L = 1) into a shard of capacity 2: whatever the
-/// interleaving of their insertions, exactly one admission and one node of the key (the
-/// in-flight case: an insertion in flight never makes another caller decide without the table).
-#[test]
-fn three_threads_admit_one_new_key_once() {
-    loom::model(|| {
-        let l = limiter(1, 2);
-        let key = l.app_key(1, &peer(0));
-        let threads: Vec<_> = (0..2)
-            .map(|_| {
+twins! {
+    /// Two threads admit a key that neither finds in the table: with L = 1 exactly one is admitted,
+    /// and the table ends with one node of the key.
+    fn racing_admits_on_a_new_key_never_exceed_l, racing_admits_on_a_new_key_never_exceed_l_clock(p) {
+        loom::model(move || {
+            let l = limiter(p, 1, 2);
+            let key = l.app_key(1, &peer(0));
+            let t = {
                 let l = l.clone();
                 thread::spawn(move || l.admit_key(key, T0))
-            })
-            .collect();
-        let mut admitted = l.admit_key(key, T0).is_admit() as u8;
-        for t in threads {
-            admitted += t.join().unwrap().is_admit() as u8;
-        }
-        assert_eq!(admitted, 1);
-        assert_eq!(l.tracked_keys(), vec![(0, key.hash())]);
-        assert!(l.admit_key(key, T0).is_drop());
-        l.validate();
-    });
+            };
+            let mine = l.admit_key(key, T0);
+            let theirs = t.join().unwrap();
+            assert_eq!(mine.is_admit() as u8 + theirs.is_admit() as u8, 1);
+            assert_eq!(l.tracked_keys(), vec![(0, key.hash())]);
+            assert!(l.admit_key(key, T0).is_drop());
+            l.validate();
+        });
+    }
 }
 
-/// Two groups naming the same two apps in opposite orders, each app one admission from its
-/// limit: exactly one is admitted
-/// (the groups take their keys in one canonical order; neither is dropped because of the other's
-/// count unless that count stays).
-#[test]
-fn crossed_groups_admit_exactly_one() {
-    loom::model(|| {
-        let l = sharded(2, 8, 4);
-        let (a, b) = (l.app_key(11, &peer(0)), l.app_key(12, &peer(0)));
-        for k in [a, b] {
-            // One admission each first (L = 2), so the model explores the groups, not
-            // insertions.
-            assert!(l.admit_key(k, T0).is_admit());
-        }
-        let t = {
-            let l = l.clone();
-            thread::spawn(move || l.admit_keys(&[b, a], T0))
-        };
-        let mine = l.admit_keys(&[a, b], T0);
-        let theirs = t.join().unwrap();
-        assert_eq!(
-            mine.is_admit() as u8 + theirs.is_admit() as u8,
-            1,
-            "{mine:?} {theirs:?}"
-        );
-        assert_eq!(l.counts(a), Some((0, 2)));
-        assert_eq!(l.counts(b), Some((0, 2)));
-        l.validate();
-    });
+twins! {
+    /// A stale lookup: thread B admits k then m, thread A admits k (L = 1, capacity 2). A's lookup
+    /// may miss k while B inserts k and then m; A must then find k (never evict it to insert it
+    /// afresh), so k is admitted exactly once and nothing is evicted.
+    fn a_stale_miss_never_admits_a_key_twice, a_stale_miss_never_admits_a_key_twice_clock(p) {
+        check_with_bound(3, move || {
+            let l = limiter(p, 1, 2);
+            let (k, m) = (l.app_key(1, &peer(0)), l.app_key(1, &peer(1)));
+            let t = {
+                let l = l.clone();
+                thread::spawn(move || {
+                    let d = l.admit_key(k, T0);
+                    let _ = l.admit_key(m, T0);
+                    d
+                })
+            };
+            let mine = l.admit_key(k, T0);
+            let theirs = t.join().unwrap();
+            assert_eq!(
+                mine.is_admit() as u8 + theirs.is_admit() as u8,
+                1,
+                "{mine:?} {theirs:?}"
+            );
+            let s = l.stats();
+            assert_eq!((s.evicted, s.entries), (0, 2), "{s:?}");
+            l.validate();
+        });
+    }
 }
 
-/// A group {a, b} where b is already at its limit races a single admission of a (L = 1, a has
-/// room; a comes first in the groups' key order, so the group holds a while it finds b full).
-/// The group must drop and the single admission must be admitted: the group's tentative count
-/// on a may never make a concurrent caller drop (no sequential order drops both).
-#[test]
-fn a_failing_group_never_drops_a_concurrent_caller() {
-    loom::model(|| {
-        let l = sharded(1, 8, 4);
-        let (a, b) = ordered_pair(&l);
-        assert!(l.admit_key(b, T0).is_admit());
-        assert!(l.counts(a).is_none());
-        let t = {
-            let l = l.clone();
-            thread::spawn(move || l.admit_keys(&[a, b], T0))
-        };
-        let single = l.admit_key(a, T0);
-        let group = t.join().unwrap();
-        assert!(group.is_drop(), "{group:?}");
-        assert!(single.is_admit(), "{single:?}");
-        assert_eq!(l.counts(a), Some((0, 1)));
-        l.validate();
-    });
-}
-
-/// A group {a, b} (a first in key order, both one admission from L = 2) races single
-/// admissions of a then b on another thread. Sequentially either the group goes first (admitted;
-/// both singles drop) or the single on a does (the group drops, naming a, index 0). A drop that
-/// names b while both singles were admitted would be explained by no order: the group must not
-/// decide a drop on counts read after it was aborted.
-#[test]
-fn a_dropped_group_names_a_key_over_its_limit_at_one_instant() {
-    loom::model(|| {
-        let l = sharded(2, 8, 4);
-        let (a, b) = ordered_pair(&l);
-        assert!(l.admit_key(a, T0).is_admit());
-        assert!(l.admit_key(b, T0).is_admit());
-        let t = {
-            let l = l.clone();
-            thread::spawn(move || (l.admit_key(a, T0), l.admit_key(b, T0)))
-        };
-        let group = l.admit_keys(&[a, b], T0);
-        let (sa, sb) = t.join().unwrap();
-        match group {
-            Decision::Admit { .. } => assert!(sa.is_drop() && sb.is_drop(), "{sa:?} {sb:?}"),
-            Decision::Drop { index, .. } => {
-                assert!(sa.is_admit(), "{sa:?}");
-                assert_eq!(index, 0, "{group:?} {sa:?} {sb:?}");
+twins! {
+    /// Three threads admit one new key (L = 1) into a shard of capacity 2: whatever the
+    /// interleaving of their insertions, exactly one admission and one node of the key (the
+    /// in-flight case: an insertion in flight never makes another caller decide without the table).
+    fn three_threads_admit_one_new_key_once, three_threads_admit_one_new_key_once_clock(p) {
+        loom::model(move || {
+            let l = limiter(p, 1, 2);
+            let key = l.app_key(1, &peer(0));
+            let threads: Vec<_> = (0..2)
+                .map(|_| {
+                    let l = l.clone();
+                    thread::spawn(move || l.admit_key(key, T0))
+                })
+                .collect();
+            let mut admitted = l.admit_key(key, T0).is_admit() as u8;
+            for t in threads {
+                admitted += t.join().unwrap().is_admit() as u8;
             }
-            _ => unreachable!(),
-        }
-        l.validate();
-    });
+            assert_eq!(admitted, 1);
+            assert_eq!(l.tracked_keys(), vec![(0, key.hash())]);
+            assert!(l.admit_key(key, T0).is_drop());
+            l.validate();
+        });
+    }
 }
 
-/// As [`a_dropped_group_names_a_key_over_its_limit_at_one_instant`], with the write to b a
-/// penalty (L = 2, penalty 1; both keys at 1): the other thread admits a (aborting the group if
-/// its marker is there) and then penalizes b. Sequentially the group is admitted first, or a's
-/// admission comes first and the group drops on a (index 0); a drop naming b would rest on b's
-/// penalty, written after the group's abort.
-#[test]
-fn a_dropped_group_never_names_a_penalty_written_after_its_abort() {
-    loom::model(|| {
-        let l = sharded(2, 8, 4);
-        let (a, b) = ordered_pair(&l);
-        assert!(l.admit_key(a, T0).is_admit());
-        assert!(l.admit_key(b, T0).is_admit());
-        let t = {
-            let l = l.clone();
-            thread::spawn(move || {
-                let sa = l.admit_key(a, T0);
-                l.penalize_keys(&[b], T0);
-                sa
-            })
-        };
-        let group = l.admit_keys(&[a, b], T0);
-        let sa = t.join().unwrap();
-        match group {
-            Decision::Admit { .. } => assert!(sa.is_drop(), "{sa:?}"),
-            Decision::Drop { index, .. } => {
-                assert!(sa.is_admit(), "{sa:?}");
-                assert_eq!(index, 0, "{group:?} {sa:?}");
+twins! {
+    /// Two groups naming the same two apps in opposite orders, each app one admission from its
+    /// limit: exactly one is admitted
+    /// (the groups take their keys in one canonical order; neither is dropped because of the other's
+    /// count unless that count stays).
+    fn crossed_groups_admit_exactly_one, crossed_groups_admit_exactly_one_clock(p) {
+        loom::model(move || {
+            let l = sharded(p, 2, 8, 4);
+            let (a, b) = (l.app_key(11, &peer(0)), l.app_key(12, &peer(0)));
+            for k in [a, b] {
+                // One admission each first (L = 2), so the model explores the groups, not
+                // insertions.
+                assert!(l.admit_key(k, T0).is_admit());
             }
-            _ => unreachable!(),
-        }
-        l.validate();
-    });
+            let t = {
+                let l = l.clone();
+                thread::spawn(move || l.admit_keys(&[b, a], T0))
+            };
+            let mine = l.admit_keys(&[a, b], T0);
+            let theirs = t.join().unwrap();
+            assert_eq!(
+                mine.is_admit() as u8 + theirs.is_admit() as u8,
+                1,
+                "{mine:?} {theirs:?}"
+            );
+            assert_eq!(l.counts(a), Some((0, 2)));
+            assert_eq!(l.counts(b), Some((0, 2)));
+            l.validate();
+        });
+    }
+}
+
+twins! {
+    /// A group {a, b} where b is already at its limit races a single admission of a (L = 1, a has
+    /// room; a comes first in the groups' key order, so the group holds a while it finds b full).
+    /// The group must drop and the single admission must be admitted: the group's tentative count
+    /// on a may never make a concurrent caller drop (no sequential order drops both).
+    ///
+    /// Finding under CLOCK (4 shards of 2, each one set of 4 ways; a and b fall in one shard):
+    /// loom finds a history where the single and the group are both admitted, a ends at
+    /// (0, 1) and the limiter's victims are a and b, both: two insertions of the new key a
+    /// race (the single's, and the group's lookup) in a shard holding b alone, and an eviction
+    /// happens although the shard never holds more than two keys in any order; b's count
+    /// leaves with it, so the group finds b fresh and is admitted over b's limit, and one of
+    /// a's admissions is lost with a's eviction. No sequential order explains it (the LRU twin
+    /// passes).
+    fn a_failing_group_never_drops_a_concurrent_caller,
+    #[ignore = "finding: two racing insertions of one new key into a CLOCK set evict although \
+                the shard has room (b evicted, a group admitted over b's limit)"]
+    a_failing_group_never_drops_a_concurrent_caller_clock(p) {
+        loom::model(move || {
+            let l = sharded(p, 1, 8, 4);
+            let (a, b) = ordered_pair(&l);
+            assert!(l.admit_key(b, T0).is_admit());
+            assert!(l.counts(a).is_none());
+            let t = {
+                let l = l.clone();
+                thread::spawn(move || l.admit_keys(&[a, b], T0))
+            };
+            let single = l.admit_key(a, T0);
+            let group = t.join().unwrap();
+            assert!(group.is_drop(), "{group:?} victims {:?}", l.victims());
+            assert!(single.is_admit(), "{single:?}");
+            assert_eq!(l.counts(a), Some((0, 1)));
+            l.validate();
+        });
+    }
+}
+
+twins! {
+    /// A group {a, b} (a first in key order, both one admission from L = 2) races single
+    /// admissions of a then b on another thread. Sequentially either the group goes first (admitted;
+    /// both singles drop) or the single on a does (the group drops, naming a, index 0). A drop that
+    /// names b while both singles were admitted would be explained by no order: the group must not
+    /// decide a drop on counts read after it was aborted.
+    fn a_dropped_group_names_a_key_over_its_limit_at_one_instant, a_dropped_group_names_a_key_over_its_limit_at_one_instant_clock(p) {
+        loom::model(move || {
+            let l = sharded(p, 2, 8, 4);
+            let (a, b) = ordered_pair(&l);
+            assert!(l.admit_key(a, T0).is_admit());
+            assert!(l.admit_key(b, T0).is_admit());
+            let t = {
+                let l = l.clone();
+                thread::spawn(move || (l.admit_key(a, T0), l.admit_key(b, T0)))
+            };
+            let group = l.admit_keys(&[a, b], T0);
+            let (sa, sb) = t.join().unwrap();
+            match group {
+                Decision::Admit { .. } => assert!(sa.is_drop() && sb.is_drop(), "{sa:?} {sb:?}"),
+                Decision::Drop { index, .. } => {
+                    assert!(sa.is_admit(), "{sa:?}");
+                    assert_eq!(index, 0, "{group:?} {sa:?} {sb:?}");
+                }
+                _ => unreachable!(),
+            }
+            l.validate();
+        });
+    }
+}
+
+twins! {
+    /// As [`a_dropped_group_names_a_key_over_its_limit_at_one_instant`], with the write to b a
+    /// penalty (L = 2, penalty 1; both keys at 1): the other thread admits a (aborting the group if
+    /// its marker is there) and then penalizes b. Sequentially the group is admitted first, or a's
+    /// admission comes first and the group drops on a (index 0); a drop naming b would rest on b's
+    /// penalty, written after the group's abort.
+    fn a_dropped_group_never_names_a_penalty_written_after_its_abort, a_dropped_group_never_names_a_penalty_written_after_its_abort_clock(p) {
+        loom::model(move || {
+            let l = sharded(p, 2, 8, 4);
+            let (a, b) = ordered_pair(&l);
+            assert!(l.admit_key(a, T0).is_admit());
+            assert!(l.admit_key(b, T0).is_admit());
+            let t = {
+                let l = l.clone();
+                thread::spawn(move || {
+                    let sa = l.admit_key(a, T0);
+                    l.penalize_keys(&[b], T0);
+                    sa
+                })
+            };
+            let group = l.admit_keys(&[a, b], T0);
+            let sa = t.join().unwrap();
+            match group {
+                Decision::Admit { .. } => assert!(sa.is_drop(), "{sa:?}"),
+                Decision::Drop { index, .. } => {
+                    assert!(sa.is_admit(), "{sa:?}");
+                    assert_eq!(index, 0, "{group:?} {sa:?}");
+                }
+                _ => unreachable!(),
+            }
+            l.validate();
+        });
+    }
 }
 
 /// Recency in a small shard under concurrency: a thread refreshing a while the main thread
@@ -245,7 +324,7 @@ fn a_dropped_group_never_names_a_penalty_written_after_its_abort() {
 #[test]
 fn small_shard_recency_never_runs_backwards() {
     loom::model(|| {
-        let l = limiter(100, 3);
+        let l = limiter(Policy::Lru, 100, 3);
         let [a, b, c, d] = [0, 1, 2, 3].map(|i| l.app_key(1, &peer(i)));
         for k in [a, b, c] {
             assert!(l.admit_key(k, T0).is_admit());
@@ -272,192 +351,200 @@ fn small_shard_recency_never_runs_backwards() {
     });
 }
 
-/// A key admitted (twice, L = 1) while another thread inserts two more keys into its shard,
-/// which has room for all three: the key is admitted exactly once and nothing is evicted.
-#[test]
-fn admissions_racing_insertions_with_room_never_exceed_l() {
-    loom::model(|| {
-        let l = limiter(1, 3);
-        let [k, m, n] = [0, 1, 2].map(|i| l.app_key(1, &peer(i)));
-        let t = {
-            let l = l.clone();
-            thread::spawn(move || {
-                let _ = l.admit_key(m, T0);
-                let _ = l.admit_key(n, T0);
-            })
-        };
-        let admitted = l.admit_key(k, T0).is_admit() as u8 + l.admit_key(k, T0).is_admit() as u8;
-        t.join().unwrap();
-        assert_eq!(admitted, 1);
-        let s = l.stats();
-        assert_eq!((s.evicted, s.entries), (0, 3), "{s:?}");
-        l.validate();
-    });
+twins! {
+    /// A key admitted (twice, L = 1) while another thread inserts two more keys into its shard,
+    /// which has room for all three: the key is admitted exactly once and nothing is evicted.
+    fn admissions_racing_insertions_with_room_never_exceed_l, admissions_racing_insertions_with_room_never_exceed_l_clock(p) {
+        loom::model(move || {
+            let l = limiter(p, 1, 3);
+            let [k, m, n] = [0, 1, 2].map(|i| l.app_key(1, &peer(i)));
+            let t = {
+                let l = l.clone();
+                thread::spawn(move || {
+                    let _ = l.admit_key(m, T0);
+                    let _ = l.admit_key(n, T0);
+                })
+            };
+            let admitted = l.admit_key(k, T0).is_admit() as u8 + l.admit_key(k, T0).is_admit() as u8;
+            t.join().unwrap();
+            assert_eq!(admitted, 1);
+            let s = l.stats();
+            assert_eq!((s.evicted, s.entries), (0, 3), "{s:?}");
+            l.validate();
+        });
+    }
 }
 
-/// Two threads insert one new key into a full shard {B, C} while one of them changes which key
-/// is least recently used, so they may plan different victims: the set's claim lets one
-/// insertion through, and with L = 1 exactly one admission lands.
-#[test]
-fn racing_inserts_of_one_key_into_a_full_shard_admit_once() {
-    check_with_bound(3, || {
-        let l = limiter(1, 2);
-        let [a, b, c] = [0, 1, 2].map(|i| l.app_key(1, &peer(i)));
-        assert!(l.admit_key(b, T0).is_admit());
-        assert!(l.admit_key(c, T0).is_admit());
-        let t = {
-            let l = l.clone();
-            thread::spawn(move || l.admit_key(a, T0))
-        };
-        // A dropped attempt still refreshes B's recency: C becomes the least recently used.
-        let _ = l.admit_key(b, T0);
-        let mine = l.admit_key(a, T0);
-        let theirs = t.join().unwrap();
-        assert_eq!(
-            mine.is_admit() as u8 + theirs.is_admit() as u8,
-            1,
-            "{mine:?} {theirs:?}"
-        );
-        assert!(l.admit_key(a, T0).is_drop());
-        let tracked = l.tracked_keys();
-        assert!(
-            tracked.contains(&(0, a.hash())) && tracked.len() == 2,
-            "{tracked:?}"
-        );
-        l.validate();
-    });
+twins! {
+    /// Two threads insert one new key into a full shard {B, C} while one of them changes which key
+    /// is least recently used, so they may plan different victims: the set's claim lets one
+    /// insertion through, and with L = 1 exactly one admission lands.
+    fn racing_inserts_of_one_key_into_a_full_shard_admit_once, racing_inserts_of_one_key_into_a_full_shard_admit_once_clock(p) {
+        check_with_bound(3, move || {
+            let l = limiter(p, 1, 2);
+            let [a, b, c] = [0, 1, 2].map(|i| l.app_key(1, &peer(i)));
+            assert!(l.admit_key(b, T0).is_admit());
+            assert!(l.admit_key(c, T0).is_admit());
+            let t = {
+                let l = l.clone();
+                thread::spawn(move || l.admit_key(a, T0))
+            };
+            // A dropped attempt still refreshes B's recency: C becomes the least recently used.
+            let _ = l.admit_key(b, T0);
+            let mine = l.admit_key(a, T0);
+            let theirs = t.join().unwrap();
+            assert_eq!(
+                mine.is_admit() as u8 + theirs.is_admit() as u8,
+                1,
+                "{mine:?} {theirs:?}"
+            );
+            assert!(l.admit_key(a, T0).is_drop());
+            let tracked = l.tracked_keys();
+            assert!(
+                tracked.contains(&(0, a.hash())) && tracked.len() == 2,
+                "{tracked:?}"
+            );
+            l.validate();
+        });
+    }
 }
 
-/// A helper that loaded an insertion's claim and stalls must not act on the set after that
-/// insertion completed: thread A inserts k (evicting x), refreshes y and inserts k2, which
-/// evicts k in the same way; thread B, inserting k3, may have loaded k's claim before all that
-/// and complete it late. A late helper that replaced "whatever is in the way" would mark k2
-/// evicted and put the retired k back; the structure stays valid and every key is admitted once.
-#[test]
-fn a_stale_helper_never_reinstates_a_replaced_node() {
-    loom::model(|| {
-        let l = limiter(1, 2);
-        let [x, y, k, k2, k3] = [0, 1, 2, 3, 4].map(|i| l.app_key(1, &peer(i)));
-        assert!(l.admit_key(x, T0).is_admit());
-        assert!(l.admit_key(y, T0).is_admit());
-        let t = {
-            let l = l.clone();
-            thread::spawn(move || l.admit_key(k3, T0))
-        };
-        assert!(l.admit_key(k, T0).is_admit());
-        let _ = l.admit_key(y, T0);
-        assert!(l.admit_key(k2, T0).is_admit());
-        assert!(t.join().unwrap().is_admit());
-        let s = l.stats();
-        assert_eq!(s.entries, 2, "{s:?}");
-        l.validate();
-    });
+twins! {
+    /// A helper that loaded an insertion's claim and stalls must not act on the set after that
+    /// insertion completed: thread A inserts k (evicting x), refreshes y and inserts k2, which
+    /// evicts k in the same way; thread B, inserting k3, may have loaded k's claim before all that
+    /// and complete it late. A late helper that replaced "whatever is in the way" would mark k2
+    /// evicted and put the retired k back; the structure stays valid and every key is admitted once.
+    /// (Under CLOCK the bound is 1, the one preemption of B that A's whole sequence runs in.)
+    fn a_stale_helper_never_reinstates_a_replaced_node, a_stale_helper_never_reinstates_a_replaced_node_clock(p) {
+        check_capped(p, 1, move || {
+            let l = limiter(p, 1, 2);
+            let [x, y, k, k2, k3] = [0, 1, 2, 3, 4].map(|i| l.app_key(1, &peer(i)));
+            assert!(l.admit_key(x, T0).is_admit());
+            assert!(l.admit_key(y, T0).is_admit());
+            let t = {
+                let l = l.clone();
+                thread::spawn(move || l.admit_key(k3, T0))
+            };
+            assert!(l.admit_key(k, T0).is_admit());
+            let _ = l.admit_key(y, T0);
+            assert!(l.admit_key(k2, T0).is_admit());
+            assert!(t.join().unwrap().is_admit());
+            let s = l.stats();
+            assert_eq!(s.entries, 2, "{s:?}");
+            l.validate();
+        });
+    }
 }
 
-/// Two threads, two admissions each, on an existing key with L = 3: exactly 3 admitted.
-#[test]
-fn racing_admits_on_an_existing_key_never_exceed_l() {
-    loom::model(|| {
-        let l = limiter(3, 2);
-        let key = l.app_key(1, &peer(0));
-        assert!(l.admit_key(key, T0).is_admit());
-        let t = {
-            let l = l.clone();
-            thread::spawn(move || l.admit_key(key, T0))
-        };
-        let mine = l.admit_key(key, T0);
-        let theirs = t.join().unwrap();
-        assert_eq!(mine.is_admit() as u8 + theirs.is_admit() as u8, 2);
-        assert!(l.admit_key(key, T0).is_drop());
-        l.validate();
-    });
+twins! {
+    /// Two threads, two admissions each, on an existing key with L = 3: exactly 3 admitted.
+    fn racing_admits_on_an_existing_key_never_exceed_l, racing_admits_on_an_existing_key_never_exceed_l_clock(p) {
+        loom::model(move || {
+            let l = limiter(p, 3, 2);
+            let key = l.app_key(1, &peer(0));
+            assert!(l.admit_key(key, T0).is_admit());
+            let t = {
+                let l = l.clone();
+                thread::spawn(move || l.admit_key(key, T0))
+            };
+            let mine = l.admit_key(key, T0);
+            let theirs = t.join().unwrap();
+            assert_eq!(mine.is_admit() as u8 + theirs.is_admit() as u8, 2);
+            assert!(l.admit_key(key, T0).is_drop());
+            l.validate();
+        });
+    }
 }
 
-/// One thread admits key A while another inserts a new key C into the full shard {A, B},
-/// evicting the least recently used key. The bound of 2 keys holds, no retired node is touched
-/// after reclamation could free it (the stand-in panics), and A's admission is decided.
-#[test]
-fn admit_racing_eviction_of_the_same_key() {
-    loom::model(|| {
-        let l = limiter(5, 2);
-        let [a, b, c] = [0, 1, 2].map(|i| l.app_key(1, &peer(i)));
-        assert!(l.admit_key(a, T0).is_admit());
-        assert!(l.admit_key(b, T0).is_admit());
-        let t = {
-            let l = l.clone();
-            thread::spawn(move || l.admit_key(c, T0))
-        };
-        let mine = l.admit_key(a, T0);
-        let theirs = t.join().unwrap();
-        assert!(mine.is_admit() && theirs.is_admit());
-        let s = l.stats();
-        // C evicts A or B; if it evicted A before A's lookup, A comes back and evicts again.
-        assert_eq!((s.entries, s.admitted), (2, 4));
-        assert!(s.evicted == 1 || s.evicted == 2, "{s:?}");
-        l.validate();
-    });
+twins! {
+    /// One thread admits key A while another inserts a new key C into the full shard {A, B},
+    /// evicting the least recently used key. The bound of 2 keys holds, no retired node is touched
+    /// after reclamation could free it (the stand-in panics), and A's admission is decided.
+    fn admit_racing_eviction_of_the_same_key, admit_racing_eviction_of_the_same_key_clock(p) {
+        loom::model(move || {
+            let l = limiter(p, 5, 2);
+            let [a, b, c] = [0, 1, 2].map(|i| l.app_key(1, &peer(i)));
+            assert!(l.admit_key(a, T0).is_admit());
+            assert!(l.admit_key(b, T0).is_admit());
+            let t = {
+                let l = l.clone();
+                thread::spawn(move || l.admit_key(c, T0))
+            };
+            let mine = l.admit_key(a, T0);
+            let theirs = t.join().unwrap();
+            assert!(mine.is_admit() && theirs.is_admit());
+            let s = l.stats();
+            // C evicts A or B; if it evicted A before A's lookup, A comes back and evicts again.
+            assert_eq!((s.entries, s.admitted), (2, 4));
+            assert!(s.evicted == 1 || s.evicted == 2, "{s:?}");
+            l.validate();
+        });
+    }
 }
 
-/// A group {a, x} (x in another shard) races an insertion that evicts a from its full shard
-/// {a, b}: the group either lands on a before the eviction or finds a evicted and starts over;
-/// in every case it is admitted once, with its count stored on a tracked node or lost with an
-/// evicted one, and no retired node is touched.
-#[test]
-fn a_group_racing_the_eviction_of_its_key() {
-    loom::model(|| {
-        let l = sharded(5, 4, 2); // 2 shards of 2
-        let o = peer(0);
-        let a = l.app_key(11, &o);
-        let x = (12..)
-            .map(|app| l.app_key(app, &o))
-            .find(|k| k.shard() != a.shard())
-            .unwrap();
-        let b = l.app_key(11, &peer(1));
-        let c = l.app_key(11, &peer(2));
-        assert!(l.admit_key(b, T0).is_admit());
-        assert!(l.admit_key(a, T0).is_admit());
-        let t = {
-            let l = l.clone();
-            thread::spawn(move || l.admit_key(c, T0))
-        };
-        let group = l.admit_keys(&[a, x], T0);
-        assert!(t.join().unwrap().is_admit());
-        assert!(group.is_admit());
-        assert_eq!(l.counts(x), Some((0, 1)));
-        if let Some((_, cur)) = l.counts(a) {
-            assert!(cur == 1 || cur == 2, "a counts {cur}");
-        }
-        l.validate();
-    });
+twins! {
+    /// A group {a, x} (x in another shard) races an insertion that evicts a from its full shard
+    /// {a, b}: the group either lands on a before the eviction or finds a evicted and starts over;
+    /// in every case it is admitted once, with its count stored on a tracked node or lost with an
+    /// evicted one, and no retired node is touched.
+    fn a_group_racing_the_eviction_of_its_key, a_group_racing_the_eviction_of_its_key_clock(p) {
+        loom::model(move || {
+            let l = sharded(p, 5, 4, 2); // 2 shards of 2
+            let o = peer(0);
+            let a = l.app_key(11, &o);
+            let x = (12..)
+                .map(|app| l.app_key(app, &o))
+                .find(|k| k.shard() != a.shard())
+                .unwrap();
+            let b = l.app_key(11, &peer(1));
+            let c = l.app_key(11, &peer(2));
+            assert!(l.admit_key(b, T0).is_admit());
+            assert!(l.admit_key(a, T0).is_admit());
+            let t = {
+                let l = l.clone();
+                thread::spawn(move || l.admit_key(c, T0))
+            };
+            let group = l.admit_keys(&[a, x], T0);
+            assert!(t.join().unwrap().is_admit());
+            assert!(group.is_admit());
+            assert_eq!(l.counts(x), Some((0, 1)));
+            if let Some((_, cur)) = l.counts(a) {
+                assert!(cur == 1 || cur == 2, "a counts {cur}");
+            }
+            l.validate();
+        });
+    }
 }
 
-/// A penalty racing an admission on one key (L = 4, penalty 1): everything lands, so exactly one
-/// more admission fits afterwards.
-#[test]
-fn penalize_racing_admit_keeps_the_arithmetic_exact() {
-    loom::model(|| {
-        let l = limiter(4, 2);
-        let key = l.app_key(1, &peer(0));
-        assert!(l.admit_key(key, T0).is_admit());
-        let t = {
-            let l = l.clone();
-            thread::spawn(move || l.penalize_keys(&[key], T0))
-        };
-        let mine = l.admit_key(key, T0);
-        t.join().unwrap();
-        assert!(mine.is_admit());
-        // 1 + 1 admitted + 1 penalty = 3 of 4.
-        assert!(l.admit_key(key, T0).is_admit());
-        assert!(l.admit_key(key, T0).is_drop());
-        l.validate();
-    });
+twins! {
+    /// A penalty racing an admission on one key (L = 4, penalty 1): everything lands, so exactly one
+    /// more admission fits afterwards.
+    fn penalize_racing_admit_keeps_the_arithmetic_exact, penalize_racing_admit_keeps_the_arithmetic_exact_clock(p) {
+        loom::model(move || {
+            let l = limiter(p, 4, 2);
+            let key = l.app_key(1, &peer(0));
+            assert!(l.admit_key(key, T0).is_admit());
+            let t = {
+                let l = l.clone();
+                thread::spawn(move || l.penalize_keys(&[key], T0))
+            };
+            let mine = l.admit_key(key, T0);
+            t.join().unwrap();
+            assert!(mine.is_admit());
+            // 1 + 1 admitted + 1 penalty = 3 of 4.
+            assert!(l.admit_key(key, T0).is_admit());
+            assert!(l.admit_key(key, T0).is_drop());
+            l.validate();
+        });
+    }
 }
 
 /// Keys equal after reducing their shard are one key in a group.
 #[test]
 fn aliased_keys_count_once() {
     loom::model(|| {
-        let l = sharded(1, 8, 4);
+        let l = sharded(Policy::Lru, 1, 8, 4);
         let (a, b) = (AppKey::from_parts(1, 77), AppKey::from_parts(5, 77));
         assert!(l.admit_keys(&[a, b], T0).is_admit());
         assert!(l.admit_key(a, T0).is_drop());
@@ -468,82 +555,85 @@ fn cost(n: u32) -> NonZeroU32 {
     NonZeroU32::new(n).unwrap()
 }
 
-/// Weighted: two threads admit a cost of 2 on a key neither finds in the table (L = 3): exactly
-/// one is admitted, and the key's node is born holding that cost (2), whichever insertion won.
-#[test]
-fn weighted_admits_on_a_new_key_never_exceed_l() {
-    loom::model(|| {
-        let l = limiter(3, 2);
-        let key = l.app_key(1, &peer(0));
-        let t = {
-            let l = l.clone();
-            thread::spawn(move || l.admit_keys_n(&[key], cost(2), T0).unwrap())
-        };
-        let mine = l.admit_keys_n(&[key], cost(2), T0).unwrap();
-        let theirs = t.join().unwrap();
-        assert_eq!(mine.is_admit() as u8 + theirs.is_admit() as u8, 1);
-        assert_eq!(l.counts(key), Some((0, 2)));
-        assert_eq!(l.tracked_keys(), vec![(0, key.hash())]);
-        l.validate();
-    });
+twins! {
+    /// Weighted: two threads admit a cost of 2 on a key neither finds in the table (L = 3): exactly
+    /// one is admitted, and the key's node is born holding that cost (2), whichever insertion won.
+    fn weighted_admits_on_a_new_key_never_exceed_l, weighted_admits_on_a_new_key_never_exceed_l_clock(p) {
+        loom::model(move || {
+            let l = limiter(p, 3, 2);
+            let key = l.app_key(1, &peer(0));
+            let t = {
+                let l = l.clone();
+                thread::spawn(move || l.admit_keys_n(&[key], cost(2), T0).unwrap())
+            };
+            let mine = l.admit_keys_n(&[key], cost(2), T0).unwrap();
+            let theirs = t.join().unwrap();
+            assert_eq!(mine.is_admit() as u8 + theirs.is_admit() as u8, 1);
+            assert_eq!(l.counts(key), Some((0, 2)));
+            assert_eq!(l.tracked_keys(), vec![(0, key.hash())]);
+            l.validate();
+        });
+    }
 }
 
-/// Weighted: a group {a, b} of cost 2 races a single admission of cost 2 on a (L = 4, both keys
-/// at 1). Sequentially exactly one of them fits: the group first leaves a = b = 3; the single
-/// first leaves a = 3, b = 1. Whoever meets the group's marker on a and resolves it must apply
-/// the group's cost, not one admission: else a would read 2 and both would be admitted.
-#[test]
-fn a_resolved_weighted_group_applies_its_cost() {
-    loom::model(|| {
-        let l = sharded(4, 8, 4);
-        let (a, b) = ordered_pair(&l);
-        assert!(l.admit_key(a, T0).is_admit());
-        assert!(l.admit_key(b, T0).is_admit());
-        let t = {
-            let l = l.clone();
-            thread::spawn(move || l.admit_keys_n(&[a, b], cost(2), T0).unwrap())
-        };
-        let single = l.admit_keys_n(&[a], cost(2), T0).unwrap();
-        let group = t.join().unwrap();
-        assert_eq!(
-            group.is_admit() as u8 + single.is_admit() as u8,
-            1,
-            "{group:?} {single:?}"
-        );
-        assert_eq!(l.counts(a), Some((0, 3)));
-        let b_count = if group.is_admit() { 3 } else { 1 };
-        assert_eq!(l.counts(b), Some((0, b_count)), "{group:?} {single:?}");
-        l.validate();
-    });
+twins! {
+    /// Weighted: a group {a, b} of cost 2 races a single admission of cost 2 on a (L = 4, both keys
+    /// at 1). Sequentially exactly one of them fits: the group first leaves a = b = 3; the single
+    /// first leaves a = 3, b = 1. Whoever meets the group's marker on a and resolves it must apply
+    /// the group's cost, not one admission: else a would read 2 and both would be admitted.
+    fn a_resolved_weighted_group_applies_its_cost, a_resolved_weighted_group_applies_its_cost_clock(p) {
+        loom::model(move || {
+            let l = sharded(p, 4, 8, 4);
+            let (a, b) = ordered_pair(&l);
+            assert!(l.admit_key(a, T0).is_admit());
+            assert!(l.admit_key(b, T0).is_admit());
+            let t = {
+                let l = l.clone();
+                thread::spawn(move || l.admit_keys_n(&[a, b], cost(2), T0).unwrap())
+            };
+            let single = l.admit_keys_n(&[a], cost(2), T0).unwrap();
+            let group = t.join().unwrap();
+            assert_eq!(
+                group.is_admit() as u8 + single.is_admit() as u8,
+                1,
+                "{group:?} {single:?}"
+            );
+            assert_eq!(l.counts(a), Some((0, 3)));
+            let b_count = if group.is_admit() { 3 } else { 1 };
+            assert_eq!(l.counts(b), Some((0, b_count)), "{group:?} {single:?}");
+            l.validate();
+        });
+    }
 }
 
-/// Weighted: two groups on the same keys {a, b}, of costs 2 and 1 (L = 3, both keys at 1; the
-/// groups take their keys in one canonical order whatever the caller's). Sequentially the first
-/// admitted leaves no room for the other (1 + 2 + 1 > 3 either way), so exactly one is admitted
-/// and both keys end at 1 plus its cost, whoever resolves whose marker.
-#[test]
-fn weighted_groups_on_the_same_keys_admit_exactly_one_with_its_cost() {
-    loom::model(|| {
-        let l = sharded(3, 8, 4);
-        let (a, b) = (l.app_key(11, &peer(0)), l.app_key(12, &peer(0)));
-        assert!(l.admit_key(a, T0).is_admit());
-        assert!(l.admit_key(b, T0).is_admit());
-        let t = {
-            let l = l.clone();
-            thread::spawn(move || l.admit_keys_n(&[b, a], cost(1), T0).unwrap())
-        };
-        let heavy = l.admit_keys_n(&[a, b], cost(2), T0).unwrap();
-        let light = t.join().unwrap();
-        assert_eq!(
-            heavy.is_admit() as u8 + light.is_admit() as u8,
-            1,
-            "{heavy:?} {light:?}"
-        );
-        let want = if heavy.is_admit() { 3 } else { 2 };
-        assert_eq!(l.counts(a), Some((0, want)));
-        assert_eq!(l.counts(b), Some((0, want)));
-        l.validate();
-    });
+twins! {
+    /// Weighted: two groups on the same keys {a, b}, of costs 2 and 1 (L = 3, both keys at 1; the
+    /// groups take their keys in one canonical order whatever the caller's). Sequentially the first
+    /// admitted leaves no room for the other (1 + 2 + 1 > 3 either way), so exactly one is admitted
+    /// and both keys end at 1 plus its cost, whoever resolves whose marker.
+    fn weighted_groups_on_the_same_keys_admit_exactly_one_with_its_cost, weighted_groups_on_the_same_keys_admit_exactly_one_with_its_cost_clock(p) {
+        loom::model(move || {
+            let l = sharded(p, 3, 8, 4);
+            let (a, b) = (l.app_key(11, &peer(0)), l.app_key(12, &peer(0)));
+            assert!(l.admit_key(a, T0).is_admit());
+            assert!(l.admit_key(b, T0).is_admit());
+            let t = {
+                let l = l.clone();
+                thread::spawn(move || l.admit_keys_n(&[b, a], cost(1), T0).unwrap())
+            };
+            let heavy = l.admit_keys_n(&[a, b], cost(2), T0).unwrap();
+            let light = t.join().unwrap();
+            assert_eq!(
+                heavy.is_admit() as u8 + light.is_admit() as u8,
+                1,
+                "{heavy:?} {light:?}"
+            );
+            let want = if heavy.is_admit() { 3 } else { 2 };
+            assert_eq!(l.counts(a), Some((0, want)));
+            assert_eq!(l.counts(b), Some((0, want)));
+            l.validate();
+        });
+    }
 }
 
 // A linearizability check against the reference model: two threads run their operations on the
@@ -815,52 +905,55 @@ fn ordered_pair(l: &AppRateLimiter) -> (AppKey, AppKey) {
     if order(x) < order(y) { (x, y) } else { (y, x) }
 }
 
-/// A weighted group {a, b} of two new keys races a weighted single on a (L = 3, room for both).
-#[test]
-fn linearizable_weighted_group_and_single_on_new_keys() {
-    linearizable(one_shard(3, 4), |l| {
-        let (a, b) = ordered_pair(l);
-        Scenario {
-            setup: vec![],
-            threads: [vec![admit(&[a, b], 2)], vec![admit(&[a], 2)]],
-            keys: vec![a, b],
-        }
-    });
+twins! {
+    /// A weighted group {a, b} of two new keys races a weighted single on a (L = 3, room for both).
+    fn linearizable_weighted_group_and_single_on_new_keys, linearizable_weighted_group_and_single_on_new_keys_clock(p) {
+        linearizable(shard(p, 3, 4), |l| {
+            let (a, b) = ordered_pair(l);
+            Scenario {
+                setup: vec![],
+                threads: [vec![admit(&[a, b], 2)], vec![admit(&[a], 2)]],
+                keys: vec![a, b],
+            }
+        });
+    }
 }
 
-/// A weighted group {a, b} races a penalty of {b, a} and then an admission of a (L = 4,
-/// penalty 1; both keys at 1).
-#[test]
-fn linearizable_weighted_group_and_penalty_group() {
-    linearizable(one_shard(4, 4), |l| {
-        let (a, b) = ordered_pair(l);
-        Scenario {
-            setup: vec![admit(&[a, b], 1)],
-            threads: [
-                vec![admit(&[a, b], 2)],
-                vec![Op::Penalize(vec![b, a]), admit(&[a], 1)],
-            ],
-            keys: vec![a, b],
-        }
-    });
+twins! {
+    /// A weighted group {a, b} races a penalty of {b, a} and then an admission of a (L = 4,
+    /// penalty 1; both keys at 1).
+    fn linearizable_weighted_group_and_penalty_group, linearizable_weighted_group_and_penalty_group_clock(p) {
+        linearizable(shard(p, 4, 4), |l| {
+            let (a, b) = ordered_pair(l);
+            Scenario {
+                setup: vec![admit(&[a, b], 1)],
+                threads: [
+                    vec![admit(&[a, b], 2)],
+                    vec![Op::Penalize(vec![b, a]), admit(&[a], 1)],
+                ],
+                keys: vec![a, b],
+            }
+        });
+    }
 }
 
-/// Weighted singles and a group on one key, one of them a caller one interval ahead (the key
-/// rolls over under the other's feet; L = 3).
-#[test]
-fn linearizable_weighted_calls_across_an_interval_roll() {
-    linearizable(one_shard(3, 4), |l| {
-        let (a, b) = ordered_pair(l);
-        Scenario {
-            setup: vec![admit(&[a], 2)],
-            threads: [
-                vec![admit(&[a], 1), admit(&[a, b], 2)],
-                // Admitted, it rolls a to the next interval (prev 2 weighs 2 at its offset 0).
-                vec![Op::Admit(vec![a], 1, 1_000_000_000)],
-            ],
-            keys: vec![a, b],
-        }
-    });
+twins! {
+    /// Weighted singles and a group on one key, one of them a caller one interval ahead (the key
+    /// rolls over under the other's feet; L = 3).
+    fn linearizable_weighted_calls_across_an_interval_roll, linearizable_weighted_calls_across_an_interval_roll_clock(p) {
+        linearizable(shard(p, 3, 4), |l| {
+            let (a, b) = ordered_pair(l);
+            Scenario {
+                setup: vec![admit(&[a], 2)],
+                threads: [
+                    vec![admit(&[a], 1), admit(&[a, b], 2)],
+                    // Admitted, it rolls a to the next interval (prev 2 weighs 2 at its offset 0).
+                    vec![Op::Admit(vec![a], 1, 1_000_000_000)],
+                ],
+                keys: vec![a, b],
+            }
+        });
+    }
 }
 
 const SEC: u64 = 1_000_000_000;
@@ -876,96 +969,102 @@ fn keys<const N: usize>(l: &AppRateLimiter) -> [AppKey; N] {
     std::array::from_fn(|i| l.app_key(1, &peer(i as u8)))
 }
 
-/// Scenario A (one shard of 2, L = 1): b was admitted two windows before y, so it is stale;
-/// thread 1 admits a new key c while thread 2 admits b. Every order keeps b (stale only until
-/// its admission makes it current, or evicted before it and admitted afresh) and the history
-/// must be one of them: an eviction planned on b's stale state never lands after b's admission.
-#[test]
-fn linearizable_a_stale_victim_used_before_its_eviction() {
-    linearizable(one_shard(1, 2), |l| {
-        let [b, y, c] = keys(l);
-        Scenario {
-            setup: vec![admit(&[b], 1), Op::Admit(vec![y], 1, 2 * SEC)],
-            threads: [
-                vec![Op::Admit(vec![c], 1, 2 * SEC)],
-                vec![Op::Admit(vec![b], 1, 2 * SEC)],
-            ],
-            keys: vec![b, y, c],
-        }
-    });
+twins! {
+    /// Scenario A (one shard of 2, L = 1): b was admitted two windows before y, so it is stale;
+    /// thread 1 admits a new key c while thread 2 admits b. Every order keeps b (stale only until
+    /// its admission makes it current, or evicted before it and admitted afresh) and the history
+    /// must be one of them: an eviction planned on b's stale state never lands after b's admission.
+    fn linearizable_a_stale_victim_used_before_its_eviction, linearizable_a_stale_victim_used_before_its_eviction_clock(p) {
+        linearizable(shard(p, 1, 2), |l| {
+            let [b, y, c] = keys(l);
+            Scenario {
+                setup: vec![admit(&[b], 1), Op::Admit(vec![y], 1, 2 * SEC)],
+                threads: [
+                    vec![Op::Admit(vec![c], 1, 2 * SEC)],
+                    vec![Op::Admit(vec![b], 1, 2 * SEC)],
+                ],
+                keys: vec![b, y, c],
+            }
+        });
+    }
 }
 
-/// Scenario B (shard {v, w} full, w least recently used, L = 1): thread 1 admits a new key b
-/// while thread 2 hits w and is dropped. The dropped hit is a use: if it comes first, v goes.
-#[test]
-fn linearizable_b_a_dropped_hit_on_the_victim() {
-    linearizable(one_shard(1, 2), |l| {
-        let [v, w, b] = keys(l);
-        Scenario {
-            setup: vec![admit(&[w], 1), admit(&[v], 1)],
-            threads: [vec![admit(&[b], 1)], vec![admit(&[w], 1)]],
-            keys: vec![v, w, b],
-        }
-    });
+twins! {
+    /// Scenario B (shard {v, w} full, w least recently used, L = 1): thread 1 admits a new key b
+    /// while thread 2 hits w and is dropped. The dropped hit is a use: if it comes first, v goes.
+    fn linearizable_b_a_dropped_hit_on_the_victim, linearizable_b_a_dropped_hit_on_the_victim_clock(p) {
+        linearizable(shard(p, 1, 2), |l| {
+            let [v, w, b] = keys(l);
+            Scenario {
+                setup: vec![admit(&[w], 1), admit(&[v], 1)],
+                threads: [vec![admit(&[b], 1)], vec![admit(&[w], 1)]],
+                keys: vec![v, w, b],
+            }
+        });
+    }
 }
 
-/// Scenario C (weighted, L = 4, shard {a stale, x}): a group {a, b} of cost 3 races an
-/// admission of cost 2 on a.
-#[test]
-fn linearizable_c_a_weighted_group_and_its_stale_key() {
-    linearizable(one_shard(4, 2), |l| {
-        let [a, x, b] = keys(l);
-        Scenario {
-            setup: vec![admit(&[a], 1), Op::Admit(vec![x], 1, 2 * SEC)],
-            threads: [
-                vec![Op::Admit(vec![a, b], 3, 2 * SEC)],
-                vec![Op::Admit(vec![a], 2, 2 * SEC)],
-            ],
-            keys: vec![a, x, b],
-        }
-    });
+twins! {
+    /// Scenario C (weighted, L = 4, shard {a stale, x}): a group {a, b} of cost 3 races an
+    /// admission of cost 2 on a.
+    fn linearizable_c_a_weighted_group_and_its_stale_key, linearizable_c_a_weighted_group_and_its_stale_key_clock(p) {
+        linearizable(shard(p, 4, 2), |l| {
+            let [a, x, b] = keys(l);
+            Scenario {
+                setup: vec![admit(&[a], 1), Op::Admit(vec![x], 1, 2 * SEC)],
+                threads: [
+                    vec![Op::Admit(vec![a, b], 3, 2 * SEC)],
+                    vec![Op::Admit(vec![a], 2, 2 * SEC)],
+                ],
+                keys: vec![a, x, b],
+            }
+        });
+    }
 }
 
-/// An eviction racing an admission of its victim (shard {v, w} full, v least recently used,
-/// L = 2): the admission lands before the eviction (then w goes) or the key comes back fresh.
-#[test]
-fn linearizable_an_admission_of_the_victim() {
-    linearizable(one_shard(2, 2), |l| {
-        let [v, w, n] = keys(l);
-        Scenario {
-            setup: vec![admit(&[v], 1), admit(&[w], 1)],
-            threads: [vec![admit(&[n], 1)], vec![admit(&[v], 1)]],
-            keys: vec![v, w, n],
-        }
-    });
+twins! {
+    /// An eviction racing an admission of its victim (shard {v, w} full, v least recently used,
+    /// L = 2): the admission lands before the eviction (then w goes) or the key comes back fresh.
+    fn linearizable_an_admission_of_the_victim, linearizable_an_admission_of_the_victim_clock(p) {
+        linearizable(shard(p, 2, 2), |l| {
+            let [v, w, n] = keys(l);
+            Scenario {
+                setup: vec![admit(&[v], 1), admit(&[w], 1)],
+                threads: [vec![admit(&[n], 1)], vec![admit(&[v], 1)]],
+                keys: vec![v, w, n],
+            }
+        });
+    }
 }
 
-/// An eviction racing a penalty of its victim (shard {v, w}, v least recently used, L = 4,
-/// penalty 1).
-#[test]
-fn linearizable_a_penalty_of_the_victim() {
-    linearizable(one_shard(4, 2), |l| {
-        let [v, w, n] = keys(l);
-        Scenario {
-            setup: vec![admit(&[v], 1), admit(&[w], 1)],
-            threads: [vec![admit(&[n], 1)], vec![Op::Penalize(vec![v])]],
-            keys: vec![v, w, n],
-        }
-    });
+twins! {
+    /// An eviction racing a penalty of its victim (shard {v, w}, v least recently used, L = 4,
+    /// penalty 1).
+    fn linearizable_a_penalty_of_the_victim, linearizable_a_penalty_of_the_victim_clock(p) {
+        linearizable(shard(p, 4, 2), |l| {
+            let [v, w, n] = keys(l);
+            Scenario {
+                setup: vec![admit(&[v], 1), admit(&[w], 1)],
+                threads: [vec![admit(&[n], 1)], vec![Op::Penalize(vec![v])]],
+                keys: vec![v, w, n],
+            }
+        });
+    }
 }
 
-/// Two insertions of new keys into a full shard of 2 (L = 1) race: each evicts the least
-/// recently used key at its instant.
-#[test]
-fn linearizable_two_evicting_insertions() {
-    linearizable(one_shard(1, 2), |l| {
-        let [v, w, m, n] = keys(l);
-        Scenario {
-            setup: vec![admit(&[v], 1), admit(&[w], 1)],
-            threads: [vec![admit(&[m], 1)], vec![admit(&[n], 1)]],
-            keys: vec![v, w, m, n],
-        }
-    });
+twins! {
+    /// Two insertions of new keys into a full shard of 2 (L = 1) race: each evicts the least
+    /// recently used key at its instant.
+    fn linearizable_two_evicting_insertions, linearizable_two_evicting_insertions_clock(p) {
+        linearizable(shard(p, 1, 2), |l| {
+            let [v, w, m, n] = keys(l);
+            Scenario {
+                setup: vec![admit(&[v], 1), admit(&[w], 1)],
+                threads: [vec![admit(&[m], 1)], vec![admit(&[n], 1)]],
+                keys: vec![v, w, m, n],
+            }
+        });
+    }
 }
 
 /// A CLOCK shard under the checker (one set of 4 ways holding 2 keys, L = 1): a new key's
@@ -1023,32 +1122,34 @@ fn linearizable_a_clock_sweep_racing_a_use_of_its_start_key() {
     });
 }
 
-/// Scenario B with a dropped hit that writes nothing (L = 1; w already dropped once, so its
-/// reference bit is set and its interval current): only its recency shows the use, and an
-/// eviction after it must take v.
-#[test]
-fn linearizable_b_a_dropped_hit_that_writes_nothing() {
-    linearizable(one_shard(1, 2), |l| {
-        let [v, w, b] = keys(l);
-        Scenario {
-            setup: vec![admit(&[w], 1), admit(&[w], 1), admit(&[v], 1)],
-            threads: [vec![admit(&[b], 1)], vec![admit(&[w], 1)]],
-            keys: vec![v, w, b],
-        }
-    });
+twins! {
+    /// Scenario B with a dropped hit that writes nothing (L = 1; w already dropped once, so its
+    /// reference bit is set and its interval current): only its recency shows the use, and an
+    /// eviction after it must take v.
+    fn linearizable_b_a_dropped_hit_that_writes_nothing, linearizable_b_a_dropped_hit_that_writes_nothing_clock(p) {
+        linearizable(shard(p, 1, 2), |l| {
+            let [v, w, b] = keys(l);
+            Scenario {
+                setup: vec![admit(&[w], 1), admit(&[w], 1), admit(&[v], 1)],
+                threads: [vec![admit(&[b], 1)], vec![admit(&[w], 1)]],
+                keys: vec![v, w, b],
+            }
+        });
+    }
 }
-/// Scenario D (shard of 2, L = 2; x at 2, a at 1): a group {a, b} races an admission of x. The
-/// group's lookups may evict x before the group takes effect (E2): x then comes back fresh.
-#[test]
-fn linearizable_d_a_groups_lookups_before_it_takes_effect() {
-    linearizable(one_shard(2, 2), |l| {
-        let [x, a, b] = keys(l);
-        Scenario {
-            setup: vec![admit(&[x], 2), admit(&[a], 1)],
-            threads: [vec![admit(&[a, b], 1)], vec![admit(&[x], 1)]],
-            keys: vec![x, a, b],
-        }
-    });
+twins! {
+    /// Scenario D (shard of 2, L = 2; x at 2, a at 1): a group {a, b} races an admission of x. The
+    /// group's lookups may evict x before the group takes effect (E2): x then comes back fresh.
+    fn linearizable_d_a_groups_lookups_before_it_takes_effect, linearizable_d_a_groups_lookups_before_it_takes_effect_clock(p) {
+        linearizable(shard(p, 2, 2), |l| {
+            let [x, a, b] = keys(l);
+            Scenario {
+                setup: vec![admit(&[x], 2), admit(&[a], 1)],
+                threads: [vec![admit(&[a, b], 1)], vec![admit(&[x], 1)]],
+                keys: vec![x, a, b],
+            }
+        });
+    }
 }
 
 /// A CLOCK shard (one set of 4 ways holding 2 keys, L = 1; both reference bits clear): a new
@@ -1120,65 +1221,68 @@ fn linearizable_clock_a_full_set_evicts_while_a_unit_remains() {
     });
 }
 
-/// A caller behind never makes a key stale (shard of 3 in way order u, w, v, all used at
-/// T0 + 2 s, recency w < v < u; L = 3): thread 1 inserts n while thread 2
-/// admits u two intervals behind and then uses w. If the behind access rolled u back to T0's
-/// interval, u would turn stale after n's plan read it as current, and n would evict v where
-/// every order evicts the stale u. A key never rolls backwards, so u stays current and v, the
-/// least recently used, goes in every order.
-#[test]
-fn linearizable_a_caller_behind_never_makes_a_key_stale_under_a_plan() {
-    linearizable(one_shard(3, 3), |l| {
-        let [u, w, v, n] = keys(l);
-        Scenario {
-            setup: vec![
-                Op::Admit(vec![u], 1, 2 * SEC),
-                Op::Admit(vec![w], 1, 2 * SEC),
-                Op::Admit(vec![v], 1, 2 * SEC),
-                Op::Admit(vec![u], 1, 2 * SEC),
-            ],
-            threads: [
-                vec![Op::Admit(vec![n], 1, 2 * SEC)],
-                vec![Op::Admit(vec![u], 1, 0), Op::Admit(vec![w], 1, 2 * SEC)],
-            ],
-            keys: vec![u, w, v, n],
-        }
-    });
+twins! {
+    /// A caller behind never makes a key stale (shard of 3 in way order u, w, v, all used at
+    /// T0 + 2 s, recency w < v < u; L = 3): thread 1 inserts n while thread 2
+    /// admits u two intervals behind and then uses w. If the behind access rolled u back to T0's
+    /// interval, u would turn stale after n's plan read it as current, and n would evict v where
+    /// every order evicts the stale u. A key never rolls backwards, so u stays current and v, the
+    /// least recently used, goes in every order.
+    fn linearizable_a_caller_behind_never_makes_a_key_stale_under_a_plan, linearizable_a_caller_behind_never_makes_a_key_stale_under_a_plan_clock(p) {
+        linearizable(shard(p, 3, 3), |l| {
+            let [u, w, v, n] = keys(l);
+            Scenario {
+                setup: vec![
+                    Op::Admit(vec![u], 1, 2 * SEC),
+                    Op::Admit(vec![w], 1, 2 * SEC),
+                    Op::Admit(vec![v], 1, 2 * SEC),
+                    Op::Admit(vec![u], 1, 2 * SEC),
+                ],
+                threads: [
+                    vec![Op::Admit(vec![n], 1, 2 * SEC)],
+                    vec![Op::Admit(vec![u], 1, 0), Op::Admit(vec![w], 1, 2 * SEC)],
+                ],
+                keys: vec![u, w, v, n],
+            }
+        });
+    }
 }
 
-/// A failed claim leaves no recency on another key's way (shard of 3, L = 1; q tracked):
-/// thread 1 inserts x then z while thread 2 inserts y and then uses q. Thread 1 may find way 1
-/// empty, lose its claim to y's, and insert x into way 2; z then evicts the least recently used
-/// key, y (inserted before q's use in every order that keeps thread 2's order), never q.
-#[test]
-fn linearizable_a_failed_claim_leaves_no_recency_on_another_keys_way() {
-    linearizable(one_shard(1, 3), |l| {
-        let [q, y, x, z] = keys(l);
-        Scenario {
-            setup: vec![admit(&[q], 1)],
-            threads: [
-                vec![admit(&[x], 1), admit(&[z], 1)],
-                vec![admit(&[y], 1), admit(&[q], 1)],
-            ],
-            keys: vec![q, y, x, z],
-        }
-    });
+twins! {
+    /// A failed claim leaves no recency on another key's way (shard of 3, L = 1; q tracked):
+    /// thread 1 inserts x then z while thread 2 inserts y and then uses q. Thread 1 may find way 1
+    /// empty, lose its claim to y's, and insert x into way 2; z then evicts the least recently used
+    /// key, y (inserted before q's use in every order that keeps thread 2's order), never q.
+    fn linearizable_a_failed_claim_leaves_no_recency_on_another_keys_way, linearizable_a_failed_claim_leaves_no_recency_on_another_keys_way_clock(p) {
+        linearizable(shard(p, 1, 3), |l| {
+            let [q, y, x, z] = keys(l);
+            Scenario {
+                setup: vec![admit(&[q], 1)],
+                threads: [
+                    vec![admit(&[x], 1), admit(&[z], 1)],
+                    vec![admit(&[y], 1), admit(&[q], 1)],
+                ],
+                keys: vec![q, y, x, z],
+            }
+        });
+    }
 }
 
-/// A late hit never raises the recency of the key that replaced its node (shard of 2, L = 2;
-/// y then q used, y least recent): thread 1 admits y while thread 2 inserts n (evicting y) and
-/// then uses q. If thread 1's hit comes after the eviction, y comes back fresh and evicts n,
-/// the least recently used, not q: the hit's recency never lands on the key that replaced y.
-#[test]
-fn linearizable_a_late_hit_never_refreshes_the_key_that_replaced_its_key() {
-    linearizable(one_shard(2, 2), |l| {
-        let [y, q, n] = keys(l);
-        Scenario {
-            setup: vec![admit(&[y], 1), admit(&[q], 1)],
-            threads: [vec![admit(&[y], 1)], vec![admit(&[n], 1), admit(&[q], 1)]],
-            keys: vec![y, q, n],
-        }
-    });
+twins! {
+    /// A late hit never raises the recency of the key that replaced its node (shard of 2, L = 2;
+    /// y then q used, y least recent): thread 1 admits y while thread 2 inserts n (evicting y) and
+    /// then uses q. If thread 1's hit comes after the eviction, y comes back fresh and evicts n,
+    /// the least recently used, not q: the hit's recency never lands on the key that replaced y.
+    fn linearizable_a_late_hit_never_refreshes_the_key_that_replaced_its_key, linearizable_a_late_hit_never_refreshes_the_key_that_replaced_its_key_clock(p) {
+        linearizable(shard(p, 2, 2), |l| {
+            let [y, q, n] = keys(l);
+            Scenario {
+                setup: vec![admit(&[y], 1), admit(&[q], 1)],
+                threads: [vec![admit(&[y], 1)], vec![admit(&[n], 1), admit(&[q], 1)]],
+                keys: vec![y, q, n],
+            }
+        });
+    }
 }
 
 /// CLOCK, two sets sharing one spare unit (capacity 3 in sets of 3 ways; L = 1; a1 in set 0, b1
@@ -1228,69 +1332,124 @@ fn linearizable_a_clock_sweep_going_round_after_a_use_of_its_start_key() {
     });
 }
 
-/// Scenario E (weighted, one shard of 2, L = 4; a and b at 1, a the least recently used): a
-/// group {a, b} of cost 2 races an admission of cost 3 of a new key c, which evicts one of them.
-/// Recency follows the order in which the accesses take effect: if the group's lookup of a key
-/// comes before c's eviction, c is more recent than that key, so the group's re-insertion of an
-/// evicted key never evicts c while the model evicts the other.
-#[test]
-fn linearizable_e_recency_follows_the_order_accesses_take_effect() {
-    linearizable(one_shard(4, 2), |l| {
-        let [a, b, c] = keys(l);
-        Scenario {
-            setup: vec![admit(&[a], 1), admit(&[b], 1)],
-            threads: [vec![admit(&[a, b], 2)], vec![admit(&[c], 3)]],
-            keys: vec![a, b, c],
-        }
-    });
+twins! {
+    /// Scenario E (weighted, one shard of 2, L = 4; a and b at 1, a the least recently used): a
+    /// group {a, b} of cost 2 races an admission of cost 3 of a new key c, which evicts one of them.
+    /// Recency follows the order in which the accesses take effect: if the group's lookup of a key
+    /// comes before c's eviction, c is more recent than that key, so the group's re-insertion of an
+    /// evicted key never evicts c while the model evicts the other.
+    fn linearizable_e_recency_follows_the_order_accesses_take_effect, linearizable_e_recency_follows_the_order_accesses_take_effect_clock(p) {
+        linearizable(shard(p, 4, 2), |l| {
+            let [a, b, c] = keys(l);
+            Scenario {
+                setup: vec![admit(&[a], 1), admit(&[b], 1)],
+                threads: [vec![admit(&[a, b], 2)], vec![admit(&[c], 3)]],
+                keys: vec![a, b, c],
+            }
+        });
+    }
 }
 
-/// Scenario E's core with single keys (shard of 2, L = 2; a then b used, a the least recently
-/// used): thread 1 inserts c (evicting a) while thread 2 uses b and then a. If b's use takes
-/// effect before c's eviction, c is the more recent of the two, so a's re-insertion evicts b.
-#[test]
-fn linearizable_e_a_hit_just_before_an_eviction() {
-    linearizable(one_shard(2, 2), |l| {
-        let [a, b, c] = keys(l);
-        Scenario {
-            setup: vec![admit(&[a], 1), admit(&[b], 1)],
-            threads: [vec![admit(&[c], 1)], vec![admit(&[b], 1), admit(&[a], 1)]],
-            keys: vec![a, b, c],
-        }
-    });
+twins! {
+    /// Scenario E's core with single keys (shard of 2, L = 2; a then b used, a the least recently
+    /// used): thread 1 inserts c (evicting a) while thread 2 uses b and then a. If b's use takes
+    /// effect before c's eviction, c is the more recent of the two, so a's re-insertion evicts b.
+    fn linearizable_e_a_hit_just_before_an_eviction, linearizable_e_a_hit_just_before_an_eviction_clock(p) {
+        linearizable(shard(p, 2, 2), |l| {
+            let [a, b, c] = keys(l);
+            Scenario {
+                setup: vec![admit(&[a], 1), admit(&[b], 1)],
+                threads: [vec![admit(&[c], 1)], vec![admit(&[b], 1), admit(&[a], 1)]],
+                keys: vec![a, b, c],
+            }
+        });
+    }
 }
 
-/// As [`linearizable_e_a_hit_just_before_an_eviction`] with a dropped hit
-/// that writes nothing (L = 1; b already dropped once, so its word is current): only b's
-/// recency shows the use.
-#[test]
-fn linearizable_e_a_dropped_hit_just_before_an_eviction() {
-    linearizable(one_shard(1, 2), |l| {
-        let [a, b, c] = keys(l);
-        Scenario {
-            setup: vec![admit(&[a], 1), admit(&[b], 1), admit(&[b], 1)],
-            threads: [vec![admit(&[c], 1)], vec![admit(&[b], 1), admit(&[a], 1)]],
-            keys: vec![a, b, c],
-        }
-    });
+twins! {
+    /// As [`linearizable_e_a_hit_just_before_an_eviction`] with a dropped hit
+    /// that writes nothing (L = 1; b already dropped once, so its word is current): only b's
+    /// recency shows the use.
+    fn linearizable_e_a_dropped_hit_just_before_an_eviction, linearizable_e_a_dropped_hit_just_before_an_eviction_clock(p) {
+        linearizable(shard(p, 1, 2), |l| {
+            let [a, b, c] = keys(l);
+            Scenario {
+                setup: vec![admit(&[a], 1), admit(&[b], 1), admit(&[b], 1)],
+                threads: [vec![admit(&[c], 1)], vec![admit(&[b], 1), admit(&[a], 1)]],
+                keys: vec![a, b, c],
+            }
+        });
+    }
 }
 
-/// A group {a, b} decided on a snapshot races admissions of a and then b by one thread (L = 2;
-/// both keys at 1): a group that read a before the admissions and b after them must not name b
-/// (no instant has a with room and b without). Fails if a dropped group does not read the keys
-/// before the failing one again (seen with three preemptions: the group's two reads and the
-/// other thread's two admissions between them).
+twins! {
+    /// A group {a, b} decided on a snapshot races admissions of a and then b by one thread (L = 2;
+    /// both keys at 1): a group that read a before the admissions and b after them must not name b
+    /// (no instant has a with room and b without). Fails if a dropped group does not read the keys
+    /// before the failing one again (seen with three preemptions: the group's two reads and the
+    /// other thread's two admissions between them).
+    fn linearizable_a_dropped_group_revalidates_its_snapshot, linearizable_a_dropped_group_revalidates_its_snapshot_clock(p) {
+        linearizable_within(Some(3), shard(p, 2, 4), |l| {
+            let (a, b) = ordered_pair(l);
+            Scenario {
+                setup: vec![admit(&[a], 1), admit(&[b], 1)],
+                threads: [
+                    vec![admit(&[a, b], 1)],
+                    vec![admit(&[a], 1), admit(&[b], 1)],
+                ],
+                keys: vec![a, b],
+            }
+        });
+    }
+}
+
+twins! {
+    /// A group's first key k0, evicted by the group's own third lookup (two shards of 2, L = 3;
+    /// k0 at 2 in interval 0, the group {k0, k1, k2} of cost 2 one interval later), is used
+    /// meanwhile by a group {k0, x} one interval behind (x in the other shard). The real group
+    /// decides k0 on its word at eviction, the model on the counts its lookup saw: the histories
+    /// agree only through E2's aborted attempt (a lookup of k0 before the use stands, the last
+    /// attempt's lookup comes after it).
+    fn linearizable_a_self_evicted_key_used_by_a_group_before_its_eviction,
+        linearizable_a_self_evicted_key_used_by_a_group_before_its_eviction_clock(p) {
+        linearizable(policy_config(p, 3, 4, 2), |l| {
+            let all: Vec<AppKey> = (0..=255u8).map(|i| l.app_key(1, &peer(i))).collect();
+            let mut one: Vec<AppKey> = all
+                .iter()
+                .copied()
+                .filter(|k| k.shard() == all[0].shard())
+                .collect();
+            one.sort_by_key(|k| k.hash());
+            let (k0, k1, k2) = (one[0], one[1], one[2]);
+            let x = (2..64u64)
+                .map(|app| l.app_key(app, &peer(0)))
+                .find(|k| k.shard() != k0.shard())
+                .expect("two shards");
+            Scenario {
+                setup: vec![admit(&[k0], 2)],
+                threads: [
+                    vec![Op::Admit(vec![k0, k1, k2], 2, SEC)],
+                    vec![Op::Admit(vec![k0, x], 1, 0)],
+                ],
+                keys: vec![k0, k1, k2, x],
+            }
+        });
+    }
+}
+
+/// A CLOCK shard (one set of 4 ways holding k and u, L = 3; both reference bits clear): thread
+/// 1 admits k while thread 2 inserts n (evicting one of them) and then admits k. An admission
+/// whose compare-and-swap fails because of a later write leaves nothing behind (the reference
+/// bit is set only by a write that succeeds), so k survives n's insertion only if an access
+/// took effect before it. Checked with loom's preemption bound raised to 3.
 #[test]
-fn linearizable_a_dropped_group_revalidates_its_snapshot() {
-    linearizable_within(Some(3), one_shard(2, 4), |l| {
-        let (a, b) = ordered_pair(l);
+fn linearizable_a_clock_admission_retried_after_a_later_write_leaves_no_use() {
+    linearizable_within(Some(3), clock_shard(3, 2, 4), |l| {
+        let [k, u, n] = keys(l);
         Scenario {
-            setup: vec![admit(&[a], 1), admit(&[b], 1)],
-            threads: [
-                vec![admit(&[a, b], 1)],
-                vec![admit(&[a], 1), admit(&[b], 1)],
-            ],
-            keys: vec![a, b],
+            setup: vec![admit(&[k], 1), admit(&[u], 1)],
+            threads: [vec![admit(&[k], 1)], vec![admit(&[n], 1), admit(&[k], 1)]],
+            keys: vec![k, u, n],
         }
     });
 }
