@@ -138,12 +138,15 @@
 //!   (`Model::sweep_step`, up to three) and at most one aborted attempt per group, not these.
 //! - A spare unit is taken before the claim that uses it and given back if that claim fails
 //!   (another insertion claimed the same set first): a tentative reservation. While it is
-//!   held, an insertion into another set that finds no unit left evicts, although at its
-//!   instant the shard has a unit free. Exact condition: the shard's spare units are down to
-//!   the ones held by insertions whose claims then fail, and another set's insertion finds none
-//!   in that window. The effect is an eviction that comes early (the shard holds fewer keys than
-//!   its capacity, by at most the number of such failed claims in flight); its victim is still
-//!   CLOCK's choice in its own set. Taking the unit under the claim would need the unit count
+//!   held, another insertion that finds no unit left evicts, although at its instant the shard
+//!   has a unit free. Exact condition: the shard's spare units are down to the ones held by
+//!   insertions whose claims then fail, and another insertion finds none in that window: into
+//!   another set, or into the same set, even of the same key (two callers inserting one new key:
+//!   the first reserves the last unit, the second finds none, evicts, and claims the set first,
+//!   so the first's claim fails and it finds the key inserted). The effect is an eviction that
+//!   comes early (the shard holds fewer keys than its capacity, by at most the number of such
+//!   failed claims in flight); its victim is still CLOCK's choice in its own set, and its counts
+//!   leave with it, as with any eviction (a later use starts it afresh). Taking the unit under the claim would need the unit count
 //!   and the set's claim word changed at one instant (a multi-word compare-and-swap with a
 //!   record per new key, like an eviction's), which every new key would pay for. The loom model
 //!   of this history is kept in the suite, ignored, with this reason.
