@@ -140,28 +140,16 @@ impl AppRateLimiter {
                 .and_then(|b| b.checked_mul(config.shards))
                 .unwrap_or(usize::MAX),
         };
+        // One policy for every shard; a table that cannot be allocated is an error, not an abort.
         let shards = if lru::exact(v.capacity, v.clock_ways) {
-            let mut shards = Vec::new();
-            shards
-                .try_reserve_exact(config.shards)
-                .map_err(|_| table_error())?;
-            for _ in 0..config.shards {
-                shards.push(CachePadded::new(
-                    LruShard::new(v.capacity).map_err(|_| table_error())?,
-                ));
-            }
-            Shards::Lru(shards.into_boxed_slice())
+            Shards::Lru(
+                padded(config.shards, || LruShard::new(v.capacity).ok()).ok_or_else(table_error)?,
+            )
         } else {
-            let mut shards = Vec::new();
-            shards
-                .try_reserve_exact(config.shards)
-                .map_err(|_| table_error())?;
-            for _ in 0..config.shards {
-                shards.push(CachePadded::new(
-                    Shard::new(v.capacity, v.clock_ways).map_err(|_| table_error())?,
-                ));
-            }
-            Shards::Clock(shards.into_boxed_slice())
+            Shards::Clock(
+                padded(config.shards, || Shard::new(v.capacity, v.clock_ways).ok())
+                    .ok_or_else(table_error)?,
+            )
         };
         Ok(Self {
             shards,
@@ -879,4 +867,15 @@ impl AppRateLimiter {
             ),
         }
     }
+}
+
+/// `n` shards made by `make`, each padded to its own cache lines; `None` if the slice or a shard
+/// cannot be allocated.
+fn padded<S>(n: usize, mut make: impl FnMut() -> Option<S>) -> Option<Box<[CachePadded<S>]>> {
+    let mut shards = Vec::new();
+    shards.try_reserve_exact(n).ok()?;
+    for _ in 0..n {
+        shards.push(CachePadded::new(make()?));
+    }
+    Some(shards.into_boxed_slice())
 }
