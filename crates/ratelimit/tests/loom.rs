@@ -88,6 +88,17 @@ fn peer(i: u8) -> Origin {
     Origin::from_peer_id(&[i])
 }
 
+/// The value of `f` run once, single-threaded, under loom's runtime (whose atomics the limiter
+/// needs): for choosing a model's keys by trying candidates, one fresh run per candidate, so
+/// that the search adds nothing to the model's own executions.
+fn once<T: Send + 'static>(f: impl Fn() -> T + Send + Sync + 'static) -> T {
+    let out = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let slot = out.clone();
+    loom::model(move || *slot.lock().unwrap() = Some(f()));
+    let value = out.lock().unwrap().take();
+    value.expect("the model ran")
+}
+
 /// Runs `model` with loom's preemption bound raised to at least `bound`, whatever
 /// `LOOM_MAX_PREEMPTIONS` says (for models whose bad interleaving needs that many).
 fn check_with_bound(bound: usize, model: impl Fn() + Sync + Send + 'static) {
@@ -463,9 +474,26 @@ twins! {
     /// evicting the least recently used key. The bound of 2 keys holds, no retired node is touched
     /// after reclamation could free it (the stand-in panics), and A's admission is decided.
     fn admit_racing_eviction_of_the_same_key, admit_racing_eviction_of_the_same_key_clock(p) {
+        // Evictions seen, per execution: 1 (A's admission first, C evicts B) and 2 (C evicts A
+        // first) must both occur (checked after the model), so the race is reached.
+        static SEEN: [std::sync::atomic::AtomicBool; 3] =
+            [const { std::sync::atomic::AtomicBool::new(false) }; 3];
+        // The first C whose insertion, alone, evicts A (same salt: same hashes and places).
+        let c = (2..=u8::MAX)
+            .find(|&i| {
+                once(move || {
+                    let s = limiter(p, 5, 2);
+                    let [a, b, c] = [0, 1, i].map(|i| s.app_key(1, &peer(i)));
+                    for k in [a, b, c] {
+                        assert!(s.admit_key(k, T0).is_admit());
+                    }
+                    s.counts(a).is_none()
+                })
+            })
+            .unwrap();
         loom::model(move || {
             let l = limiter(p, 5, 2);
-            let [a, b, c] = [0, 1, 2].map(|i| l.app_key(1, &peer(i)));
+            let [a, b, c] = [0, 1, c].map(|i| l.app_key(1, &peer(i)));
             assert!(l.admit_key(a, T0).is_admit());
             assert!(l.admit_key(b, T0).is_admit());
             let t = {
@@ -479,17 +507,47 @@ twins! {
             // C evicts A or B; if it evicted A before A's lookup, A comes back and evicts again.
             assert_eq!((s.entries, s.admitted), (2, 4));
             assert!(s.evicted == 1 || s.evicted == 2, "{s:?}");
+            SEEN[s.evicted as usize].store(true, std::sync::atomic::Ordering::Relaxed);
             l.validate();
         });
+        let seen = SEEN.each_ref().map(|s| s.load(std::sync::atomic::Ordering::Relaxed));
+        assert!(seen[1] && seen[2], "the race was not reached: evictions seen {seen:?}");
     }
 }
 
 twins! {
-    /// A group {a, x} (x in another shard) races an insertion that evicts a from its full shard
-    /// {a, b}: the group either lands on a before the eviction or finds a evicted and starts over;
-    /// in every case it is admitted once, with its count stored on a tracked node or lost with an
-    /// evicted one, and no retired node is touched.
+    /// A group {a, x} (x in another shard) races an insertion of c that, alone, evicts a from its
+    /// full shard {a, b} (a is the least recently used, and c's CLOCK sweep starts at a): the
+    /// group either lands on a before the eviction or finds a evicted and starts over; in every
+    /// case it is admitted once, with its count stored on a tracked node or lost with an evicted
+    /// one, and no retired node is touched. Both orders must occur among the executions (checked
+    /// after the model), so the race is reached.
     fn a_group_racing_the_eviction_of_its_key, a_group_racing_the_eviction_of_its_key_clock(p) {
+        // a's counts after each execution: 1 (a evicted, then inserted afresh by the group),
+        // 2 (the group landed on a first, and a was kept) or 0 (a evicted after the group).
+        static SEEN: [std::sync::atomic::AtomicBool; 3] =
+            [const { std::sync::atomic::AtomicBool::new(false) }; 3];
+        // Peers of b and c: b the first in a's shard, c the first after it there whose
+        // insertion, alone, evicts a (same salt: same hashes and places).
+        let (b, c) = once(move || {
+            let s = sharded(p, 5, 4, 2);
+            let a = s.app_key(11, &peer(0));
+            let mut beside_a = (1..=u8::MAX).filter(|&i| s.app_key(11, &peer(i)).shard() == a.shard());
+            (beside_a.next().unwrap(), beside_a.collect::<Vec<_>>())
+        });
+        let c = c
+            .into_iter()
+            .find(|&i| {
+                once(move || {
+                    let s = sharded(p, 5, 4, 2);
+                    let [a, b, c] = [0, b, i].map(|i| s.app_key(11, &peer(i)));
+                    for k in [a, b, c] {
+                        assert!(s.admit_key(k, T0).is_admit());
+                    }
+                    s.counts(a).is_none()
+                })
+            })
+            .unwrap();
         loom::model(move || {
             let l = sharded(p, 5, 4, 2); // 2 shards of 2
             let o = peer(0);
@@ -498,10 +556,9 @@ twins! {
                 .map(|app| l.app_key(app, &o))
                 .find(|k| k.shard() != a.shard())
                 .unwrap();
-            let b = l.app_key(11, &peer(1));
-            let c = l.app_key(11, &peer(2));
-            assert!(l.admit_key(b, T0).is_admit());
+            let [b, c] = [b, c].map(|i| l.app_key(11, &peer(i)));
             assert!(l.admit_key(a, T0).is_admit());
+            assert!(l.admit_key(b, T0).is_admit());
             let t = {
                 let l = l.clone();
                 thread::spawn(move || l.admit_key(c, T0))
@@ -510,11 +567,16 @@ twins! {
             assert!(t.join().unwrap().is_admit());
             assert!(group.is_admit());
             assert_eq!(l.counts(x), Some((0, 1)));
-            if let Some((_, cur)) = l.counts(a) {
-                assert!(cur == 1 || cur == 2, "a counts {cur}");
-            }
+            let cur = l.counts(a).map_or(0, |(_, cur)| cur);
+            assert!(cur <= 2, "a counts {cur}");
+            SEEN[cur as usize].store(true, std::sync::atomic::Ordering::Relaxed);
             l.validate();
         });
+        let seen = SEEN.each_ref().map(|s| s.load(std::sync::atomic::Ordering::Relaxed));
+        assert!(
+            seen.iter().filter(|&&s| s).count() >= 2,
+            "the race was not reached: a's counts were always the same ({seen:?})"
+        );
     }
 }
 
