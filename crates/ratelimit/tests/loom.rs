@@ -756,13 +756,58 @@ fn linearizable(config: Config, scenario: fn(&AppRateLimiter) -> Scenario) {
     linearizable_within(None, config, scenario);
 }
 
+/// [`linearizable`] for a scenario about an eviction racing a use of its victim:
+/// `scenario(l, i)` names its new key by `i` ([`keys_with`]); the first `i` for which the
+/// operation that inserts the new key `s.keys[new]`, run alone after the set-up, evicts
+/// `s.keys[victim]` is used (so
+/// that a CLOCK sweep, which starts at a way drawn from the new key's hash, picks the victim
+/// the scenario races, as recency does in an LRU shard). The histories must then differ (at
+/// least two distinct results among the executions), or the race was not reached.
+fn linearizable_racing(
+    config: Config,
+    victim: usize,
+    new: usize,
+    scenario: fn(&AppRateLimiter, u8) -> Scenario,
+) {
+    let i = (0..=100)
+        .find(|&i| {
+            let config = config.clone();
+            once(move || {
+                let l = AppRateLimiter::new(config.clone()).unwrap();
+                let s = scenario(&l, i);
+                for op in &s.setup {
+                    let _ = on_limiter(&l, op);
+                }
+                assert!(l.counts(s.keys[new]).is_none(), "key {new} is not new");
+                assert!(
+                    l.counts(s.keys[victim]).is_some(),
+                    "key {victim} is not tracked"
+                );
+                let inserting = s.threads.iter().flatten().find(|op| match op {
+                    Op::Admit(k, ..) | Op::Penalize(k) => k.contains(&s.keys[new]),
+                });
+                let _ = on_limiter(&l, inserting.expect("an operation inserts the new key"));
+                l.counts(s.keys[victim]).is_none()
+            })
+        })
+        .expect("some new key evicts the victim");
+    let results = linearizable_within(None, config, move |l| scenario(l, i));
+    assert!(
+        results >= 2,
+        "every execution gave the same history: the race was not reached"
+    );
+}
+
 /// [`linearizable`] with loom's preemption bound raised to at least `bound` (for histories that
 /// need that many preemptions), whatever `LOOM_MAX_PREEMPTIONS` says.
+/// Returns the number of distinct histories (results, end state, victims) the executions gave.
 fn linearizable_within(
     bound: Option<usize>,
     config: Config,
-    scenario: fn(&AppRateLimiter) -> Scenario,
-) {
+    scenario: impl Fn(&AppRateLimiter) -> Scenario + Send + Sync + 'static,
+) -> usize {
+    let histories = std::sync::Arc::new(std::sync::Mutex::new(std::collections::BTreeSet::new()));
+    let seen = histories.clone();
     let mut builder = loom::model::Builder::new();
     if let Some(bound) = bound {
         builder.preemption_bound = Some(builder.preemption_bound.map_or(bound, |b| b.max(bound)));
@@ -786,6 +831,9 @@ fn linearizable_within(
         // The keys the real operations evicted (the set-up's included), as a sorted list: the
         // sequential order must evict the same keys, as often.
         let victims = l.victims();
+        seen.lock()
+            .unwrap()
+            .insert(format!("{got:?} {outcome:?} {victims:?}"));
         l.validate();
         // E2: a group of two keys or more is its lookup steps, then its admit-or-drop step,
         // each a step of its own; it may first have run the lookups of one attempt that another
@@ -797,8 +845,9 @@ fn linearizable_within(
             Model::new(&config).unwrap().group_keys(k).len()
         };
         // E1 in a CLOCK shard: a new key's insertion may first take sweep steps of its own
-        // (each clearing one reference bit), up to `SWEEP_STEPS`, interleaved with the other
-        // thread's steps. Offered to single-key operations on keys the set-up left untracked.
+        // (each clearing one reference bit), up to `SWEEP_STEPS` per operation, interleaved with
+        // the other thread's steps: a single-key operation's before it, a group's before the
+        // lookup of each of its keys that the set-up left untracked.
         let after_setup = {
             let mut m = Model::new(&config).unwrap();
             for op in &s.setup {
@@ -806,46 +855,73 @@ fn linearizable_within(
             }
             m
         };
-        let sweeps = |op: &Op| -> usize {
+        let canonical = |op: &Op| -> Vec<AppKey> {
             let k = match op {
                 Op::Admit(k, ..) | Op::Penalize(k) => k,
             };
-            let new = distinct(op) == 1 && after_setup.counts(&k[0]).is_none();
-            if after_setup.clock() && new {
-                SWEEP_STEPS
-            } else {
-                0
-            }
+            after_setup
+                .group_keys(k)
+                .into_iter()
+                .map(|(k, _)| k)
+                .collect()
         };
-        let prefixes = |ops: &[Op]| -> Vec<Vec<usize>> {
+        // Every way to spread at most `SWEEP_STEPS` sweep steps over the lookups of `keys`
+        // (only new keys of a CLOCK shard take any).
+        let spreads = |keys: &[AppKey]| -> Vec<Vec<usize>> {
+            keys.iter().fold(vec![vec![]], |acc, key| {
+                let new = after_setup.clock() && after_setup.counts(key).is_none();
+                acc.into_iter()
+                    .flat_map(|v: Vec<usize>| {
+                        let left = SWEEP_STEPS - v.iter().sum::<usize>();
+                        (0..=if new { left } else { 0 }).map(move |c| {
+                            let mut v = v.clone();
+                            v.push(c);
+                            v
+                        })
+                    })
+                    .collect()
+            })
+        };
+        let prefixes = |ops: &[Op]| -> Vec<Vec<Choice>> {
             ops.iter().fold(vec![vec![]], |acc, op| {
                 let n = distinct(op);
-                let choices = if n >= 2 { n + 1 } else { sweeps(op) + 1 };
+                let aborted = if n >= 2 { n } else { 0 };
+                let choices: Vec<Choice> = (0..=aborted)
+                    .flat_map(|a| {
+                        spreads(&canonical(op))
+                            .into_iter()
+                            .map(move |sweeps| Choice { aborted: a, sweeps })
+                    })
+                    .collect();
                 acc.into_iter()
                     .flat_map(|p| {
-                        (0..choices).map(move |c| {
+                        choices.iter().map(move |c| {
                             let mut p = p.clone();
-                            p.push(c);
+                            p.push(c.clone());
                             p
                         })
                     })
                     .collect()
             })
         };
-        let steps = |ops: &[Op], prefix: &[usize]| -> Vec<(usize, Step)> {
+        let steps = |ops: &[Op], prefix: &[Choice]| -> Vec<(usize, Step)> {
             (0..ops.len())
                 .flat_map(|i| {
                     let n = distinct(&ops[i]);
+                    let c = &prefix[i];
                     let mut v = Vec::new();
                     if n < 2 {
-                        v.extend((0..prefix[i]).map(|_| (i, Step::Sweep)));
+                        v.extend((0..c.sweeps[0]).map(|_| (i, Step::Sweep(0))));
                         v.push((i, Step::Whole));
                         return v;
                     }
-                    if prefix[i] > 0 {
-                        v.push((i, Step::Aborted(prefix[i])));
+                    if c.aborted > 0 {
+                        v.push((i, Step::Aborted(c.aborted)));
                     }
-                    v.extend((0..n).map(|k| (i, Step::Lookup(k))));
+                    for k in 0..n {
+                        v.extend((0..c.sweeps[k]).map(|_| (i, Step::Sweep(k))));
+                        v.push((i, Step::Lookup(k)));
+                    }
                     v.push((i, Step::Decide));
                     v
                 })
@@ -879,7 +955,10 @@ fn linearizable_within(
                             };
                             match step {
                                 Step::Whole => on_model(&mut m, op_) == got[t][op],
-                                Step::Sweep => m.sweep_step(&k[0]),
+                                Step::Sweep(j) => {
+                                    let key = m.group_keys(k)[j].0;
+                                    m.sweep_step(&key)
+                                }
                                 Step::Aborted(n) => {
                                     m.lookup_keys(k, n, T0 + dt);
                                     true
@@ -934,6 +1013,7 @@ fn linearizable_within(
             "no sequential order gives {got:?} ending in {outcome:?}, evicting {victims:?}"
         );
     });
+    histories.lock().map(|h| h.len()).unwrap()
 }
 
 /// The most sweep steps the checker lets a CLOCK insertion take before its eviction: enough for
@@ -946,14 +1026,24 @@ const SWEEP_STEPS: usize = 3;
 enum Step {
     /// A single key's operation, whole.
     Whole,
-    /// One step of the CLOCK sweep of a single key's insertion, before it (clears one bit).
-    Sweep,
+    /// One step of the CLOCK sweep of the insertion of an operation's `j`-th key (canonical
+    /// order), before its lookup (clears one bit).
+    Sweep(usize),
     /// The lookups of the first `n` keys of a group's aborted attempt.
     Aborted(usize),
     /// The lookup of a group's `j`-th key (canonical order) in its last attempt.
     Lookup(usize),
     /// A group's admit-or-drop (or penalty) step.
     Decide,
+}
+
+/// The checker's choice of an operation's hidden steps.
+#[derive(Clone)]
+struct Choice {
+    /// A group's aborted attempt: the number of keys it looked up (0: none).
+    aborted: usize,
+    /// Sweep steps before the lookup of each key (canonical order; a single key: its one).
+    sweeps: Vec<usize>,
 }
 
 /// One shard of `capacity` keys, L = `limit` per 1 s window, as a config.
@@ -1032,14 +1122,19 @@ fn keys<const N: usize>(l: &AppRateLimiter) -> [AppKey; N] {
     std::array::from_fn(|i| l.app_key(1, &peer(i as u8)))
 }
 
+/// [`keys`], the last one chosen by `i` (the `i`-th candidate of [`linearizable_racing`]).
+fn keys_with<const N: usize>(l: &AppRateLimiter, i: u8) -> [AppKey; N] {
+    std::array::from_fn(|k| l.app_key(1, &peer(if k + 1 == N { k as u8 + i } else { k as u8 })))
+}
+
 twins! {
     /// Scenario A (one shard of 2, L = 1): b was admitted two windows before y, so it is stale;
     /// thread 1 admits a new key c while thread 2 admits b. Every order keeps b (stale only until
     /// its admission makes it current, or evicted before it and admitted afresh) and the history
     /// must be one of them: an eviction planned on b's stale state never lands after b's admission.
     fn linearizable_a_stale_victim_used_before_its_eviction, linearizable_a_stale_victim_used_before_its_eviction_clock(p) {
-        linearizable(shard(p, 1, 2), |l| {
-            let [b, y, c] = keys(l);
+        linearizable_racing(shard(p, 1, 2), 0, 2, |l, i| {
+            let [b, y, c] = keys_with(l, i);
             Scenario {
                 setup: vec![admit(&[b], 1), Op::Admit(vec![y], 1, 2 * SEC)],
                 threads: [
@@ -1089,8 +1184,8 @@ twins! {
     /// An eviction racing an admission of its victim (shard {v, w} full, v least recently used,
     /// L = 2): the admission lands before the eviction (then w goes) or the key comes back fresh.
     fn linearizable_an_admission_of_the_victim, linearizable_an_admission_of_the_victim_clock(p) {
-        linearizable(shard(p, 2, 2), |l| {
-            let [v, w, n] = keys(l);
+        linearizable_racing(shard(p, 2, 2), 0, 2, |l, i| {
+            let [v, w, n] = keys_with(l, i);
             Scenario {
                 setup: vec![admit(&[v], 1), admit(&[w], 1)],
                 threads: [vec![admit(&[n], 1)], vec![admit(&[v], 1)]],
@@ -1104,8 +1199,8 @@ twins! {
     /// An eviction racing a penalty of its victim (shard {v, w}, v least recently used, L = 4,
     /// penalty 1).
     fn linearizable_a_penalty_of_the_victim, linearizable_a_penalty_of_the_victim_clock(p) {
-        linearizable(shard(p, 4, 2), |l| {
-            let [v, w, n] = keys(l);
+        linearizable_racing(shard(p, 4, 2), 0, 2, |l, i| {
+            let [v, w, n] = keys_with(l, i);
             Scenario {
                 setup: vec![admit(&[v], 1), admit(&[w], 1)],
                 threads: [vec![admit(&[n], 1)], vec![Op::Penalize(vec![v])]],
@@ -1135,8 +1230,8 @@ twins! {
 /// A victim must have had no access since the sweep last passed it.
 #[test]
 fn linearizable_a_clock_shard_sweep_and_a_hit() {
-    linearizable(clock_shard(1, 2, 4), |l| {
-        let [v, w, n] = keys(l);
+    linearizable_racing(clock_shard(1, 2, 4), 0, 2, |l, i| {
+        let [v, w, n] = keys_with(l, i);
         Scenario {
             // v and w admitted (reference bits clear: new keys), then both hit (bits set).
             setup: vec![
@@ -1337,8 +1432,8 @@ twins! {
     /// then uses q. If thread 1's hit comes after the eviction, y comes back fresh and evicts n,
     /// the least recently used, not q: the hit's recency never lands on the key that replaced y.
     fn linearizable_a_late_hit_never_refreshes_the_key_that_replaced_its_key, linearizable_a_late_hit_never_refreshes_the_key_that_replaced_its_key_clock(p) {
-        linearizable(shard(p, 2, 2), |l| {
-            let [y, q, n] = keys(l);
+        linearizable_racing(shard(p, 2, 2), 0, 2, |l, i| {
+            let [y, q, n] = keys_with(l, i);
             Scenario {
                 setup: vec![admit(&[y], 1), admit(&[q], 1)],
                 threads: [vec![admit(&[y], 1)], vec![admit(&[n], 1), admit(&[q], 1)]],
@@ -1692,8 +1787,8 @@ fn linearizable_clock_a_resolved_weighted_group_applies_its_cost() {
 /// comes after it in key order), possibly x, which then comes back fresh.
 #[test]
 fn linearizable_clock_d_a_groups_lookups_before_it_takes_effect() {
-    linearizable(clock_shard(2, 2, 4), |l| {
-        let [x, a, b] = keys(l);
+    linearizable_racing(clock_shard(2, 2, 4), 0, 2, |l, i| {
+        let [x, a, b] = keys_with(l, i);
         Scenario {
             setup: vec![admit(&[x], 1), admit(&[x], 1), admit(&[a], 1)],
             threads: [vec![admit(&[a, b], 1)], vec![admit(&[x], 1)]],
