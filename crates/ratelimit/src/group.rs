@@ -8,17 +8,24 @@
 //! compare-and-swap in the style of Harris, Fraser and Pratt ("A Practical Multi-Word
 //! Compare-and-Swap Operation", DISC 2002):
 //!
-//! A group first looks its keys up (each found key rolled to the group's instant: its lookup
-//! step) and reads their words. If a key refuses the admission, the group is dropped on that
-//! snapshot once the words of the keys before it read the same again ([`decide_drop`]): no
-//! record, no marker, no compare-and-swap beyond the lookups' rolls (under attack most group
-//! checks are drops). Only a group that admits (or a penalty) pays for the multi-word
-//! compare-and-swap ([`commit`]):
+//! A group whose keys are all tracked first only reads: it finds each key's node by a scan and
+//! reads its word, and if every key admits it commits at once ([`commit`] below), each entry
+//! holding the word as the key's lookup step leaves it (rolled to the group's instant,
+//! reference bit set), so that the lookups take effect with the decision (E2 allows any
+//! placement of the lookup steps before the decision, this one included) and an admission
+//! costs no compare-and-swap beyond the multi-word one. Otherwise the group looks its keys up
+//! (each found key rolled to the group's instant with its reference bit set: its lookup step;
+//! a missing one inserted) and reads their words again. If a key refuses the admission, the
+//! group is dropped on that snapshot once the words of the keys before it read the same again
+//! ([`decide_drop`]): no record, no marker, no compare-and-swap beyond the lookups' own writes
+//! (under attack most group checks are drops). Only a group that admits (or a penalty) pays for
+//! the multi-word compare-and-swap ([`commit`]):
 //!
 //! 1. The owner builds a [`GroupOp`] (the instant, the kind, one entry per node) and, in the
 //!    limiter's canonical key order, replaces each node's counts word `w` with a *marker* (the
-//!    operation's address with the `MARKER` bit) by compare-and-swap, storing `w` in the entry
-//!    first. For an admission it installs only words that admit; a word that does not aborts
+//!    operation's address with the `MARKER` bit) by compare-and-swap, storing in the entry
+//!    first `w` as the key's lookup leaves it (`w` itself after a lookup step; rolled, with the
+//!    reference bit set, on a read-only attempt). For an admission it installs only words that admit; a word that does not aborts
 //!    the record (`FAILED`) and the group is decided from a new snapshot as above.
 //! 2. Once every entry is settled the owner decides with one compare-and-swap of the status,
 //!    `UNDECIDED -> SUCCEEDED`. That is the group's linearization point: every node then holds
@@ -55,7 +62,7 @@ use std::cell::RefCell;
 use txgate_sync::reclaim::{Guard, Reclaim};
 use txgate_sync::sync::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 
-use crate::node::Node;
+use crate::node::{Node, Update};
 use crate::small_buf::SmallBuf;
 use crate::state::{self, Counts, Instant, Limits, MARKER, TOUCHED};
 use crate::table::Got;
@@ -554,34 +561,56 @@ struct Key {
     frozen: Option<u64>,
 }
 
-const NO_KEY: Key = Key {
-    node: std::ptr::null(),
-    frozen: None,
-};
-
 /// A group's state words, one per key.
 type Words = SmallBuf<u64, INLINE>;
 
-/// Runs a group of `n >= 2` distinct keys in canonical order; `look_up(i)` is key `i`'s lookup
-/// step (E2): it finds or creates the key (`Shard::get_or_insert` with fresh counts, evictions
-/// counted by the caller) and rolls a found key to the group's instant, looking it up again if
-/// it was evicted before the roll took effect.
+/// Runs a group of `n >= 2` distinct keys in canonical order. `find(i)` is key `i`'s node if
+/// its shard tracks it (a scan, no write); `look_up(i)` is key `i`'s lookup step (E2): it finds
+/// or creates the key (`Shard::get_or_insert` with fresh counts, evictions counted by the
+/// caller) and rolls a found key to the group's instant, looking it up again if it was evicted
+/// before the roll took effect.
 ///
-/// Each attempt looks every key up, then reads their words (resolving other groups' markers).
-/// An admission that some key refuses is decided from that snapshot, validated, without any
-/// record ([`decide_drop`]); otherwise the keys are committed by the multi-word
-/// compare-and-swap of the module docs ([`commit`]). An attempt that meets an eviction of one
-/// of its keys, or that another operation aborts, starts over after a back-off.
+/// The first attempt, when every key is tracked, only reads: the keys' words are read, and an
+/// admission commits with markers whose entries hold the words as the lookups would leave them
+/// (rolled to the group's instant, reference bit set), so that the lookups take effect with the
+/// decision, at the record's `SUCCEEDED` (or, if the record is aborted, at the restoring
+/// compare-and-swap of each key: an aborted attempt's lookups stand, E2). A drop, or any other
+/// attempt, first runs the lookup steps, reads the words (resolving other groups' markers) and
+/// is decided from that snapshot, validated, without any record ([`decide_drop`]), or
+/// committed by the multi-word compare-and-swap of the module docs ([`commit`]). An attempt
+/// that meets an eviction of one of its keys, or that another operation aborts, starts over
+/// after a back-off.
 pub(crate) fn run<'g>(
     g: &Group<'_>,
     n: usize,
+    mut find: impl FnMut(usize) -> Option<&'g Node>,
     mut look_up: impl FnMut(usize) -> Got<'g>,
     guard: &'g Guard<'_>,
 ) -> Outcome {
     let mut attempt = 0;
     // Filled afresh by each attempt (kept across attempts so that no attempt copies them).
-    let mut keys = SmallBuf::new(NO_KEY);
-    let mut words = SmallBuf::new(0);
+    let mut keys = SmallBuf::new();
+    let mut words = SmallBuf::new();
+    if find_all(n, &mut find, &mut keys) {
+        match try_found(g, keys.as_slice(), &mut words, guard) {
+            Found::Applied(outcome) => return outcome,
+            // A key refuses: the lookup steps on the nodes found, then the drop decided on a
+            // validated snapshot (or, if the keys changed meanwhile, a commit).
+            Found::Over => {
+                if touch_all(g, keys.as_slice(), guard)
+                    && let Some(outcome) = try_once(g, keys.as_slice(), &mut words, guard)
+                {
+                    return outcome;
+                }
+                backoff(attempt);
+                attempt += 1;
+            }
+            Found::Aborted => {
+                backoff(attempt);
+                attempt += 1;
+            }
+        }
+    }
     loop {
         look_up_all(n, &mut look_up, &mut keys);
         if let Some(outcome) = try_once(g, keys.as_slice(), &mut words, guard) {
@@ -590,6 +619,65 @@ pub(crate) fn run<'g>(
         backoff(attempt);
         attempt += 1;
     }
+}
+
+/// Every key's node into `keys` if each is tracked (no write); `false` at the first that is
+/// not.
+fn find_all<'g>(
+    n: usize,
+    find: &mut impl FnMut(usize) -> Option<&'g Node>,
+    keys: &mut SmallBuf<Key, INLINE>,
+) -> bool {
+    keys.clear();
+    for i in 0..n {
+        let Some(node) = find(i) else {
+            return false;
+        };
+        keys.push(Key { node, frozen: None });
+    }
+    true
+}
+
+/// The lookup steps of tracked keys (`keys`, none frozen): each word rolled to the group's
+/// instant with its reference bit set, written only if that changes it (`Node::update`);
+/// `false` if a key was evicted since it was found (look the keys up again).
+fn touch_all(g: &Group<'_>, keys: &[Key], guard: &Guard<'_>) -> bool {
+    keys.iter().all(|key| {
+        let touch = |c| (Some(state::roll(c, g.at).0), ());
+        matches!(node(key, guard).update(guard, touch), Update::Done(()))
+    })
+}
+
+/// How a read-only attempt ended.
+enum Found {
+    /// Admitted (or penalized) at the record's decision, the lookups with it.
+    Applied(Outcome),
+    /// A key refuses the admission: decide the drop after the lookup steps.
+    Over,
+    /// A key was evicted, or another operation aborted the record: start over.
+    Aborted,
+}
+
+/// A read-only attempt over tracked keys (`keys`, none frozen): reads the words and, if every
+/// key admits, commits with entries that hold each word as its lookup leaves it.
+fn try_found(g: &Group<'_>, keys: &[Key], words: &mut Words, guard: &Guard<'_>) -> Found {
+    if snapshot(keys, words, guard).is_none() {
+        return Found::Aborted;
+    }
+    if first_over(g, words.as_slice()).is_some() {
+        return Found::Over;
+    }
+    match commit(g, keys, words, true, guard) {
+        Commit::Applied(outcome) => Found::Applied(outcome),
+        Commit::Over => Found::Over,
+        Commit::Aborted => Found::Aborted,
+    }
+}
+
+/// The word a lookup step leaves for a tracked key whose word is `word`: rolled to the group's
+/// instant, reference bit set (unchanged if it already shows both).
+fn touched(word: u64, at: Instant) -> u64 {
+    state::pack(state::roll(state::counts(word), at).0) | TOUCHED
 }
 
 /// Looks every key up, in canonical order; marks the keys a later lookup of the same group
@@ -676,7 +764,7 @@ fn try_once(g: &Group<'_>, keys: &[Key], words: &mut Words, guard: &Guard<'_>) -
     if let Some(i) = first_over(g, words.as_slice()) {
         return decide_drop(g, keys, words.as_slice(), i, guard);
     }
-    match commit(g, keys, words, guard) {
+    match commit(g, keys, words, false, guard) {
         Commit::Applied(outcome) => Some(outcome),
         Commit::Over => {
             snapshot(keys, words, guard)?;
@@ -727,14 +815,23 @@ enum Commit {
 
 /// Applies the group to every key at one instant with a [`GroupOp`]: the owner's half of the
 /// multi-word compare-and-swap in the module docs. `words`: the snapshot the keys admitted on.
-fn commit(g: &Group<'_>, keys: &[Key], words: &mut Words, guard: &Guard<'_>) -> Commit {
+/// `touch`: the lookups have not run (every key was found by a read): each entry's `old` is
+/// the word as its lookup leaves it ([`touched`]), so that the lookup takes effect with the
+/// record's decision (or with the restore of an abort).
+fn commit(
+    g: &Group<'_>,
+    keys: &[Key],
+    words: &mut Words,
+    touch: bool,
+    guard: &Guard<'_>,
+) -> Commit {
     let op = GroupOp::new(g.kind, g.cost, g.at, *g.limits, keys.iter().map(|k| k.node));
     let mut stopped = None;
     let mut installed = 0;
     for (i, key) in keys.iter().enumerate() {
         if key.frozen.is_some() {
             GroupOp::freeze(op, i, guard);
-        } else if let Err(why) = settle(g, op, i, key, &mut words.as_mut_slice()[i], guard) {
+        } else if let Err(why) = settle(g, op, i, key, &mut words.as_mut_slice()[i], touch, guard) {
             stopped = Some(why);
             break;
         } else {
@@ -763,20 +860,25 @@ fn commit(g: &Group<'_>, keys: &[Key], words: &mut Words, guard: &Guard<'_>) -> 
 
 /// Settles entry `i` of `op` on key `key`, whose word `*word` admitted when last read: installs
 /// the marker, re-reading the word (and checking it again) as often as another operation
-/// changes it. `Err(Over)`: the key no longer admits; `Err(Aborted)`: it was evicted.
+/// changes it. `touch`: as in [`commit`]. `Err(Over)`: the key no longer admits;
+/// `Err(Aborted)`: it was evicted.
 fn settle(
     g: &Group<'_>,
     op: *const GroupOp,
     i: usize,
     key: &Key,
     word: &mut u64,
+    touch: bool,
     guard: &Guard<'_>,
 ) -> Result<(), Commit> {
     let node = node(key, guard);
     loop {
-        // The word as the lookup left it (rolled, and its reference bit as the lookup and any
-        // sweep since left it): the admission applies to it, an abort restores it.
-        if GroupOp::install(op, i, node, *word, *word, guard) {
+        // The entry's `old`: the word as the lookup leaves it (rolled, and its reference bit as
+        // the lookup and any sweep since left it; with `touch` the lookup itself, applied
+        // here). The admission applies to it, an abort restores it. The install expects the
+        // word as read, so it fails if any operation wrote the word since.
+        let old = if touch { touched(*word, g.at) } else { *word };
+        if GroupOp::install(op, i, node, *word, old, guard) {
             return Ok(());
         }
         *word = read(key, guard).ok_or(Commit::Aborted)?;

@@ -256,7 +256,7 @@ impl AppRateLimiter {
     /// occurrence: one BLAKE2b per distinct app. O(n log n) in the group's length (a sort beyond
     /// 16 apps), so a hostile group of many app ids costs no more than sorting them.
     fn app_members(&self, app_ids: &[u64], origin: &Origin) -> Members {
-        let mut members: Members = SmallBuf::new(Member::default());
+        let mut members: Members = SmallBuf::new();
         if app_ids.len() <= INLINE_GROUP {
             for (i, &app) in app_ids.iter().enumerate() {
                 if app != 0 && !app_ids[..i].contains(&app) {
@@ -382,7 +382,7 @@ impl AppRateLimiter {
 
     /// Pre-derived keys as group members, each with its index in `keys`.
     fn key_members(keys: &[AppKey]) -> Members {
-        let mut members: Members = SmallBuf::new(Member::default());
+        let mut members: Members = SmallBuf::new();
         for (i, key) in keys.iter().enumerate() {
             members.push(Member {
                 shard: key.shard,
@@ -847,7 +847,13 @@ impl AppRateLimiter {
                 break got;
             }
         };
-        let outcome = group::run(&g, members.len(), look_up, guard);
+        // A key's node if its shard tracks it, by a scan alone (no write): the first attempt's
+        // lookups take effect with its decision when every key is found (`group::run`).
+        let find = |i: usize| {
+            let m = &members[i];
+            shards[m.shard as usize].peek(m.hash, guard)
+        };
+        let outcome = group::run(&g, members.len(), find, look_up, guard);
         Self::group_decision(outcome, members, at, limits, cost)
     }
 
