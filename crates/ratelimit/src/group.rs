@@ -93,6 +93,22 @@ struct Entry {
     /// The node's counts word when the marker replaced it; `FROZEN` for a self-evicted node.
     /// Invariant: written before the entry's marker is installed, never after.
     old: AtomicU64,
+    /// The node's counts word if the operation succeeds (`old` with the operation applied),
+    /// computed once by the owner. Invariant: as `old`.
+    new: AtomicU64,
+}
+
+impl Entry {
+    /// The entry's word as decided: `new` if the operation succeeded, else `old`. Relaxed loads:
+    /// the caller has synchronized with the install that published them (it loaded the marker
+    /// with Acquire, or is the owner).
+    fn decided(&self, succeeded: bool) -> u64 {
+        if succeeded {
+            self.new.load(Ordering::Relaxed)
+        } else {
+            self.old.load(Ordering::Relaxed)
+        }
+    }
 }
 
 /// One group operation in flight (the multi-word compare-and-swap's descriptor).
@@ -214,6 +230,7 @@ impl GroupOp {
         op.entries.extend(nodes.into_iter().map(|node| Entry {
             node,
             old: AtomicU64::new(FROZEN),
+            new: AtomicU64::new(FROZEN),
         }));
         op.insert = std::ptr::null_mut();
         op.prev = std::ptr::null_mut();
@@ -253,8 +270,11 @@ impl GroupOp {
         guard.check(op);
         // SAFETY: the owner's operation stays allocated until the owner retires it.
         let this = unsafe { &*op };
-        // Relaxed: published by the install below.
+        // Relaxed (both): published by the install below. A success makes the word final.
         this.entries[0].old.store(word, Ordering::Relaxed);
+        this.entries[0]
+            .new
+            .store(word | state::EVICTED, Ordering::Relaxed);
         // Release on success: publishes the operation's fields and the entry's `old` to the
         // Acquire loads of whoever meets the marker (as `install`). Relaxed on failure: the plan
         // is abandoned.
@@ -318,12 +338,7 @@ impl GroupOp {
         let status = this.status.load(Ordering::Acquire);
         debug_assert_ne!(status, UNDECIDED);
         // Relaxed: as in `eviction_parts`.
-        let old = this.entries[0].old.load(Ordering::Relaxed);
-        let value = if status == SUCCEEDED {
-            this.apply(old)
-        } else {
-            old
-        };
+        let value = this.entries[0].decided(status == SUCCEEDED);
         // Release on success: as in `resolve`. Acquire on failure: as in `finish` (the owner
         // retires the operation after this).
         let _ = node.state.compare_exchange(
@@ -343,38 +358,18 @@ impl GroupOp {
         addr | MARKER
     }
 
-    /// The new counts word of an entry whose old word is `old` (the operation succeeded).
-    fn apply(&self, old: u64) -> u64 {
-        if self.kind == Kind::Evict {
-            // Final: the counts as planned, never to change again.
-            return old | state::EVICTED;
-        }
-        let c = state::counts(old);
-        let next = match self.kind {
-            Kind::Admit => state::admit(c, self.at, &self.limits, self.cost).unwrap_or_else(|| {
-                debug_assert!(false, "only admitting words are installed");
-                c
-            }),
-            Kind::Penalize => state::penalize(c, self.at, &self.limits),
-            Kind::Evict => unreachable!("returned above"),
-        };
-        // The reference bit as the lookup left it (set for a key that was found, clear for one
-        // the group's lookup created: a new key's bit starts clear).
-        state::pack(next) | (old & state::TOUCHED)
-    }
-
     /// Owner: settles entry `i` on the node's counts word `word` (neither marker nor evicted):
     /// stores `old` (the word as the group's lookup leaves it: `word` rolled to the group's
     /// instant with the reference bit set, or `word` itself for a key the lookup created) and
-    /// replaces `word` with the marker. The lookup takes effect at that compare-and-swap: a
-    /// resolver that aborts the group writes `old` back. `false` if the word changed meanwhile
-    /// (read it again).
+    /// `new` (`old` with the operation applied) and replaces `word` with the marker. The lookup
+    /// takes effect at that compare-and-swap: a resolver that aborts the group writes `old`
+    /// back. `false` if the word changed meanwhile (read it again).
     pub(crate) fn install(
         op: *const Self,
         i: usize,
         node: &Node,
         word: u64,
-        old: u64,
+        (old, new): (u64, u64),
         guard: &Guard<'_>,
     ) -> bool {
         guard.check(op);
@@ -382,9 +377,10 @@ impl GroupOp {
         let this = unsafe { &*op };
         debug_assert!(std::ptr::eq(this.entries[i].node, node));
         debug_assert_eq!(old & (MARKER | state::EVICTED), 0);
-        // Relaxed: published by the Release of the install below.
+        // Relaxed (both): published by the Release of the install below.
         this.entries[i].old.store(old, Ordering::Relaxed);
-        // Release on success: publishes the operation's fields and this entry's `old` to the
+        this.entries[i].new.store(new, Ordering::Relaxed);
+        // Release on success: publishes the operation's fields and this entry's words to the
         // Acquire loads of whoever meets the marker. Relaxed on failure: we read the word again.
         if node
             .state
@@ -438,16 +434,11 @@ impl GroupOp {
             Err(now) => now,
         };
         for entry in &this.entries[..installed] {
-            // Relaxed: written by this thread.
-            let old = entry.old.load(Ordering::Relaxed);
-            if old == FROZEN {
+            // Relaxed (in `decided` too): written by this thread.
+            if entry.old.load(Ordering::Relaxed) == FROZEN {
                 continue;
             }
-            let value = if status == SUCCEEDED {
-                this.apply(old)
-            } else {
-                old
-            };
+            let value = entry.decided(status == SUCCEEDED);
             guard.check(entry.node);
             // SAFETY: the owner's nodes are protected by the owner's guard (an installed entry's
             // node is not one the owner retired: those are frozen).
@@ -505,14 +496,9 @@ pub(crate) fn resolve(node: &Node, word: u64, guard: &Guard<'_>) {
         debug_assert!(false, "a marker's node is one of its entries");
         return;
     };
-    // Relaxed: published by the marker's Release install, which our Acquire load of `word`
-    // synchronized with.
-    let old = entry.old.load(Ordering::Relaxed);
-    let value = if status == SUCCEEDED {
-        op.apply(old)
-    } else {
-        old
-    };
+    // Relaxed (in `decided`): published by the marker's Release install, which our Acquire
+    // load of `word` synchronized with.
+    let value = entry.decided(status == SUCCEEDED);
     // Release on success: the owner, whose own replacement then fails, acquires this one before
     // it retires the operation (see `finish`). Relaxed on failure: someone else replaced it.
     let _ = node
@@ -828,14 +814,23 @@ fn commit(
     let op = GroupOp::new(g.kind, g.cost, g.at, *g.limits, keys.iter().map(|k| k.node));
     let mut stopped = None;
     let mut installed = 0;
+    // The admissions the tightest key has left after the group.
+    let mut left = u16::MAX;
     for (i, key) in keys.iter().enumerate() {
-        if key.frozen.is_some() {
+        if let Some(word) = key.frozen {
             GroupOp::freeze(op, i, guard);
-        } else if let Err(why) = settle(g, op, i, key, &mut words.as_mut_slice()[i], touch, guard) {
-            stopped = Some(why);
-            break;
+            left = left.min(remaining(g, word));
         } else {
-            installed = i + 1;
+            match settle(g, op, i, key, &mut words.as_mut_slice()[i], touch, guard) {
+                Ok(l) => {
+                    left = left.min(l);
+                    installed = i + 1;
+                }
+                Err(why) => {
+                    stopped = Some(why);
+                    break;
+                }
+            }
         }
         if !GroupOp::undecided(op, guard) {
             break;
@@ -852,7 +847,7 @@ fn commit(
     }
     if succeeded {
         return Commit::Applied(Outcome::Applied {
-            remaining: remaining(g, words.as_slice()),
+            remaining: Some(left),
         });
     }
     stopped.unwrap_or(Commit::Aborted)
@@ -860,8 +855,8 @@ fn commit(
 
 /// Settles entry `i` of `op` on key `key`, whose word `*word` admitted when last read: installs
 /// the marker, re-reading the word (and checking it again) as often as another operation
-/// changes it. `touch`: as in [`commit`]. `Err(Over)`: the key no longer admits;
-/// `Err(Aborted)`: it was evicted.
+/// changes it. `touch`: as in [`commit`]. `Ok(admissions the key has left after the group)`;
+/// `Err(Over)`: the key no longer admits; `Err(Aborted)`: it was evicted.
 fn settle(
     g: &Group<'_>,
     op: *const GroupOp,
@@ -870,7 +865,7 @@ fn settle(
     word: &mut u64,
     touch: bool,
     guard: &Guard<'_>,
-) -> Result<(), Commit> {
+) -> Result<u16, Commit> {
     let node = node(key, guard);
     loop {
         // The entry's `old`: the word as the lookup leaves it (rolled, and its reference bit as
@@ -878,29 +873,39 @@ fn settle(
         // here). The admission applies to it, an abort restores it. The install expects the
         // word as read, so it fails if any operation wrote the word since.
         let old = if touch { touched(*word, g.at) } else { *word };
-        if GroupOp::install(op, i, node, *word, old, guard) {
-            return Ok(());
+        let (new, left) = next(g, old).ok_or(Commit::Over)?;
+        if GroupOp::install(op, i, node, *word, (old, new), guard) {
+            return Ok(left);
         }
         *word = read(key, guard).ok_or(Commit::Aborted)?;
-        if g.kind == Kind::Admit
-            && state::admit(state::counts(*word), g.at, g.limits, g.cost).is_none()
-        {
-            return Err(Commit::Over);
+    }
+}
+
+/// The word of a key whose word is `old` (neither marker nor evicted) after the group, and
+/// for an admission the admissions it has left; `None` if it does not admit. The reference bit
+/// stays as `old` has it (set for a key that was found, clear for one the group's lookup
+/// created: a new key's bit starts clear).
+fn next(g: &Group<'_>, old: u64) -> Option<(u64, u16)> {
+    match g.kind {
+        Kind::Admit => {
+            let (new, left) = state::check(old, g.at, g.limits, g.cost).ok()?;
+            Some(((new & !TOUCHED) | (old & TOUCHED), left))
+        }
+        // A penalty's answer is not used.
+        Kind::Penalize | Kind::Evict => {
+            let c = state::penalize(state::counts(old), g.at, g.limits);
+            Some((state::pack(c) | (old & TOUCHED), 0))
         }
     }
 }
 
-/// An applied group's answer: for an admission, the admissions its tightest key has left.
-fn remaining(g: &Group<'_>, words: &[u64]) -> Option<u16> {
-    words
-        .iter()
-        .map(|&w| {
-            let c = state::counts(w);
-            let after = match g.kind {
-                Kind::Admit => state::admit(c, g.at, g.limits, g.cost).unwrap_or(c),
-                Kind::Penalize | Kind::Evict => c,
-            };
-            state::remaining(after, g.at, g.limits)
-        })
-        .min()
+/// The admissions left after the group to a key its own lookups evicted (frozen with its final
+/// word `word`): as if the group applied to it.
+fn remaining(g: &Group<'_>, word: u64) -> u16 {
+    let c = state::counts(word);
+    let after = match g.kind {
+        Kind::Admit => state::admit(c, g.at, g.limits, g.cost).unwrap_or(c),
+        Kind::Penalize | Kind::Evict => c,
+    };
+    state::remaining(after, g.at, g.limits)
 }
