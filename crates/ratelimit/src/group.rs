@@ -8,17 +8,24 @@
 //! compare-and-swap in the style of Harris, Fraser and Pratt ("A Practical Multi-Word
 //! Compare-and-Swap Operation", DISC 2002):
 //!
-//! A group first looks its keys up (each found key rolled to the group's instant: its lookup
-//! step) and reads their words. If a key refuses the admission, the group is dropped on that
-//! snapshot once the words of the keys before it read the same again ([`decide_drop`]): no
-//! record, no marker, no compare-and-swap beyond the lookups' rolls (under attack most group
-//! checks are drops). Only a group that admits (or a penalty) pays for the multi-word
-//! compare-and-swap ([`commit`]):
+//! A group whose keys are all tracked first only reads: it finds each key's node by a scan and
+//! reads its word, and if every key admits it commits at once ([`commit`] below), each entry
+//! holding the word as the key's lookup step leaves it (rolled to the group's instant,
+//! reference bit set), so that the lookups take effect with the decision (E2 allows any
+//! placement of the lookup steps before the decision, this one included) and an admission
+//! costs no compare-and-swap beyond the multi-word one. Otherwise the group looks its keys up
+//! (each found key rolled to the group's instant with its reference bit set: its lookup step;
+//! a missing one inserted) and reads their words again. If a key refuses the admission, the
+//! group is dropped on that snapshot once the words of the keys before it read the same again
+//! ([`decide_drop`]): no record, no marker, no compare-and-swap beyond the lookups' own writes
+//! (under attack most group checks are drops). Only a group that admits (or a penalty) pays for
+//! the multi-word compare-and-swap ([`commit`]):
 //!
 //! 1. The owner builds a [`GroupOp`] (the instant, the kind, one entry per node) and, in the
 //!    limiter's canonical key order, replaces each node's counts word `w` with a *marker* (the
-//!    operation's address with the `MARKER` bit) by compare-and-swap, storing `w` in the entry
-//!    first. For an admission it installs only words that admit; a word that does not aborts
+//!    operation's address with the `MARKER` bit) by compare-and-swap, storing in the entry
+//!    first `w` as the key's lookup leaves it (`w` itself after a lookup step; rolled, with the
+//!    reference bit set, on a read-only attempt). For an admission it installs only words that admit; a word that does not aborts
 //!    the record (`FAILED`) and the group is decided from a new snapshot as above.
 //! 2. Once every entry is settled the owner decides with one compare-and-swap of the status,
 //!    `UNDECIDED -> SUCCEEDED`. That is the group's linearization point: every node then holds
@@ -55,7 +62,7 @@ use std::cell::RefCell;
 use txgate_sync::reclaim::{Guard, Reclaim};
 use txgate_sync::sync::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 
-use crate::node::Node;
+use crate::node::{Node, Update};
 use crate::small_buf::SmallBuf;
 use crate::state::{self, Counts, Instant, Limits, MARKER, TOUCHED};
 use crate::table::Got;
@@ -86,6 +93,22 @@ struct Entry {
     /// The node's counts word when the marker replaced it; `FROZEN` for a self-evicted node.
     /// Invariant: written before the entry's marker is installed, never after.
     old: AtomicU64,
+    /// The node's counts word if the operation succeeds (`old` with the operation applied),
+    /// computed once by the owner. Invariant: as `old`.
+    new: AtomicU64,
+}
+
+impl Entry {
+    /// The entry's word as decided: `new` if the operation succeeded, else `old`. Relaxed loads:
+    /// the caller has synchronized with the install that published them (it loaded the marker
+    /// with Acquire, or is the owner).
+    fn decided(&self, succeeded: bool) -> u64 {
+        if succeeded {
+            self.new.load(Ordering::Relaxed)
+        } else {
+            self.old.load(Ordering::Relaxed)
+        }
+    }
 }
 
 /// One group operation in flight (the multi-word compare-and-swap's descriptor).
@@ -207,6 +230,7 @@ impl GroupOp {
         op.entries.extend(nodes.into_iter().map(|node| Entry {
             node,
             old: AtomicU64::new(FROZEN),
+            new: AtomicU64::new(FROZEN),
         }));
         op.insert = std::ptr::null_mut();
         op.prev = std::ptr::null_mut();
@@ -246,8 +270,11 @@ impl GroupOp {
         guard.check(op);
         // SAFETY: the owner's operation stays allocated until the owner retires it.
         let this = unsafe { &*op };
-        // Relaxed: published by the install below.
+        // Relaxed (both): published by the install below. A success makes the word final.
         this.entries[0].old.store(word, Ordering::Relaxed);
+        this.entries[0]
+            .new
+            .store(word | state::EVICTED, Ordering::Relaxed);
         // Release on success: publishes the operation's fields and the entry's `old` to the
         // Acquire loads of whoever meets the marker (as `install`). Relaxed on failure: the plan
         // is abandoned.
@@ -311,12 +338,7 @@ impl GroupOp {
         let status = this.status.load(Ordering::Acquire);
         debug_assert_ne!(status, UNDECIDED);
         // Relaxed: as in `eviction_parts`.
-        let old = this.entries[0].old.load(Ordering::Relaxed);
-        let value = if status == SUCCEEDED {
-            this.apply(old)
-        } else {
-            old
-        };
+        let value = this.entries[0].decided(status == SUCCEEDED);
         // Release on success: as in `resolve`. Acquire on failure: as in `finish` (the owner
         // retires the operation after this).
         let _ = node.state.compare_exchange(
@@ -336,38 +358,18 @@ impl GroupOp {
         addr | MARKER
     }
 
-    /// The new counts word of an entry whose old word is `old` (the operation succeeded).
-    fn apply(&self, old: u64) -> u64 {
-        if self.kind == Kind::Evict {
-            // Final: the counts as planned, never to change again.
-            return old | state::EVICTED;
-        }
-        let c = state::counts(old);
-        let next = match self.kind {
-            Kind::Admit => state::admit(c, self.at, &self.limits, self.cost).unwrap_or_else(|| {
-                debug_assert!(false, "only admitting words are installed");
-                c
-            }),
-            Kind::Penalize => state::penalize(c, self.at, &self.limits),
-            Kind::Evict => unreachable!("returned above"),
-        };
-        // The reference bit as the lookup left it (set for a key that was found, clear for one
-        // the group's lookup created: a new key's bit starts clear).
-        state::pack(next) | (old & state::TOUCHED)
-    }
-
     /// Owner: settles entry `i` on the node's counts word `word` (neither marker nor evicted):
     /// stores `old` (the word as the group's lookup leaves it: `word` rolled to the group's
     /// instant with the reference bit set, or `word` itself for a key the lookup created) and
-    /// replaces `word` with the marker. The lookup takes effect at that compare-and-swap: a
-    /// resolver that aborts the group writes `old` back. `false` if the word changed meanwhile
-    /// (read it again).
+    /// `new` (`old` with the operation applied) and replaces `word` with the marker. The lookup
+    /// takes effect at that compare-and-swap: a resolver that aborts the group writes `old`
+    /// back. `false` if the word changed meanwhile (read it again).
     pub(crate) fn install(
         op: *const Self,
         i: usize,
         node: &Node,
         word: u64,
-        old: u64,
+        (old, new): (u64, u64),
         guard: &Guard<'_>,
     ) -> bool {
         guard.check(op);
@@ -375,9 +377,10 @@ impl GroupOp {
         let this = unsafe { &*op };
         debug_assert!(std::ptr::eq(this.entries[i].node, node));
         debug_assert_eq!(old & (MARKER | state::EVICTED), 0);
-        // Relaxed: published by the Release of the install below.
+        // Relaxed (both): published by the Release of the install below.
         this.entries[i].old.store(old, Ordering::Relaxed);
-        // Release on success: publishes the operation's fields and this entry's `old` to the
+        this.entries[i].new.store(new, Ordering::Relaxed);
+        // Release on success: publishes the operation's fields and this entry's words to the
         // Acquire loads of whoever meets the marker. Relaxed on failure: we read the word again.
         if node
             .state
@@ -431,16 +434,11 @@ impl GroupOp {
             Err(now) => now,
         };
         for entry in &this.entries[..installed] {
-            // Relaxed: written by this thread.
-            let old = entry.old.load(Ordering::Relaxed);
-            if old == FROZEN {
+            // Relaxed (in `decided` too): written by this thread.
+            if entry.old.load(Ordering::Relaxed) == FROZEN {
                 continue;
             }
-            let value = if status == SUCCEEDED {
-                this.apply(old)
-            } else {
-                old
-            };
+            let value = entry.decided(status == SUCCEEDED);
             guard.check(entry.node);
             // SAFETY: the owner's nodes are protected by the owner's guard (an installed entry's
             // node is not one the owner retired: those are frozen).
@@ -498,14 +496,9 @@ pub(crate) fn resolve(node: &Node, word: u64, guard: &Guard<'_>) {
         debug_assert!(false, "a marker's node is one of its entries");
         return;
     };
-    // Relaxed: published by the marker's Release install, which our Acquire load of `word`
-    // synchronized with.
-    let old = entry.old.load(Ordering::Relaxed);
-    let value = if status == SUCCEEDED {
-        op.apply(old)
-    } else {
-        old
-    };
+    // Relaxed (in `decided`): published by the marker's Release install, which our Acquire
+    // load of `word` synchronized with.
+    let value = entry.decided(status == SUCCEEDED);
     // Release on success: the owner, whose own replacement then fails, acquires this one before
     // it retires the operation (see `finish`). Relaxed on failure: someone else replaced it.
     let _ = node
@@ -554,34 +547,56 @@ struct Key {
     frozen: Option<u64>,
 }
 
-const NO_KEY: Key = Key {
-    node: std::ptr::null(),
-    frozen: None,
-};
-
 /// A group's state words, one per key.
 type Words = SmallBuf<u64, INLINE>;
 
-/// Runs a group of `n >= 2` distinct keys in canonical order; `look_up(i)` is key `i`'s lookup
-/// step (E2): it finds or creates the key (`Shard::get_or_insert` with fresh counts, evictions
-/// counted by the caller) and rolls a found key to the group's instant, looking it up again if
-/// it was evicted before the roll took effect.
+/// Runs a group of `n >= 2` distinct keys in canonical order. `find(i)` is key `i`'s node if
+/// its shard tracks it (a scan, no write); `look_up(i)` is key `i`'s lookup step (E2): it finds
+/// or creates the key (`Shard::get_or_insert` with fresh counts, evictions counted by the
+/// caller) and rolls a found key to the group's instant, looking it up again if it was evicted
+/// before the roll took effect.
 ///
-/// Each attempt looks every key up, then reads their words (resolving other groups' markers).
-/// An admission that some key refuses is decided from that snapshot, validated, without any
-/// record ([`decide_drop`]); otherwise the keys are committed by the multi-word
-/// compare-and-swap of the module docs ([`commit`]). An attempt that meets an eviction of one
-/// of its keys, or that another operation aborts, starts over after a back-off.
+/// The first attempt, when every key is tracked, only reads: the keys' words are read, and an
+/// admission commits with markers whose entries hold the words as the lookups would leave them
+/// (rolled to the group's instant, reference bit set), so that the lookups take effect with the
+/// decision, at the record's `SUCCEEDED` (or, if the record is aborted, at the restoring
+/// compare-and-swap of each key: an aborted attempt's lookups stand, E2). A drop, or any other
+/// attempt, first runs the lookup steps, reads the words (resolving other groups' markers) and
+/// is decided from that snapshot, validated, without any record ([`decide_drop`]), or
+/// committed by the multi-word compare-and-swap of the module docs ([`commit`]). An attempt
+/// that meets an eviction of one of its keys, or that another operation aborts, starts over
+/// after a back-off.
 pub(crate) fn run<'g>(
     g: &Group<'_>,
     n: usize,
+    mut find: impl FnMut(usize) -> Option<&'g Node>,
     mut look_up: impl FnMut(usize) -> Got<'g>,
     guard: &'g Guard<'_>,
 ) -> Outcome {
     let mut attempt = 0;
     // Filled afresh by each attempt (kept across attempts so that no attempt copies them).
-    let mut keys = SmallBuf::new(NO_KEY);
-    let mut words = SmallBuf::new(0);
+    let mut keys = SmallBuf::new();
+    let mut words = SmallBuf::new();
+    if find_all(n, &mut find, &mut keys) {
+        match try_found(g, keys.as_slice(), &mut words, guard) {
+            Found::Applied(outcome) => return outcome,
+            // A key refuses: the lookup steps on the nodes found, then the drop decided on a
+            // validated snapshot (or, if the keys changed meanwhile, a commit).
+            Found::Over => {
+                if touch_all(g, keys.as_slice(), guard)
+                    && let Some(outcome) = try_once(g, keys.as_slice(), &mut words, guard)
+                {
+                    return outcome;
+                }
+                backoff(attempt);
+                attempt += 1;
+            }
+            Found::Aborted => {
+                backoff(attempt);
+                attempt += 1;
+            }
+        }
+    }
     loop {
         look_up_all(n, &mut look_up, &mut keys);
         if let Some(outcome) = try_once(g, keys.as_slice(), &mut words, guard) {
@@ -590,6 +605,65 @@ pub(crate) fn run<'g>(
         backoff(attempt);
         attempt += 1;
     }
+}
+
+/// Every key's node into `keys` if each is tracked (no write); `false` at the first that is
+/// not.
+fn find_all<'g>(
+    n: usize,
+    find: &mut impl FnMut(usize) -> Option<&'g Node>,
+    keys: &mut SmallBuf<Key, INLINE>,
+) -> bool {
+    keys.clear();
+    for i in 0..n {
+        let Some(node) = find(i) else {
+            return false;
+        };
+        keys.push(Key { node, frozen: None });
+    }
+    true
+}
+
+/// The lookup steps of tracked keys (`keys`, none frozen): each word rolled to the group's
+/// instant with its reference bit set, written only if that changes it (`Node::update`);
+/// `false` if a key was evicted since it was found (look the keys up again).
+fn touch_all(g: &Group<'_>, keys: &[Key], guard: &Guard<'_>) -> bool {
+    keys.iter().all(|key| {
+        let touch = |c| (Some(state::roll(c, g.at).0), ());
+        matches!(node(key, guard).update(guard, touch), Update::Done(()))
+    })
+}
+
+/// How a read-only attempt ended.
+enum Found {
+    /// Admitted (or penalized) at the record's decision, the lookups with it.
+    Applied(Outcome),
+    /// A key refuses the admission: decide the drop after the lookup steps.
+    Over,
+    /// A key was evicted, or another operation aborted the record: start over.
+    Aborted,
+}
+
+/// A read-only attempt over tracked keys (`keys`, none frozen): reads the words and, if every
+/// key admits, commits with entries that hold each word as its lookup leaves it.
+fn try_found(g: &Group<'_>, keys: &[Key], words: &mut Words, guard: &Guard<'_>) -> Found {
+    if snapshot(keys, words, guard).is_none() {
+        return Found::Aborted;
+    }
+    if first_over(g, words.as_slice()).is_some() {
+        return Found::Over;
+    }
+    match commit(g, keys, words, true, guard) {
+        Commit::Applied(outcome) => Found::Applied(outcome),
+        Commit::Over => Found::Over,
+        Commit::Aborted => Found::Aborted,
+    }
+}
+
+/// The word a lookup step leaves for a tracked key whose word is `word`: rolled to the group's
+/// instant, reference bit set (unchanged if it already shows both).
+fn touched(word: u64, at: Instant) -> u64 {
+    state::pack(state::roll(state::counts(word), at).0) | TOUCHED
 }
 
 /// Looks every key up, in canonical order; marks the keys a later lookup of the same group
@@ -676,7 +750,7 @@ fn try_once(g: &Group<'_>, keys: &[Key], words: &mut Words, guard: &Guard<'_>) -
     if let Some(i) = first_over(g, words.as_slice()) {
         return decide_drop(g, keys, words.as_slice(), i, guard);
     }
-    match commit(g, keys, words, guard) {
+    match commit(g, keys, words, false, guard) {
         Commit::Applied(outcome) => Some(outcome),
         Commit::Over => {
             snapshot(keys, words, guard)?;
@@ -727,18 +801,36 @@ enum Commit {
 
 /// Applies the group to every key at one instant with a [`GroupOp`]: the owner's half of the
 /// multi-word compare-and-swap in the module docs. `words`: the snapshot the keys admitted on.
-fn commit(g: &Group<'_>, keys: &[Key], words: &mut Words, guard: &Guard<'_>) -> Commit {
+/// `touch`: the lookups have not run (every key was found by a read): each entry's `old` is
+/// the word as its lookup leaves it ([`touched`]), so that the lookup takes effect with the
+/// record's decision (or with the restore of an abort).
+fn commit(
+    g: &Group<'_>,
+    keys: &[Key],
+    words: &mut Words,
+    touch: bool,
+    guard: &Guard<'_>,
+) -> Commit {
     let op = GroupOp::new(g.kind, g.cost, g.at, *g.limits, keys.iter().map(|k| k.node));
     let mut stopped = None;
     let mut installed = 0;
+    // The admissions the tightest key has left after the group.
+    let mut left = u16::MAX;
     for (i, key) in keys.iter().enumerate() {
-        if key.frozen.is_some() {
+        if let Some(word) = key.frozen {
             GroupOp::freeze(op, i, guard);
-        } else if let Err(why) = settle(g, op, i, key, &mut words.as_mut_slice()[i], guard) {
-            stopped = Some(why);
-            break;
+            left = left.min(remaining(g, word));
         } else {
-            installed = i + 1;
+            match settle(g, op, i, key, &mut words.as_mut_slice()[i], touch, guard) {
+                Ok(l) => {
+                    left = left.min(l);
+                    installed = i + 1;
+                }
+                Err(why) => {
+                    stopped = Some(why);
+                    break;
+                }
+            }
         }
         if !GroupOp::undecided(op, guard) {
             break;
@@ -755,7 +847,7 @@ fn commit(g: &Group<'_>, keys: &[Key], words: &mut Words, guard: &Guard<'_>) -> 
     }
     if succeeded {
         return Commit::Applied(Outcome::Applied {
-            remaining: remaining(g, words.as_slice()),
+            remaining: Some(left),
         });
     }
     stopped.unwrap_or(Commit::Aborted)
@@ -763,42 +855,57 @@ fn commit(g: &Group<'_>, keys: &[Key], words: &mut Words, guard: &Guard<'_>) -> 
 
 /// Settles entry `i` of `op` on key `key`, whose word `*word` admitted when last read: installs
 /// the marker, re-reading the word (and checking it again) as often as another operation
-/// changes it. `Err(Over)`: the key no longer admits; `Err(Aborted)`: it was evicted.
+/// changes it. `touch`: as in [`commit`]. `Ok(admissions the key has left after the group)`;
+/// `Err(Over)`: the key no longer admits; `Err(Aborted)`: it was evicted.
 fn settle(
     g: &Group<'_>,
     op: *const GroupOp,
     i: usize,
     key: &Key,
     word: &mut u64,
+    touch: bool,
     guard: &Guard<'_>,
-) -> Result<(), Commit> {
+) -> Result<u16, Commit> {
     let node = node(key, guard);
     loop {
-        // The word as the lookup left it (rolled, and its reference bit as the lookup and any
-        // sweep since left it): the admission applies to it, an abort restores it.
-        if GroupOp::install(op, i, node, *word, *word, guard) {
-            return Ok(());
+        // The entry's `old`: the word as the lookup leaves it (rolled, and its reference bit as
+        // the lookup and any sweep since left it; with `touch` the lookup itself, applied
+        // here). The admission applies to it, an abort restores it. The install expects the
+        // word as read, so it fails if any operation wrote the word since.
+        let old = if touch { touched(*word, g.at) } else { *word };
+        let (new, left) = next(g, old).ok_or(Commit::Over)?;
+        if GroupOp::install(op, i, node, *word, (old, new), guard) {
+            return Ok(left);
         }
         *word = read(key, guard).ok_or(Commit::Aborted)?;
-        if g.kind == Kind::Admit
-            && state::admit(state::counts(*word), g.at, g.limits, g.cost).is_none()
-        {
-            return Err(Commit::Over);
+    }
+}
+
+/// The word of a key whose word is `old` (neither marker nor evicted) after the group, and
+/// for an admission the admissions it has left; `None` if it does not admit. The reference bit
+/// stays as `old` has it (set for a key that was found, clear for one the group's lookup
+/// created: a new key's bit starts clear).
+fn next(g: &Group<'_>, old: u64) -> Option<(u64, u16)> {
+    match g.kind {
+        Kind::Admit => {
+            let (new, left) = state::check(old, g.at, g.limits, g.cost).ok()?;
+            Some(((new & !TOUCHED) | (old & TOUCHED), left))
+        }
+        // A penalty's answer is not used.
+        Kind::Penalize | Kind::Evict => {
+            let c = state::penalize(state::counts(old), g.at, g.limits);
+            Some((state::pack(c) | (old & TOUCHED), 0))
         }
     }
 }
 
-/// An applied group's answer: for an admission, the admissions its tightest key has left.
-fn remaining(g: &Group<'_>, words: &[u64]) -> Option<u16> {
-    words
-        .iter()
-        .map(|&w| {
-            let c = state::counts(w);
-            let after = match g.kind {
-                Kind::Admit => state::admit(c, g.at, g.limits, g.cost).unwrap_or(c),
-                Kind::Penalize | Kind::Evict => c,
-            };
-            state::remaining(after, g.at, g.limits)
-        })
-        .min()
+/// The admissions left after the group to a key its own lookups evicted (frozen with its final
+/// word `word`): as if the group applied to it.
+fn remaining(g: &Group<'_>, word: u64) -> u16 {
+    let c = state::counts(word);
+    let after = match g.kind {
+        Kind::Admit => state::admit(c, g.at, g.limits, g.cost).unwrap_or(c),
+        Kind::Penalize | Kind::Evict => c,
+    };
+    state::remaining(after, g.at, g.limits)
 }

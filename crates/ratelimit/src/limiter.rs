@@ -249,14 +249,16 @@ impl AppRateLimiter {
     /// Costs one BLAKE2b per distinct app; see [`admit_keys`](Self::admit_keys) to skip that.
     /// Allocates only for the node of a new key, or for groups of more than 16 distinct apps.
     pub fn admit(&self, app_ids: &[u64], origin: &Origin, now_ns: u64) -> Decision {
-        self.decide(self.app_members(app_ids, origin), 1, now_ns)
+        let mut members = SmallBuf::new();
+        self.app_members(app_ids, origin, &mut members);
+        self.decide(&mut members, 1, now_ns)
     }
 
     /// The keys of a group's distinct non-zero app ids, each with the index of the app's first
     /// occurrence: one BLAKE2b per distinct app. O(n log n) in the group's length (a sort beyond
     /// 16 apps), so a hostile group of many app ids costs no more than sorting them.
-    fn app_members(&self, app_ids: &[u64], origin: &Origin) -> Members {
-        let mut members: Members = SmallBuf::new(Member::default());
+    /// (Filled in place, as [`key_members`](Self::key_members).)
+    fn app_members(&self, app_ids: &[u64], origin: &Origin, members: &mut Members) {
         if app_ids.len() <= INLINE_GROUP {
             for (i, &app) in app_ids.iter().enumerate() {
                 if app != 0 && !app_ids[..i].contains(&app) {
@@ -268,7 +270,7 @@ impl AppRateLimiter {
                     });
                 }
             }
-            return members;
+            return;
         }
         let mut apps: Vec<(u64, usize)> = app_ids
             .iter()
@@ -286,7 +288,6 @@ impl AppRateLimiter {
                 index,
             });
         }
-        members
     }
 
     /// [`admit`](Self::admit) for a group of one app with a pre-derived key.
@@ -304,7 +305,9 @@ impl AppRateLimiter {
     /// [`admit`](Self::admit) with pre-derived keys (from [`app_key`](Self::app_key)); keys
     /// that are equal once their shard is reduced modulo the shard count count once.
     pub fn admit_keys(&self, keys: &[AppKey], now_ns: u64) -> Decision {
-        self.decide(Self::key_members(keys), 1, now_ns)
+        let mut members = SmallBuf::new();
+        Self::key_members(keys, &mut members);
+        self.decide(&mut members, 1, now_ns)
     }
 
     /// A weighted admission: [`admit`](Self::admit) of a group that weighs `cost` admissions,
@@ -362,7 +365,9 @@ impl AppRateLimiter {
         now_ns: u64,
     ) -> Result<Decision, InsufficientCapacity> {
         let cost = self.limits.cost(cost)?;
-        Ok(self.decide(self.app_members(app_ids, origin), cost, now_ns))
+        let mut members = SmallBuf::new();
+        self.app_members(app_ids, origin, &mut members);
+        Ok(self.decide(&mut members, cost, now_ns))
     }
 
     /// [`admit_n`](Self::admit_n) with pre-derived keys, as [`admit_keys`](Self::admit_keys).
@@ -377,12 +382,14 @@ impl AppRateLimiter {
         now_ns: u64,
     ) -> Result<Decision, InsufficientCapacity> {
         let cost = self.limits.cost(cost)?;
-        Ok(self.decide(Self::key_members(keys), cost, now_ns))
+        let mut members = SmallBuf::new();
+        Self::key_members(keys, &mut members);
+        Ok(self.decide(&mut members, cost, now_ns))
     }
 
     /// Pre-derived keys as group members, each with its index in `keys`.
-    fn key_members(keys: &[AppKey]) -> Members {
-        let mut members: Members = SmallBuf::new(Member::default());
+    /// (Filled in place: a `Members` returned by value is copied whole, 400 bytes.)
+    fn key_members(keys: &[AppKey], members: &mut Members) {
         for (i, key) in keys.iter().enumerate() {
             members.push(Member {
                 shard: key.shard,
@@ -390,26 +397,28 @@ impl AppRateLimiter {
                 index: i,
             });
         }
-        members
     }
 
     /// Penalizes `origin` for each distinct non-zero app id: the key is created if missing,
     /// rolled to `now_ns`, and `cur += max(1, L / 4)` (saturating at 65,535), on all keys at one
     /// instant.
     pub fn penalize(&self, app_ids: &[u64], origin: &Origin, now_ns: u64) {
-        let members = self.app_members(app_ids, origin);
-        self.penalize_members(members, now_ns);
+        let mut members = SmallBuf::new();
+        self.app_members(app_ids, origin, &mut members);
+        self.penalize_members(&mut members, now_ns);
     }
 
     /// [`penalize`](Self::penalize) with pre-derived keys; equal keys count once.
     pub fn penalize_keys(&self, keys: &[AppKey], now_ns: u64) {
-        self.penalize_members(Self::key_members(keys), now_ns);
+        let mut members = SmallBuf::new();
+        Self::key_members(keys, &mut members);
+        self.penalize_members(&mut members, now_ns);
     }
 
-    fn penalize_members(&self, mut members: Members, now_ns: u64) {
+    fn penalize_members(&self, members: &mut Members, now_ns: u64) {
         let at = self.limits.instant(now_ns);
         let guard = self.collector.enter();
-        let members = self.canonical(&mut members);
+        let members = self.canonical(members);
         match members {
             [] => {}
             [m] => self.penalize_one(*m, at, &guard),
@@ -533,6 +542,18 @@ impl AppRateLimiter {
         for m in all.iter_mut() {
             m.shard &= shards - 1;
         }
+        // Two keys (the usual multi-app group): one comparison.
+        if let [a, b] = all {
+            return match (a.shard, a.hash).cmp(&(b.shard, b.hash)) {
+                std::cmp::Ordering::Less => &all[..2],
+                std::cmp::Ordering::Greater => {
+                    all.swap(0, 1);
+                    &all[..2]
+                }
+                // Equal keys count once, with the first index (the first is `a`).
+                std::cmp::Ordering::Equal => &all[..1],
+            };
+        }
         // By (shard, hash, index): an insertion sort for the usual small groups, a sort beyond.
         if all.len() > INLINE_GROUP {
             all.sort_unstable_by_key(|m| (m.shard, m.hash, m.index));
@@ -560,10 +581,10 @@ impl AppRateLimiter {
     /// Decides a group of weight `cost` (`1..=L`). Inlined, so that the unweighted calls'
     /// constant cost folds into the single-key path.
     #[inline(always)]
-    fn decide(&self, mut members: Members, cost: u16, now_ns: u64) -> Decision {
+    fn decide(&self, members: &mut Members, cost: u16, now_ns: u64) -> Decision {
         let at = self.limits.instant(now_ns);
         let guard = self.collector.enter();
-        let members = self.canonical(&mut members);
+        let members = self.canonical(members);
         match members {
             [] => {
                 self.count(&guard, Counter::Admitted, 1);
@@ -847,7 +868,13 @@ impl AppRateLimiter {
                 break got;
             }
         };
-        let outcome = group::run(&g, members.len(), look_up, guard);
+        // A key's node if its shard tracks it, by a scan alone (no write): the first attempt's
+        // lookups take effect with its decision when every key is found (`group::run`).
+        let find = |i: usize| {
+            let m = &members[i];
+            shards[m.shard as usize].peek(m.hash, guard)
+        };
+        let outcome = group::run(&g, members.len(), find, look_up, guard);
         Self::group_decision(outcome, members, at, limits, cost)
     }
 

@@ -346,11 +346,7 @@ pub(crate) fn group(
             locked.push(shards[m.shard as usize].lock());
         }
     }
-    let mut seen: SmallBuf<Touched, INLINE> = SmallBuf::new(Touched {
-        slot: 0,
-        counts: Counts::default(),
-        evicted: false,
-    });
+    let mut seen: SmallBuf<Touched, INLINE> = SmallBuf::new();
     let mut evicted = 0;
     let mut table = 0;
     for (i, m) in members.iter().enumerate() {

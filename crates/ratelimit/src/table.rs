@@ -102,7 +102,10 @@
 //!   (`UNDECIDED -> SUCCEEDED`), with the claim held (the membership unchanged since the scan,
 //!   I6).
 //! - **Group admitted**: the decision `UNDECIDED -> SUCCEEDED` (all markers in place); its
-//!   lookups are steps of their own before it (E2).
+//!   lookups are steps of their own before it (E2), or, on a first attempt that found every
+//!   key tracked and only read them, take effect with it: each marker replaced the word the
+//!   attempt read, and its entry holds that word as the lookup leaves it (rolled, reference bit
+//!   set), which the decision writes (or an abort restores).
 //! - **Group dropped**: the load of the failing key's word in a validated snapshot, with no
 //!   record and no marker (`group::decide_drop`): after the lookups, the group reads its keys'
 //!   words in canonical order up to the first key over its limit, then reads the earlier keys'

@@ -1907,3 +1907,56 @@ fn linearizable_clock_two_evicting_insertions_on_one_victim() {
         }
     });
 }
+
+// A group whose keys are all tracked first reads them without writing: its lookups take effect
+// with its decision (an admission's markers carry each key's word as its lookup leaves it), or,
+// for a drop, run as writes of their own before the validated snapshot.
+
+/// The new key of a CLOCK set of two (`a` in way 0, `x` in way 1) whose sweep starts at way 1
+/// (hash bits 16..48 of the new key pick the start way, `table.rs`).
+fn new_key_sweeping_from_way_1(l: &AppRateLimiter) -> AppKey {
+    let start = |k: &AppKey| (((k.hash() >> 16) & 0xFFFF_FFFF) * 2) >> 32;
+    (2..=255u8)
+        .map(|i| l.app_key(1, &peer(i)))
+        .find(|k| start(k) == 1)
+        .expect("a key whose sweep starts at way 1")
+}
+
+/// A group admitted on a read-only attempt sets its keys' reference bits (capacity 2 in one set
+/// of 4 ways, L = 3; a at 1 with its bit clear in way 0, x at 2 with its bit set in way 1):
+/// thread 1 admits the group {a, x}, then a new key n whose sweep starts at x's way. After the
+/// group both bits are set, so n's sweep clears x's and a's and evicts x; an admission that
+/// left a's bit clear would have n evict a. (Thread 2 stays idle: any access of its to x could
+/// set x's bit again between the sweep's steps and explain that victim. The races of a
+/// read-only attempt with uses and evictions of its keys are the CLOCK group models above,
+/// whose groups of tracked keys now take this path first.)
+#[test]
+fn linearizable_clock_a_read_only_group_admission_touches_its_keys() {
+    linearizable(clock_shard(3, 2, 4), |l| {
+        let [a, x] = keys(l);
+        let n = new_key_sweeping_from_way_1(l);
+        Scenario {
+            setup: vec![admit(&[a], 1), admit(&[x], 1), admit(&[x], 1)],
+            threads: [vec![admit(&[a, x], 1), admit(&[n], 1)], vec![]],
+            keys: vec![a, x, n],
+        }
+    });
+}
+
+/// A group dropped after a read-only attempt still sets its keys' reference bits (capacity 2 in
+/// one set of 4 ways, L = 2; a at 1 with its bit clear in way 0, x at 2 with its bit set in way
+/// 1): thread 1's group {a, x} is dropped on x, then a new key n, whose sweep starts at x's way,
+/// evicts x (both bits set by then). A drop that left a's bit clear would have n evict a.
+/// (Thread 2 stays idle, as above.)
+#[test]
+fn linearizable_clock_a_read_only_group_drop_touches_its_keys() {
+    linearizable(clock_shard(2, 2, 4), |l| {
+        let [a, x] = keys(l);
+        let n = new_key_sweeping_from_way_1(l);
+        Scenario {
+            setup: vec![admit(&[a], 1), admit(&[x], 1), admit(&[x], 1)],
+            threads: [vec![admit(&[a, x], 1), admit(&[n], 1)], vec![]],
+            keys: vec![a, x, n],
+        }
+    });
+}
