@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use iai_callgrind::{library_benchmark, library_benchmark_group, main};
-use txgate_ledger::handler::{HandlerConfig, Message, Source, TxHandler};
+use txgate_ledger::handler::{DEFAULT_APP_KEY_CACHE, HandlerConfig, Message, Source, TxHandler};
 use txgate_ratelimit::{AppRateLimiter, Config};
 
 // The ledger's test doubles, shared with its tests.
@@ -80,7 +80,7 @@ fn warm(limited: bool, key_cache: usize) -> (TxHandler, Vec<gossip::GossipMsg>) 
 
 #[library_benchmark]
 #[bench::limiter_off(warm(false, 0))]
-#[bench::limiter_on(warm(true, 1 << 17))]
+#[bench::limiter_on(warm(true, DEFAULT_APP_KEY_CACHE))]
 #[bench::limiter_on_no_key_cache(warm(true, 0))]
 fn handle_1000((h, msgs): (TxHandler, Vec<gossip::GossipMsg>)) -> TxHandler {
     feed(&h, &msgs, T0 + GAP);

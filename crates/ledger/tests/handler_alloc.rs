@@ -14,7 +14,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use txgate_algorand::synth::{SynthTxn, encode_txn_message};
-use txgate_ledger::handler::{HandlerConfig, Message, Outcome, Source, TxHandler};
+use txgate_ledger::handler::{
+    Group, HandlerConfig, Message, Outcome, PoolReject, PoolSink, Source, TxHandler,
+};
 use txgate_ratelimit::{AppRateLimiter, Config, Origin};
 use txgate_testkit::alloc::{Counting, allocations_during};
 
@@ -89,6 +91,10 @@ fn pass(h: &TxHandler, msgs: &[Msg], now: u64) -> u64 {
 }
 
 fn handler(limited: bool, capacity: usize) -> TxHandler {
+    handler_into(limited, capacity, Arc::new(AcceptAll))
+}
+
+fn handler_into(limited: bool, capacity: usize, sink: Arc<dyn PoolSink>) -> TxHandler {
     let limiter = limited.then(|| {
         Arc::new(
             AppRateLimiter::new(
@@ -110,7 +116,7 @@ fn handler(limited: bool, capacity: usize) -> TxHandler {
             .with_dedup_salt(Some([2; 16])),
         Arc::new(NothingCommitted),
         limiter,
-        Arc::new(AcceptAll),
+        sink,
     )
     .unwrap()
 }
@@ -156,5 +162,109 @@ fn the_limiter_adds_no_allocation_per_message_once_warm() {
         "the limiter path allocates once warm: {} with it, {} without (bound {bound})",
         steady[1],
         steady[0]
+    );
+}
+
+/// A pool that rejects every group (so each drained app call is penalized) and allocates
+/// nothing.
+struct RejectAll;
+
+impl PoolSink for RejectAll {
+    fn submit(&self, _: &Group) -> Result<(), PoolReject> {
+        Err(PoolReject::new("full"))
+    }
+}
+
+/// `n` distinct messages of 1 to 16 transactions from 64 peers, each message calling one app
+/// (every transaction of a group the same one, of 32): the limiter's single-key path, which
+/// keeps no operation record, so the memory reclaimer allocates nothing for it either.
+fn one_app_messages(n: u64) -> Vec<Msg> {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = |m: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % m
+    };
+    (0..n)
+        .map(|i| {
+            let size = 1 + next(16);
+            let (p, app) = (next(64) as u32, 1 + next(32));
+            let txns: Vec<SynthTxn> = (0..size)
+                .map(|j| SynthTxn {
+                    note: format!("{i}/{j}").into_bytes(),
+                    group: (size > 1).then_some([i as u8; 32]),
+                    ..SynthTxn::app_call([p as u8 + 1; 32], 1, 1001, vec![app])
+                })
+                .collect();
+            (
+                encode_txn_message(&txns, "alloc-v1", &[7; 32]),
+                Origin::from_peer_id(&p.to_le_bytes()),
+                size as usize,
+                true,
+            )
+        })
+        .collect()
+}
+
+/// Handles every message at `now` on this thread, then drains the backlog on it (into a pool
+/// that rejects all, so every group is penalized when the limiter is on): the allocations of
+/// the handling and of the drain.
+fn pass_and_drain(h: &TxHandler, msgs: &[Msg], now: u64) -> (u64, u64) {
+    let handled = allocations_during(|| {
+        for (bytes, origin, _, _) in msgs {
+            let m = Message {
+                bytes,
+                source: Source::Peer(*origin),
+                received_ns: now,
+            };
+            assert_eq!(h.handle(&m), Outcome::Enqueued);
+        }
+    });
+    let mut drained = 0;
+    let drain = allocations_during(|| drained = h.drain());
+    assert_eq!(drained, msgs.len());
+    (handled, drain)
+}
+
+#[test]
+fn single_app_admissions_and_penalties_allocate_exactly_as_without_the_limiter() {
+    let msgs = one_app_messages(2_000);
+    let mut steady = [(0, 0); 2];
+    const PASSES: u64 = 3;
+    for limited in [false, true] {
+        let h = handler_into(limited, msgs.len(), Arc::new(RejectAll));
+        // The first pass creates the limiter's keys (a node each) and fills the key cache.
+        let _ = pass_and_drain(&h, &msgs, T0);
+        for k in 1..PASSES - 1 {
+            let _ = pass_and_drain(&h, &msgs, T0 + k * GAP);
+        }
+        steady[usize::from(limited)] = pass_and_drain(&h, &msgs, T0 + (PASSES - 1) * GAP);
+        let st = h.stats();
+        // Every message but the first of each pass is checked; each one is rejected by the pool
+        // and, with the limiter on, penalized.
+        assert_eq!(
+            st.limiter_checks,
+            if limited {
+                PASSES * (msgs.len() as u64 - 1)
+            } else {
+                0
+            }
+        );
+        assert_eq!(st.pool_rejected, PASSES * msgs.len() as u64);
+        assert_eq!(st.penalized, if limited { st.pool_rejected } else { 0 });
+    }
+    println!(
+        "allocations of {} messages, limiter off / on: handling {} / {}, drain {} / {}",
+        msgs.len(),
+        steady[0].0,
+        steady[1].0,
+        steady[0].1,
+        steady[1].1
+    );
+    // The same decode, app-id list and dedup entries either way: not one allocation more.
+    assert_eq!(
+        steady[1], steady[0],
+        "the limiter's path allocated (handling, drain)"
     );
 }

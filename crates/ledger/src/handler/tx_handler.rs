@@ -68,6 +68,19 @@ impl TxHandler {
         } else {
             None
         };
+        let key_cache = match &limiter {
+            Some(limiter) if config.app_key_cache > 0 => {
+                let mut seed = [0; 16];
+                txgate_ratelimit::RandomSourceError::fill(&mut seed)
+                    .map_err(HandlerConfigError::Salt)?;
+                Some(KeyCache::new(
+                    config.app_key_cache,
+                    limiter.config().shards,
+                    seed,
+                ))
+            }
+            _ => None,
+        };
         Ok(Self {
             inner: Arc::new(Inner {
                 dedup,
@@ -75,8 +88,7 @@ impl TxHandler {
                 max_group_size: config.max_group_size,
                 max_message_size: config.max_message_size,
                 committed,
-                key_cache: (limiter.is_some() && config.app_key_cache > 0)
-                    .then(|| KeyCache::new(config.app_key_cache)),
+                key_cache,
                 limiter,
                 congestion_threshold: config.congestion_threshold(),
                 sink,
