@@ -818,12 +818,28 @@ fn linearizable_within(
         for op in &s.setup {
             let _ = on_limiter(&l, op);
         }
-        let t = {
-            let (l, ops) = (l.clone(), s.threads[1].clone());
-            thread::spawn(move || ops.iter().map(|op| on_limiter(&l, op)).collect::<Vec<_>>())
+        // Real time: each operation's start and end, stamped from one counter. Loom runs one
+        // thread at a time and switches only at its own operations, so a plain atomic (which
+        // adds no interleavings) orders the stamps as the execution ran.
+        let clock = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let run = |l: &AppRateLimiter, ops: &[Op], clock: &std::sync::atomic::AtomicUsize| {
+            ops.iter()
+                .map(|op| {
+                    let start = clock.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let got = on_limiter(l, op);
+                    let end = clock.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    (got, (start, end))
+                })
+                .unzip::<_, _, Vec<_>, Vec<_>>()
         };
-        let mine: Vec<_> = s.threads[0].iter().map(|op| on_limiter(&l, op)).collect();
-        let got = [mine, t.join().unwrap()];
+        let t = {
+            let (l, ops, clock) = (l.clone(), s.threads[1].clone(), clock.clone());
+            thread::spawn(move || run(&l, &ops, &clock))
+        };
+        let (mine, my_spans) = run(&l, &s.threads[0], &clock);
+        let (theirs, their_spans) = t.join().unwrap();
+        let got = [mine, theirs];
+        let spans = [my_spans, their_spans];
         let outcome: Outcome = (
             l.tracked_keys(),
             s.keys.iter().map(|k| l.counts(*k)).collect(),
@@ -931,9 +947,12 @@ fn linearizable_within(
             prefixes(&s.threads[1]).iter().any(|p1| {
                 let st = [steps(&s.threads[0], p0), steps(&s.threads[1], p1)];
                 let (n0, n1) = (st[0].len(), st[1].len());
-                // Bit i of `order` set: the i-th step of the merge is thread 1's next one.
+                // Bit i of `order` set: the i-th step of the merge is thread 1's next one. An
+                // operation that ended before another started has all its steps before the
+                // other's (linearizability keeps real-time order).
                 (0u32..1 << (n0 + n1))
                     .filter(|order| order.count_ones() as usize == n1)
+                    .filter(|&order| respects_real_time(order, &st, &spans))
                     .any(|order| {
                         let mut m = Model::new(&config).unwrap();
                         for op in &s.setup {
@@ -1035,6 +1054,40 @@ enum Step {
     Lookup(usize),
     /// A group's admit-or-drop (or penalty) step.
     Decide,
+}
+
+/// Whether the merge `order` (bit `i` set: the `i`-th step is thread 1's next) of the threads'
+/// steps `st` (each tagged with its operation's index) keeps real time: an operation whose
+/// end stamp precedes another's start stamp (`spans`, per thread and operation) has its last
+/// step before the other's first.
+fn respects_real_time(
+    order: u32,
+    st: &[Vec<(usize, Step)>; 2],
+    spans: &[Vec<(usize, usize)>; 2],
+) -> bool {
+    // Per thread and operation: the merge positions of its first and last steps.
+    let mut first = [
+        vec![usize::MAX; spans[0].len()],
+        vec![usize::MAX; spans[1].len()],
+    ];
+    let mut last = [vec![0; spans[0].len()], vec![0; spans[1].len()]];
+    let mut next = [0, 0];
+    for pos in 0..st[0].len() + st[1].len() {
+        let t = (order >> pos & 1) as usize;
+        let op = st[t][next[t]].0;
+        next[t] += 1;
+        first[t][op] = first[t][op].min(pos);
+        last[t][op] = pos;
+    }
+    (0..2).all(|t| {
+        let u = 1 - t;
+        spans[t].iter().enumerate().all(|(i, &(_, end))| {
+            spans[u]
+                .iter()
+                .enumerate()
+                .all(|(j, &(start, _))| end > start || last[t][i] < first[u][j])
+        })
+    })
 }
 
 /// The checker's choice of an operation's hidden steps.
@@ -1959,4 +2012,18 @@ fn linearizable_clock_a_read_only_group_drop_touches_its_keys() {
             keys: vec![a, x, n],
         }
     });
+}
+
+/// The checker's real-time rule: thread 0's operation ended (stamp 1) before thread 1's began
+/// (stamp 2), so only merges with its step first explain the history; overlapping operations
+/// may merge either way.
+#[test]
+fn the_checker_keeps_real_time_order() {
+    let st = [vec![(0, Step::Whole)], vec![(0, Step::Whole)]];
+    let disjoint = [vec![(0, 1)], vec![(2, 3)]];
+    assert!(respects_real_time(0b10, &st, &disjoint));
+    assert!(!respects_real_time(0b01, &st, &disjoint));
+    let overlapping = [vec![(0, 2)], vec![(1, 3)]];
+    assert!(respects_real_time(0b10, &st, &overlapping));
+    assert!(respects_real_time(0b01, &st, &overlapping));
 }
