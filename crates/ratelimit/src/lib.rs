@@ -58,12 +58,6 @@
 //!   index) and takes effect as one step, lookups and decision together (a special case of E2).
 //!   In larger shards (CLOCK, lock-free) each step takes effect at an atomic instruction (the
 //!   `table` module's `# Protocol`).
-//!
-//!   Known limit (the `table` module's `# Protocol` states it with its exact condition): in
-//!   CLOCK shards a spare unit of room is reserved before the set's claim and given back if the
-//!   claim fails, so another insertion racing that failed claim (into any set, even one of the
-//!   same new key) may evict although the shard has room at its instant (an early eviction,
-//!   never a wrong victim in its set).
 //! - A weighted admission ([`AppRateLimiter::admit_n`]) of cost `c` (`1..=L`) asks
 //!   `prev * (window - offset) / window + cur + c <= L` of every app and adds `c` to each; a
 //!   cost above `L` is refused with [`InsufficientCapacity`]. A cost of 1 is [`admit`](AppRateLimiter::admit).
