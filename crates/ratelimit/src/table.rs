@@ -288,6 +288,69 @@ struct Reservation {
     status: AtomicU8,
 }
 
+// SAFETY: the node pointers are only compared, never dereferenced, through a reservation;
+// every shared field is atomic or immutable while the reservation is shared.
+unsafe impl Send for Reservation {}
+// SAFETY: as above.
+unsafe impl Sync for Reservation {}
+
+#[cfg(not(loom))]
+thread_local! {
+    /// Reservations reclaimed on this thread, for reuse, so that filling a shard does not call
+    /// the allocator per new key. (Not under loom, whose atomics belong to one model
+    /// execution.) Boxed: records are handed out and back as `Box` allocations.
+    #[allow(clippy::vec_box)]
+    static RESERVATIONS: std::cell::RefCell<Vec<Box<Reservation>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Reclaimed reservations kept per thread (the collector's batch returns them at once).
+#[cfg(not(loom))]
+const RESERVATIONS_MAX: usize = 1024;
+
+impl txgate_sync::reclaim::Reclaim for Reservation {
+    unsafe fn reclaim(ptr: *mut Self) {
+        // SAFETY: the trait's contract: the record came from `Box::into_raw` and no thread can
+        // reach it any more.
+        let record = unsafe { Box::from_raw(ptr) };
+        // `try_with`: reclamation may run while this thread's locals are being destroyed.
+        #[cfg(not(loom))]
+        let _ = RESERVATIONS.try_with(|pool| {
+            if let Ok(mut pool) = pool.try_borrow_mut()
+                && pool.len() < RESERVATIONS_MAX
+            {
+                pool.push(record);
+            }
+        });
+        #[cfg(loom)]
+        drop(record);
+    }
+}
+
+impl Reservation {
+    /// A new undecided reservation, unshared, from this thread's reclaimed records when it has
+    /// one.
+    fn boxed(node: *mut Node, expected: *mut Node, set: usize, free: usize) -> Box<Self> {
+        let fresh = Self {
+            node,
+            expected,
+            set,
+            free,
+            status: AtomicU8::new(UNDECIDED),
+        };
+        #[cfg(not(loom))]
+        if let Some(mut record) = RESERVATIONS
+            .try_with(|pool| pool.try_borrow_mut().ok().and_then(|mut p| p.pop()))
+            .ok()
+            .flatten()
+        {
+            *record = fresh;
+            return record;
+        }
+        Box::new(fresh)
+    }
+}
+
 /// The units word of `free` free units and no reservation pending (`free << 1`; an address
 /// with no provenance: never dereferenced).
 #[inline]
@@ -707,13 +770,7 @@ impl Shard {
                 // A later key of a non-empty set: its unit is taken at the instant its node is
                 // seen holding the claim (I7), through a reservation that any thread needing a
                 // unit helps to its decision.
-                let r = Box::into_raw(Box::new(Reservation {
-                    node: ptr,
-                    expected: c,
-                    set,
-                    free,
-                    status: AtomicU8::new(UNDECIDED),
-                }));
+                let r = Box::into_raw(Reservation::boxed(ptr, c, set, free));
                 // AcqRel on success: Release publishes the reservation and its node (key,
                 // counts, way) to the Acquire loads of the units word by helpers, who claim the
                 // set with it. Relaxed on failure: the plan is abandoned; the claim word is
@@ -728,8 +785,9 @@ impl Shard {
                     )
                     .is_err()
                 {
-                    // SAFETY: the install failed, so no other thread saw the reservation.
-                    drop(unsafe { Box::from_raw(r) });
+                    // SAFETY: the install failed, so no other thread saw the reservation: it
+                    // is ours alone to reclaim (from `Box::into_raw`).
+                    unsafe { <Reservation as txgate_sync::reclaim::Reclaim>::reclaim(r) };
                     // SAFETY: never published.
                     unused = Some(unsafe { Box::from_raw(ptr) });
                     // Acquire: as in `get_or_insert`.
@@ -740,7 +798,7 @@ impl Shard {
                 // SAFETY: (1) from `Box::into_raw`, retired once, by us; (2) `help` returned
                 // after the units word stopped naming it, which it never does again (I7), and no
                 // other word ever held it: no thread entering now can load it.
-                unsafe { guard.retire_box(r) };
+                unsafe { guard.retire(r) };
                 if taken {
                     self.complete(set, ptr, guard);
                     return Got {
@@ -908,22 +966,34 @@ impl Shard {
             // Every set may hold one key without a unit.
             return Room::Way(None);
         }
-        // Acquire: pairs with the Release of the reservation's install (its fields) or
-        // resolution.
-        match reservation(guard.protect(&self.units, Ordering::Acquire)) {
+        // Relaxed: a count is only a plan (the install's compare-and-swap checks it), and `0`
+        // is final (I7); a pending word is loaded again under the guard before its record is
+        // read.
+        match reservation(self.units.load(Ordering::Relaxed)) {
             Err(0) => Room::Evict,
             Err(free) => Room::Way(Some(free)),
-            Ok(r) => {
-                self.help(r, guard);
-                Room::Helped
-            }
+            Ok(_) => self.help_pending(guard),
         }
+    }
+
+    /// Helps the reservation pending on the units word, if any (the fill-up path, kept out of
+    /// line).
+    #[cold]
+    #[inline(never)]
+    fn help_pending(&self, guard: &Guard<'_>) -> Room {
+        // Acquire: pairs with the Release of the reservation's install (its fields) or
+        // resolution.
+        if let Ok(r) = reservation(guard.protect(&self.units, Ordering::Acquire)) {
+            self.help(r, guard);
+        }
+        Room::Helped
     }
 
     /// Helps the pending reservation `r` (loaded from the units word under `guard`, or the
     /// caller's own) to its decision, then resolves the units word (module docs, "The units
     /// word"). Returns whether the unit was taken. Each pass either decides, or completes an
     /// insertion in flight in the set, or moves the claim word; so it ends (lock-free, I7).
+    #[inline(never)]
     fn help(&self, r: *mut Reservation, guard: &Guard<'_>) -> bool {
         guard.check(r);
         // SAFETY: loaded under `guard` from the units word (or the caller's own): it is retired
@@ -982,7 +1052,8 @@ impl Shard {
         let rec = unsafe { &*r };
         // Acquire: pairs with the decision's AcqRel.
         let status = rec.status.load(Ordering::Acquire);
-        debug_assert_ne!(status, UNDECIDED);
+        #[cfg(any(debug_assertions, loom))]
+        assert_ne!(status, UNDECIDED, "a reservation resolved undecided");
         let taken = status == SUCCEEDED;
         let free = if taken { rec.free - 1 } else { rec.free };
         // AcqRel on success: Release orders the decision before whatever a thread that loads
@@ -1059,7 +1130,10 @@ impl Shard {
                             Ordering::Acquire,
                         );
                         let taken = self.resolve(r, guard);
-                        debug_assert!(taken, "a reservation failed while its node held the claim");
+                        #[cfg(any(debug_assertions, loom))]
+                        assert!(taken, "a reservation failed while its node held the claim");
+                        #[cfg(not(any(debug_assertions, loom)))]
+                        let _ = taken;
                     }
                 }
             }
