@@ -122,7 +122,12 @@
 //!   CLOCK reference bit (a dropped hit writes only when it rolls the key or sets the bit).
 //!   A new key is one claim of its set, one slot switch and the claim's release; one that evicts
 //!   adds a marker on its victim and its resolution (a one-entry multi-word compare-and-swap):
-//!   duplicates of a key cannot arise (the `table` module's `# Protocol` section).
+//!   duplicates of a key cannot arise (the `table` module's `# Protocol` section). While a
+//!   shard fills, a new key joining a non-empty set also takes a unit of the shard's spare room
+//!   at the instant of its claim: a small record (from a per-thread cache) installed on the
+//!   shard's unit count and about three more compare-and-swaps, helped to its end by any
+//!   thread that needs a unit meanwhile (so an insertion never evicts while the shard has
+//!   room).
 //!   Beneath it, seize takes a mutex when a thread first enters (its thread ids) and, where the
 //!   `membarrier` system call is missing, in the barrier it runs once per 512 retirements; a new
 //!   key's node comes from a per-thread cache or the allocator.

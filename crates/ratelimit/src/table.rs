@@ -385,6 +385,18 @@ enum Room {
     Helped,
 }
 
+/// What [`Shard::take_unit`] did with its node.
+enum Taken {
+    /// The reservation succeeded: the node is in its set.
+    Inserted,
+    /// The reservation failed (another insertion completed in the set first): the node went to
+    /// the collector; plan again.
+    Failed,
+    /// The units word changed before the reservation was installed: the node is still the
+    /// caller's, unpublished; plan again.
+    NotInstalled,
+}
+
 /// Eight words on one cache line: the unit the words of the sets are allocated in.
 #[repr(C, align(64))]
 struct Line([AtomicPtr<Node>; 8]);
@@ -767,55 +779,23 @@ impl Shard {
                 "txgate-ratelimit needs heap addresses below 2^48 (key tags use the top 16 bits)"
             );
             if let Some(free) = unit {
-                // A later key of a non-empty set: its unit is taken at the instant its node is
-                // seen holding the claim (I7), through a reservation that any thread needing a
-                // unit helps to its decision.
-                let r = Box::into_raw(Reservation::boxed(ptr, c, set, free));
-                // AcqRel on success: Release publishes the reservation and its node (key,
-                // counts, way) to the Acquire loads of the units word by helpers, who claim the
-                // set with it. Relaxed on failure: the plan is abandoned; the claim word is
-                // loaded again.
-                if self
-                    .units
-                    .compare_exchange(
-                        units_word(free),
-                        pending(r),
-                        Ordering::AcqRel,
-                        Ordering::Relaxed,
-                    )
-                    .is_err()
-                {
-                    // SAFETY: the install failed, so no other thread saw the reservation: it
-                    // is ours alone to reclaim (from `Box::into_raw`).
-                    unsafe { <Reservation as txgate_sync::reclaim::Reclaim>::reclaim(r) };
-                    // SAFETY: never published.
-                    unused = Some(unsafe { Box::from_raw(ptr) });
-                    // Acquire: as in `get_or_insert`.
-                    c = guard.protect(claim, Ordering::Acquire);
-                    continue;
+                match self.take_unit(set, ptr, c, free, guard) {
+                    Taken::Inserted => {
+                        return Got {
+                            // SAFETY: our node, published in our set and not retired before our
+                            // guard drops (it can only be evicted by a later insertion).
+                            node: unsafe { self.deref(ptr, guard) },
+                            inserted: true,
+                            victim: None,
+                            evicted: 0,
+                        };
+                    }
+                    Taken::Failed => {}
+                    Taken::NotInstalled => {
+                        // SAFETY: never published.
+                        unused = Some(unsafe { Box::from_raw(ptr) });
+                    }
                 }
-                let taken = self.help(r, guard);
-                // SAFETY: (1) from `Box::into_raw`, retired once, by us; (2) `help` returned
-                // after the units word stopped naming it, which it never does again (I7), and no
-                // other word ever held it: no thread entering now can load it.
-                unsafe { guard.retire(r) };
-                if taken {
-                    self.complete(set, ptr, guard);
-                    return Got {
-                        // SAFETY: our node, published in our set and not retired before our
-                        // guard drops (it can only be evicted by a later insertion).
-                        node: unsafe { self.deref(ptr, guard) },
-                        inserted: true,
-                        victim: None,
-                        evicted: 0,
-                    };
-                }
-                // Failed: another insertion completed in the set first. The node never held a
-                // claim word, but helpers may still compare it with one: to the collector, not
-                // reused (its address stays unique while they hold their guards).
-                // SAFETY: (1) from `Box::into_raw`, retired once; (2) it was never in a slot or a
-                // claim word, and the reservation that named it is unreachable.
-                unsafe { guard.retire(ptr) };
                 // Acquire: as in `get_or_insert`.
                 c = guard.protect(claim, Ordering::Acquire);
                 continue;
@@ -951,6 +931,56 @@ impl Shard {
                 "set {set}: a free claim word names no node of the set"
             );
         }
+    }
+
+    /// Inserts node `ptr` (unpublished, ours) as a later key of `set`, whose claim word the
+    /// owner's scan saw as `c`, taking one of the `free` free units at the instant its node is
+    /// seen holding the claim (I7), through a reservation that any thread needing a unit helps
+    /// to its decision. Out of line: only a shard that fills runs it.
+    #[inline(never)]
+    fn take_unit(
+        &self,
+        set: usize,
+        ptr: *mut Node,
+        c: *mut Node,
+        free: usize,
+        guard: &Guard<'_>,
+    ) -> Taken {
+        let r = Box::into_raw(Reservation::boxed(ptr, c, set, free));
+        // AcqRel on success: Release publishes the reservation and its node (key, counts, way)
+        // to the Acquire loads of the units word by helpers, who claim the set with it. Relaxed
+        // on failure: the plan is abandoned; the caller loads the claim word again.
+        if self
+            .units
+            .compare_exchange(
+                units_word(free),
+                pending(r),
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            )
+            .is_err()
+        {
+            // SAFETY: the install failed, so no other thread saw the reservation: it is ours
+            // alone to reclaim (from `Box::into_raw`).
+            unsafe { <Reservation as txgate_sync::reclaim::Reclaim>::reclaim(r) };
+            return Taken::NotInstalled;
+        }
+        let taken = self.help(r, guard);
+        // SAFETY: (1) from `Box::into_raw`, retired once, by us; (2) `help` returned after the
+        // units word stopped naming it, which it never does again (I7), and no other word ever
+        // held it: no thread entering now can load it.
+        unsafe { guard.retire(r) };
+        if taken {
+            self.complete(set, ptr, guard);
+            return Taken::Inserted;
+        }
+        // Failed: another insertion completed in the set first. The node never held a claim
+        // word, but helpers may still compare it with one: to the collector, not reused (its
+        // address stays unique while they hold their guards).
+        // SAFETY: (1) from `Box::into_raw`, retired once; (2) it was never in a slot or a claim
+        // word, and the reservation that named it is unreachable.
+        unsafe { guard.retire(ptr) };
+        Taken::Failed
     }
 
     /// Room for a key joining a set of `len` nodes without eviction (module docs, "The units
