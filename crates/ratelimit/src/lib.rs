@@ -58,12 +58,6 @@
 //!   index) and takes effect as one step, lookups and decision together (a special case of E2).
 //!   In larger shards (CLOCK, lock-free) each step takes effect at an atomic instruction (the
 //!   `table` module's `# Protocol`).
-//!
-//!   Known limit (the `table` module's `# Protocol` states it with its exact condition): in
-//!   CLOCK shards a spare unit of room is reserved before the set's claim and given back if the
-//!   claim fails, so another insertion racing that failed claim (into any set, even one of the
-//!   same new key) may evict although the shard has room at its instant (an early eviction,
-//!   never a wrong victim in its set).
 //! - A weighted admission ([`AppRateLimiter::admit_n`]) of cost `c` (`1..=L`) asks
 //!   `prev * (window - offset) / window + cur + c <= L` of every app and adds `c` to each; a
 //!   cost above `L` is refused with [`InsufficientCapacity`]. A cost of 1 is [`admit`](AppRateLimiter::admit).
@@ -128,7 +122,12 @@
 //!   CLOCK reference bit (a dropped hit writes only when it rolls the key or sets the bit).
 //!   A new key is one claim of its set, one slot switch and the claim's release; one that evicts
 //!   adds a marker on its victim and its resolution (a one-entry multi-word compare-and-swap):
-//!   duplicates of a key cannot arise (the `table` module's `# Protocol` section).
+//!   duplicates of a key cannot arise (the `table` module's `# Protocol` section). While a
+//!   shard fills, a new key joining a non-empty set also takes a unit of the shard's spare room
+//!   at the instant of its claim: a small record (from a per-thread cache) installed on the
+//!   shard's unit count and about three more compare-and-swaps, helped to its end by any
+//!   thread that needs a unit meanwhile (so an insertion never evicts while the shard has
+//!   room).
 //!   Beneath it, seize takes a mutex when a thread first enters (its thread ids) and, where the
 //!   `membarrier` system call is missing, in the barrier it runs once per 512 retirements; a new
 //!   key's node comes from a per-thread cache or the allocator.

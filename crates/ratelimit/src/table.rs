@@ -33,7 +33,7 @@
 //! # Protocol
 //!
 //! The whole correctness argument of the limiter's lock-free paths, in one place. SAFETY and
-//! ordering comments elsewhere cite the invariants by number (I1 ... I6).
+//! ordering comments elsewhere cite the invariants by number (I1 ... I7).
 //!
 //! ## States and transitions
 //!
@@ -57,6 +57,18 @@
 //!   owner (`w` the victim's word as planned, `TOUCHED` clear), then `-> w | EVICTED`
 //!   (terminal) if `E` succeeded or `-> w` if it failed, by whoever resolves it; `TOUCHED`
 //!   cleared by a CLOCK sweep.
+//! - **The units word** (`units`, one per shard): `free << 1` (`free` units of spare
+//!   room, none being taken) or `R | 1`, a pending [`Reservation`] `R` (its node `N`, the claim
+//!   word `idle(X)` its owner's scan saw, its set, the free units `f >= 1` when it was
+//!   installed, and `status`). `f << 1 -> R | 1` (`f >= 1`): the owner of a later key of a
+//!   non-empty set, by compare-and-swap. `R | 1 -> (f - 1) << 1` once `R` succeeded, `R | 1 ->
+//!   f << 1` once it failed: any thread that helps `R` (every thread that loads `R | 1` and
+//!   needs a unit, the owner, and a completer of `N`'s claim). `R.status` `UNDECIDED ->
+//!   SUCCEEDED` by a helper that finds the set's claim word holding `N`; `UNDECIDED -> FAILED`
+//!   by a helper that finds it `idle(Y)`, `Y != X`. The set's claim word `idle(X) -> N`: any
+//!   helper, while `R` is undecided. Nothing else changes the word: it never rises (a unit is
+//!   never given back; keys are only ever replaced), so once it is `0 << 1` it stays so (the
+//!   shard is *stable-full*).
 //! - **An operation record** ([`GroupOp`], a group or an eviction): `status` `UNDECIDED ->
 //!   SUCCEEDED | FAILED`, once, by compare-and-swap, by the owner or any thread that meets one of
 //!   its markers (or, for an eviction, its claim); `settled` advanced by the owner only (a group:
@@ -88,6 +100,22 @@
 //!   restored by a failed eviction, which changed no slot: so when a planner's claim succeeds, the
 //!   set's membership is the one its scan saw (the key is still missing, the planned way still
 //!   empty or holding the planned victim). Duplicates of a key cannot arise.
+//! - **I7** The units word names at most one reservation `R`, and only while `R` is pending:
+//!   installed with `f >= 1` free units, `f` does not change until `R` is resolved, after its
+//!   decision; `R` is retired by its owner after that, and never named again. `R` succeeds only
+//!   at an instant the set's claim word holds `N` (so the set's membership is the owner's scan's,
+//!   I6, and the word's `f` units are free: the unit is taken then), and fails only once the
+//!   claim word has moved past `idle(X)` through a completed insertion, after which `idle(X)`
+//!   never recurs while a helper that read it can act on it: a helper reads the claim word
+//!   *before* the status, so a claim word it acts on was read while `R` was undecided, hence
+//!   while `R`'s owner still held the guard under which it read `idle(X)` (`X`'s address is not
+//!   reused, I6) and under the helper's own guard (so it is not reused until the helper is
+//!   done). Hence the helpers' `idle(X) -> N` succeeds at most once and never after `R` is
+//!   decided, and `N` holds the claim word only if `R` succeeds. A completer of a claim word
+//!   `N` whose node took a unit (`adds`, way > 0) decides `R` before it frees the claim word
+//!   (`N -> idle(N)`): if the units word still names a reservation of `N`, that reservation is
+//!   undecided or succeeded. A failed `R`'s node was never in a claim word or a slot but may
+//!   still be compared by helpers: it is retired, not reused.
 //!
 //! ## Linearization points
 //!
@@ -95,8 +123,16 @@
 //!   sets its reference bit).
 //! - **Hit, dropped**: its load of the word, or the compare-and-swap that rolls the key or sets
 //!   its bit when that changes the word.
-//! - **New key, empty way**: the claim's compare-and-swap (the node is born holding its first
-//!   admission or penalty).
+//! - **New key, a set's first key**: the claim's compare-and-swap (the node is born holding
+//!   its first admission or penalty).
+//! - **New key, a later key of a non-empty set (takes a unit)**: its reservation's decision
+//!   `UNDECIDED -> SUCCEEDED`, made while the set's claim word holds its node (membership as
+//!   scanned, I6) and the units word holds the reservation with `f >= 1` free units (the model
+//!   takes one then, I7).
+//! - **New key with an eviction because the shard is stable-full**: as below; the insertion
+//!   read the units word `0 << 1` before its decision, and that state is permanent (I7), so
+//!   the shard has no free unit at its instant. An early eviction (the set's ways all taken)
+//!   needs no unit.
 //! - **New key with an eviction, and the eviction**: one instant, while the victim's marker is
 //!   in place (its word unchanged since the plan, I4): the decision of the eviction's record
 //!   (`UNDECIDED -> SUCCEEDED`), with the claim held (the membership unchanged since the scan,
@@ -120,7 +156,10 @@
 //!
 //! Operations on keys that no group or eviction is applying to are lock-free, and so are
 //! insertions into empty ways among themselves (any thread that needs a set completes the
-//! insertion in flight in it). A group, or an eviction, in flight is aborted by any operation
+//! insertion in flight in it, and any thread that needs a unit helps the reservation pending
+//! on the units word to its decision: each of its passes decides it, completes an insertion in
+//! flight, or moves the claim word, and it fails only when another insertion into its set
+//! completed). A group, or an eviction, in flight is aborted by any operation
 //! that needs its victim or one of its keys before it is settled; so a group and the operations
 //! on its keys, and an eviction and the uses of its victim, are only obstruction-free against
 //! each other (E3, a forced eviction after failed commits, is not used). That includes two
@@ -139,25 +178,11 @@
 //!   clearings are sweep steps (E1) of an insertion that does not happen, or that restarts.
 //!   The loom checker interleaves the sweep steps of one sweep per new key
 //!   (`Model::sweep_step`, up to three) and at most one aborted attempt per group, not these.
-//! - A spare unit is taken before the claim that uses it and given back if that claim fails
-//!   (another insertion claimed the same set first): a tentative reservation. While it is
-//!   held, another insertion that finds no unit left evicts, although at its instant the shard
-//!   has a unit free. Exact condition: the shard's spare units are down to the ones held by
-//!   insertions whose claims then fail, and another insertion finds none in that window: into
-//!   another set, or into the same set, even of the same key (two callers inserting one new key:
-//!   the first reserves the last unit, the second finds none, evicts, and claims the set first,
-//!   so the first's claim fails and it finds the key inserted). The effect is an eviction that
-//!   comes early (the shard holds fewer keys than its capacity, by at most the number of such
-//!   failed claims in flight); its victim is still CLOCK's choice in its own set, and its counts
-//!   leave with it, as with any eviction (a later use starts it afresh). Taking the unit under the claim would need the unit count
-//!   and the set's claim word changed at one instant (a multi-word compare-and-swap with a
-//!   record per new key, like an eviction's), which every new key would pay for. The loom model
-//!   of this history is kept in the suite, ignored, with this reason.
 //!
 //! Nothing on the hit path allocates.
 
 use txgate_sync::reclaim::Guard;
-use txgate_sync::sync::{AtomicPtr, AtomicUsize, Ordering};
+use txgate_sync::sync::{AtomicPtr, AtomicU8, AtomicUsize, Ordering};
 
 use crate::group::GroupOp;
 use crate::node::{Node, Update};
@@ -242,6 +267,139 @@ fn is_claim(word: *mut Node) -> bool {
     word.addr() & 1 == 0
 }
 
+/// A unit reservation's status: not decided yet.
+const UNDECIDED: u8 = 0;
+/// A unit reservation's status: its node holds its set's claim; the unit is taken.
+const SUCCEEDED: u8 = 1;
+/// A unit reservation's status: another insertion completed in its set first; no unit taken.
+const FAILED: u8 = 2;
+
+/// A new key's take of one unit of spare room, in flight (the pending form of the units word,
+/// module docs, "The units word"): decided `SUCCEEDED` at the instant its node is seen holding
+/// its set's claim word, or `FAILED` once that claim word has moved past `expected`.
+struct Reservation {
+    /// The new key's node (never dereferenced through the reservation, only compared).
+    node: *mut Node,
+    /// The claim word the insertion's scan saw (`idle(X)`); the claim moves from it to `node`.
+    expected: *mut Node,
+    /// The set.
+    set: usize,
+    /// Free units when the reservation was installed (at least 1; unchanged while it is
+    /// pending, I7).
+    free: usize,
+    /// `UNDECIDED -> SUCCEEDED | FAILED`, once, by compare-and-swap.
+    status: AtomicU8,
+}
+
+// SAFETY: the node pointers are only compared, never dereferenced, through a reservation;
+// every shared field is atomic or immutable while the reservation is shared.
+unsafe impl Send for Reservation {}
+// SAFETY: as above.
+unsafe impl Sync for Reservation {}
+
+#[cfg(not(loom))]
+thread_local! {
+    /// Reservations reclaimed on this thread, for reuse, so that filling a shard does not call
+    /// the allocator per new key. (Not under loom, whose atomics belong to one model
+    /// execution.) Boxed: records are handed out and back as `Box` allocations.
+    #[allow(clippy::vec_box)]
+    static RESERVATIONS: std::cell::RefCell<Vec<Box<Reservation>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Reclaimed reservations kept per thread (the collector's batch returns them at once).
+#[cfg(not(loom))]
+const RESERVATIONS_MAX: usize = 1024;
+
+impl txgate_sync::reclaim::Reclaim for Reservation {
+    unsafe fn reclaim(ptr: *mut Self) {
+        // SAFETY: the trait's contract: the record came from `Box::into_raw` and no thread can
+        // reach it any more.
+        let record = unsafe { Box::from_raw(ptr) };
+        // `try_with`: reclamation may run while this thread's locals are being destroyed.
+        #[cfg(not(loom))]
+        let _ = RESERVATIONS.try_with(|pool| {
+            if let Ok(mut pool) = pool.try_borrow_mut()
+                && pool.len() < RESERVATIONS_MAX
+            {
+                pool.push(record);
+            }
+        });
+        #[cfg(loom)]
+        drop(record);
+    }
+}
+
+impl Reservation {
+    /// A new undecided reservation, unshared, from this thread's reclaimed records when it has
+    /// one.
+    fn boxed(node: *mut Node, expected: *mut Node, set: usize, free: usize) -> Box<Self> {
+        let fresh = Self {
+            node,
+            expected,
+            set,
+            free,
+            status: AtomicU8::new(UNDECIDED),
+        };
+        #[cfg(not(loom))]
+        if let Some(mut record) = RESERVATIONS
+            .try_with(|pool| pool.try_borrow_mut().ok().and_then(|mut p| p.pop()))
+            .ok()
+            .flatten()
+        {
+            *record = fresh;
+            return record;
+        }
+        Box::new(fresh)
+    }
+}
+
+/// The units word of `free` free units and no reservation pending (`free << 1`; an address
+/// with no provenance: never dereferenced).
+#[inline]
+fn units_word(free: usize) -> *mut Reservation {
+    std::ptr::without_provenance_mut(free << 1)
+}
+
+/// The units word naming pending reservation `r` (records are 8-byte aligned).
+#[inline]
+fn pending(r: *mut Reservation) -> *mut Reservation {
+    r.map_addr(|a| a | 1)
+}
+
+/// The reservation a units word names, if it is pending; else `Err(free units)`.
+#[inline]
+fn reservation(word: *mut Reservation) -> Result<*mut Reservation, usize> {
+    if word.addr() & 1 == 1 {
+        Ok(word.map_addr(|a| a & !1))
+    } else {
+        Err(word.addr() >> 1)
+    }
+}
+
+/// Room for a new key joining a set without a victim, or not.
+enum Room {
+    /// An empty way: `None` for the set's first key (no unit), `Some(free)` for a later key,
+    /// which takes one of the `free` free units (at least 1).
+    Way(Option<usize>),
+    /// No room: evict (the set's ways are all taken, or the shard is stable-full, I7).
+    Evict,
+    /// A reservation was pending and this thread helped it to its end: plan again.
+    Helped,
+}
+
+/// What [`Shard::take_unit`] did with its node.
+enum Taken {
+    /// The reservation succeeded: the node is in its set.
+    Inserted,
+    /// The reservation failed (another insertion completed in the set first): the node went to
+    /// the collector; plan again.
+    Failed,
+    /// The units word changed before the reservation was installed: the node is still the
+    /// caller's, unpublished; plan again.
+    NotInstalled,
+}
+
 /// Eight words on one cache line: the unit the words of the sets are allocated in.
 #[repr(C, align(64))]
 struct Line([AtomicPtr<Node>; 8]);
@@ -292,11 +450,12 @@ pub(crate) struct Shard {
     /// Most keys the shard holds (`max_size / shards`, at least 2; read by the validator).
     #[cfg_attr(not(any(test, fuzzing, loom)), allow(dead_code))]
     capacity: usize,
-    /// Units of room beyond each set's first key. Taken before an insertion that
-    /// adds a key to a set that has one; given back if that insertion's claim fails; never given
-    /// back otherwise (keys are only ever replaced). Invariant (quiescent): `units == capacity -
-    /// sets - sum over sets of max(0, keys - 1)`.
-    units: AtomicUsize,
+    /// The units word: units of room beyond each set's first key, `free << 1`, or a pending
+    /// [`Reservation`] `R | 1` (module docs, "The units word", I7). A unit is taken at the
+    /// instant its insertion's node is seen holding its set's claim word, and never given back
+    /// (keys are only ever replaced). Invariant (quiescent): no reservation pending and `free ==
+    /// capacity - sets - sum over sets of max(0, keys - 1)`.
+    units: AtomicPtr<Reservation>,
     /// Keys tracked (exact when no insertion is in flight).
     entries: AtomicUsize,
     /// Under loom: the hashes of the keys evicted, in the order their owners saw them commit,
@@ -348,7 +507,7 @@ impl Shard {
             ways,
             stride,
             capacity,
-            units: AtomicUsize::new(capacity.saturating_sub(sets)),
+            units: AtomicPtr::new(units_word(capacity.saturating_sub(sets))),
             entries: AtomicUsize::new(0),
             #[cfg(loom)]
             victims: std::sync::Mutex::new(Vec::new()),
@@ -590,10 +749,10 @@ impl Shard {
             #[cfg(any(debug_assertions, loom))]
             self.check_free_word(set, c, guard);
             // The plan: the first empty way, or a victim (module docs).
-            let (way, unit, plan) = match self.room(len) {
-                Some(unit) => (len, unit, None),
-                None => match self.victim(set, len, key, guard) {
-                    Some((way, victim, word)) => (way, false, Some((victim, word))),
+            let (way, unit, plan) = match self.room(len, guard) {
+                Room::Way(unit) => (len, unit, None),
+                Room::Evict => match self.victim(set, len, key, guard) {
+                    Some((way, victim, word)) => (way, None, Some((victim, word))),
                     None => {
                         // A stale plan (the set changed under the scan): look again.
                         // Acquire: as in `get_or_insert`.
@@ -601,6 +760,11 @@ impl Shard {
                         continue;
                     }
                 },
+                Room::Helped => {
+                    // Acquire: as in `get_or_insert`.
+                    c = guard.protect(claim, Ordering::Acquire);
+                    continue;
+                }
             };
             let mut node = match unused.take() {
                 Some(mut b) => {
@@ -617,8 +781,30 @@ impl Shard {
                 ptr.addr() >> TAG_SHIFT == 0,
                 "txgate-ratelimit needs heap addresses below 2^48 (key tags use the top 16 bits)"
             );
+            if let Some(free) = unit {
+                match self.take_unit(set, ptr, c, free, guard) {
+                    Taken::Inserted => {
+                        return Got {
+                            // SAFETY: our node, published in our set and not retired before our
+                            // guard drops (it can only be evicted by a later insertion).
+                            node: unsafe { self.deref(ptr, guard) },
+                            inserted: true,
+                            victim: None,
+                            evicted: 0,
+                        };
+                    }
+                    Taken::Failed => {}
+                    Taken::NotInstalled => {
+                        // SAFETY: never published.
+                        unused = Some(unsafe { Box::from_raw(ptr) });
+                    }
+                }
+                // Acquire: as in `get_or_insert`.
+                c = guard.protect(claim, Ordering::Acquire);
+                continue;
+            }
             let Some((victim, word)) = plan else {
-                // An empty way: the claim is the insertion (I2).
+                // The set's first key, into way 0: the claim is the insertion (I2).
                 // AcqRel on success: Release publishes the node (key, counts, plan) to whoever
                 // loads the claim and completes it; Acquire keeps our completion after the claim.
                 // SeqCst on failure: the newer claim word is the next one we act on (complete
@@ -637,10 +823,6 @@ impl Shard {
                         };
                     }
                     Err(now) => {
-                        if unit {
-                            // Relaxed: a count of room; the claims order the slots themselves.
-                            self.units.fetch_add(1, Ordering::Relaxed);
-                        }
                         // SAFETY: the claim failed, so the node was never published: still ours.
                         unused = Some(unsafe { Box::from_raw(ptr) });
                         c = now;
@@ -754,22 +936,170 @@ impl Shard {
         }
     }
 
-    /// Room for a key joining a set of `len` nodes without eviction: `Some(took a spare unit)`,
-    /// or `None` (evict).
+    /// Inserts node `ptr` (unpublished, ours) as a later key of `set`, whose claim word the
+    /// owner's scan saw as `c`, taking one of the `free` free units at the instant its node is
+    /// seen holding the claim (I7), through a reservation that any thread needing a unit helps
+    /// to its decision. Out of line: only a shard that fills runs it.
+    #[inline(never)]
+    fn take_unit(
+        &self,
+        set: usize,
+        ptr: *mut Node,
+        c: *mut Node,
+        free: usize,
+        guard: &Guard<'_>,
+    ) -> Taken {
+        let r = Box::into_raw(Reservation::boxed(ptr, c, set, free));
+        // AcqRel on success: Release publishes the reservation and its node (key, counts, way)
+        // to the Acquire loads of the units word by helpers, who claim the set with it. Relaxed
+        // on failure: the plan is abandoned; the caller loads the claim word again.
+        if self
+            .units
+            .compare_exchange(
+                units_word(free),
+                pending(r),
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            )
+            .is_err()
+        {
+            // SAFETY: the install failed, so no other thread saw the reservation: it is ours
+            // alone to reclaim (from `Box::into_raw`).
+            unsafe { <Reservation as txgate_sync::reclaim::Reclaim>::reclaim(r) };
+            return Taken::NotInstalled;
+        }
+        let taken = self.help(r, guard);
+        // SAFETY: (1) from `Box::into_raw`, retired once, by us; (2) `help` returned after the
+        // units word stopped naming it, which it never does again (I7), and no other word ever
+        // held it: no thread entering now can load it.
+        unsafe { guard.retire(r) };
+        if taken {
+            self.complete(set, ptr, guard);
+            return Taken::Inserted;
+        }
+        // Failed: another insertion completed in the set first. The node never held a claim
+        // word, but helpers may still compare it with one: to the collector, not reused (its
+        // address stays unique while they hold their guards).
+        // SAFETY: (1) from `Box::into_raw`, retired once; (2) it was never in a slot or a claim
+        // word, and the reservation that named it is unreachable.
+        unsafe { guard.retire(ptr) };
+        Taken::Failed
+    }
+
+    /// Room for a key joining a set of `len` nodes without eviction (module docs, "The units
+    /// word"): the set's first key needs no unit; a later one needs a free unit; a full set, or
+    /// a stable-full shard (no unit free, no reservation pending, I7), evicts. A pending
+    /// reservation is helped to its end first ([`Room::Helped`]).
     #[inline]
-    fn room(&self, len: usize) -> Option<bool> {
+    fn room(&self, len: usize, guard: &Guard<'_>) -> Room {
         if len == self.ways {
-            return None;
+            return Room::Evict;
         }
         if len == 0 {
             // Every set may hold one key without a unit.
-            return Some(false);
+            return Room::Way(None);
         }
-        // Relaxed: a count of room; the claim that uses the unit orders the slots.
-        self.units
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| s.checked_sub(1))
-            .ok()
-            .map(|_| true)
+        // Relaxed: a count is only a plan (the install's compare-and-swap checks it), and `0`
+        // is final (I7); a pending word is loaded again under the guard before its record is
+        // read.
+        match reservation(self.units.load(Ordering::Relaxed)) {
+            Err(0) => Room::Evict,
+            Err(free) => Room::Way(Some(free)),
+            Ok(_) => self.help_pending(guard),
+        }
+    }
+
+    /// Helps the reservation pending on the units word, if any (the fill-up path, kept out of
+    /// line).
+    #[cold]
+    #[inline(never)]
+    fn help_pending(&self, guard: &Guard<'_>) -> Room {
+        // Acquire: pairs with the Release of the reservation's install (its fields) or
+        // resolution.
+        if let Ok(r) = reservation(guard.protect(&self.units, Ordering::Acquire)) {
+            self.help(r, guard);
+        }
+        Room::Helped
+    }
+
+    /// Helps the pending reservation `r` (loaded from the units word under `guard`, or the
+    /// caller's own) to its decision, then resolves the units word (module docs, "The units
+    /// word"). Returns whether the unit was taken. Each pass either decides, or completes an
+    /// insertion in flight in the set, or moves the claim word; so it ends (lock-free, I7).
+    #[inline(never)]
+    fn help(&self, r: *mut Reservation, guard: &Guard<'_>) -> bool {
+        guard.check(r);
+        // SAFETY: loaded under `guard` from the units word (or the caller's own): it is retired
+        // only after the units word stopped naming it (I7), so allocated until `guard` drops.
+        let rec = unsafe { &*r };
+        let claim = self.claim(rec.set);
+        loop {
+            // The claim word first, then the status: a claim word read before an undecided
+            // status is one of the reservation's lifetime, whose `expected` cannot recur (I7).
+            // Acquire: as in `get_or_insert`.
+            let c = guard.protect(claim, Ordering::Acquire);
+            // Acquire: pairs with the decision's AcqRel.
+            if rec.status.load(Ordering::Acquire) != UNDECIDED {
+                break;
+            }
+            if c == rec.node {
+                // The node holds the claim: the unit is taken now (the insertion's
+                // linearization point). AcqRel (failure Acquire): the decision orders after
+                // the claim it saw and publishes itself to the status loads.
+                let _ = rec.status.compare_exchange(
+                    UNDECIDED,
+                    SUCCEEDED,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                );
+            } else if c == rec.expected {
+                // The set's membership is still the one the owner's scan saw (I6): claim it for
+                // the node. AcqRel on success: Release passes the node's fields (acquired with
+                // the reservation) on to whoever loads the claim and completes it. Relaxed on
+                // failure: the claim word is loaded again.
+                let _ = claim.compare_exchange(c, rec.node, Ordering::AcqRel, Ordering::Relaxed);
+            } else if is_claim(c) {
+                // Another insertion in flight in the set: complete it first.
+                self.complete(rec.set, c, guard);
+            } else {
+                // `idle(Y)`, `Y` not the owner's `X`: an insertion completed in the set since
+                // the scan, and `idle(X)` never recurs (I6, I7). AcqRel (failure Acquire): as
+                // above.
+                let _ = rec.status.compare_exchange(
+                    UNDECIDED,
+                    FAILED,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                );
+            }
+        }
+        self.resolve(r, guard)
+    }
+
+    /// Resolves the units word of the decided reservation `r` (loaded under `guard`): `R | 1 ->
+    /// (free - 1) << 1` if it succeeded, `-> free << 1` if it failed. Idempotent: a later call
+    /// finds the word moved on. Returns whether it succeeded.
+    fn resolve(&self, r: *mut Reservation, guard: &Guard<'_>) -> bool {
+        guard.check(r);
+        // SAFETY: as in `help`.
+        let rec = unsafe { &*r };
+        // Acquire: pairs with the decision's AcqRel.
+        let status = rec.status.load(Ordering::Acquire);
+        #[cfg(any(debug_assertions, loom))]
+        assert_ne!(status, UNDECIDED, "a reservation resolved undecided");
+        let taken = status == SUCCEEDED;
+        let free = if taken { rec.free - 1 } else { rec.free };
+        // AcqRel on success: Release orders the decision before whatever a thread that loads
+        // the new count does (a stable-full shard's evictions come after every unit's taking);
+        // Acquire orders our retirement of the record, if ours, after it. Relaxed on failure:
+        // resolved by another thread.
+        let _ = self.units.compare_exchange(
+            pending(r),
+            units_word(free),
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        );
+        taken
     }
 
     /// The victim in a full set of `len` nodes, for new key `key`: its way, node and counts
@@ -814,6 +1144,32 @@ impl Shard {
         if c.addr() & EVICTION == 0 {
             // SAFETY: `c` was loaded under `guard` from the set's claim word.
             let node = unsafe { self.deref(c, guard) };
+            if node.adds && node.way > 0 {
+                // A later key of a non-empty set: it took a unit through a reservation, which
+                // is decided before the node leaves the claim word (I7). If the units word still
+                // names it, it is undecided or succeeded (the claim holds its node): decide it
+                // and resolve the word.
+                // Acquire: as in `room`.
+                if let Ok(r) = reservation(guard.protect(&self.units, Ordering::Acquire)) {
+                    guard.check(r);
+                    // SAFETY: as in `help`.
+                    let rec = unsafe { &*r };
+                    if rec.node == c {
+                        // AcqRel (failure Acquire): as in `help`.
+                        let _ = rec.status.compare_exchange(
+                            UNDECIDED,
+                            SUCCEEDED,
+                            Ordering::AcqRel,
+                            Ordering::Acquire,
+                        );
+                        let taken = self.resolve(r, guard);
+                        #[cfg(any(debug_assertions, loom))]
+                        assert!(taken, "a reservation failed while its node held the claim");
+                        #[cfg(not(any(debug_assertions, loom)))]
+                        let _ = taken;
+                    }
+                }
+            }
             let slot = self.slot(set, usize::from(node.way));
             // Acquire: as in `scan`.
             let v = guard.protect(slot, Ordering::Acquire);
@@ -958,7 +1314,8 @@ impl Shard {
         );
         assert_eq!(self.entries(), total, "entries counter");
         // Relaxed: quiescent.
-        let units = self.units.load(Ordering::Relaxed);
+        let units = reservation(self.units.load(Ordering::Relaxed))
+            .expect_err("a unit reservation is still pending");
         assert_eq!(units, self.capacity - self.sets - extra, "spare room");
     }
 }

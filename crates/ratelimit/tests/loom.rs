@@ -232,18 +232,13 @@ twins! {
     /// The group must drop and the single admission must be admitted: the group's tentative count
     /// on a may never make a concurrent caller drop (no sequential order drops both).
     ///
-    /// Under CLOCK (4 shards of 2, each one set of 4 ways; a and b fall in one shard) this meets
-    /// the table's known limit (a spare unit is a tentative reservation): loom finds a history
-    /// where the single and the group are both admitted and the limiter's victims include b:
-    /// two insertions of the new key a race (the single's, and the group's lookup) in a shard
-    /// holding b alone; one reserves the shard's last unit, the other finds none, evicts b and
-    /// claims the set first, so the first's claim fails and gives the unit back. The shard
-    /// never needs to evict in any order; b's counts leave with it, so the group finds b fresh
-    /// and is admitted over b's limit. The LRU twin passes.
+    /// Under CLOCK (4 shards of 2, each one set of 4 ways; a and b fall in one shard) two
+    /// insertions of the new key a race (the single's, and the group's lookup) in a shard
+    /// holding b alone, with one spare unit: whichever takes it, the other finds a inserted.
+    /// Were the unit reserved before the set's claim and given back when the claim fails, the
+    /// second could find no unit, evict b and claim the set first; b's counts would leave with
+    /// it and the group would be admitted over b's limit, which no order explains.
     fn a_failing_group_never_drops_a_concurrent_caller,
-    #[ignore = "known limit, documented in the table module's protocol: a CLOCK spare unit is \
-                reserved before the set's claim, so a racing insertion of the same new key may \
-                evict early"]
     a_failing_group_never_drops_a_concurrent_caller_clock(p) {
         loom::model(move || {
             let l = sharded(p, 1, 8, 4);
@@ -1497,14 +1492,12 @@ twins! {
 }
 
 /// CLOCK, two sets sharing one spare unit (capacity 3 in sets of 3 ways; L = 1; a1 in set 0, b1
-/// in set 1): thread 1 inserts a2 (set 0) while thread 2 inserts b2 (set 1) and then a2. Thread
-/// 1 may reserve the unit, lose set 0's claim to thread 2's a2 and give the unit back, after b2
-/// found none and evicted b1: b2's instant had a unit free, so no order explains it. The known
-/// limit of the table's protocol ("Known limits": a spare unit is a tentative reservation).
+/// in set 1): thread 1 inserts a2 (set 0) while thread 2 inserts b2 (set 1) and then a2. If
+/// thread 1 could hold the unit while its claim of set 0 fails (thread 2's a2 claims it first)
+/// and give it back, b2 would find no unit and evict b1 although at its instant the shard had
+/// a unit free: no order explains that. The unit is taken at the claim's instant (the table's
+/// units word), so b2 evicts only once a2 holds the unit.
 #[test]
-#[ignore = "known limit, documented in the table module's protocol: a CLOCK spare unit is \
-            reserved before the set's claim, so a racing insertion into another set may evict \
-            early"]
 fn linearizable_clock_spare_unit_held_by_a_failing_claim() {
     linearizable(clock_shard(1, 3, 3), |l| {
         let by = keys_by_set(l, 2, 2);
@@ -1516,6 +1509,64 @@ fn linearizable_clock_spare_unit_held_by_a_failing_claim() {
                 vec![admit(&[b2], 1), admit(&[a2], 1)],
             ],
             keys: vec![a1, a2, b1, b2],
+        }
+    });
+}
+
+/// CLOCK, two sets sharing one spare unit (capacity 3 in sets of 3 ways; L = 1; a1 in set 0, b1
+/// in set 1): thread 1 inserts a2 (set 0) while thread 2 inserts a3 (set 0) and then b2 (set 1).
+/// Exactly one of a2 and a3 takes the unit and the other evicts in set 0, and b2 (after a3)
+/// always evicts b1: no eviction may happen while a unit is free, and no insertion may take a
+/// unit an earlier eviction found gone.
+#[test]
+fn linearizable_clock_no_eviction_while_a_unit_is_free() {
+    linearizable(clock_shard(1, 3, 3), |l| {
+        let by = keys_by_set(l, 2, 3);
+        let (a1, a2, a3, b1, b2) = (by[0][0], by[0][1], by[0][2], by[1][0], by[1][1]);
+        Scenario {
+            setup: vec![admit(&[a1], 1), admit(&[b1], 1)],
+            threads: [
+                vec![admit(&[a2], 1)],
+                vec![admit(&[a3], 1), admit(&[b2], 1)],
+            ],
+            keys: vec![a1, a2, a3, b1, b2],
+        }
+    });
+}
+
+/// CLOCK, one set of 6 ways holding a1, two spare units (capacity 3; L = 1): threads insert a2
+/// and a3. Each takes a unit through a reservation; loom preempts an owner between installing
+/// its reservation and its claim, so the other thread, needing a unit, claims the set for the
+/// pending node and decides it (helping). Sequentially both are inserted and nothing is evicted.
+#[test]
+fn linearizable_clock_a_helper_completes_a_pending_reservation() {
+    linearizable(clock_shard(1, 3, 6), |l| {
+        let [a1, a2, a3] = keys(l);
+        Scenario {
+            setup: vec![admit(&[a1], 1)],
+            threads: [vec![admit(&[a2], 1)], vec![admit(&[a3], 1)]],
+            keys: vec![a1, a2, a3],
+        }
+    });
+}
+
+/// CLOCK, one set of 6 ways holding a1, two spare units (capacity 3; L = 1): thread 1 inserts
+/// a2 while thread 2 inserts a3 and then a4. A reservation fails when another insertion
+/// completed in its set after its owner's scan (thread 1 scans, thread 2 inserts a3 whole,
+/// thread 1 reserves on the stale scan); its owner must plan again and take the last unit or
+/// evict, never insert twice or leave the unit taken. Sequentially two of a2, a3, a4 take the
+/// units and the last one evicts.
+#[test]
+fn linearizable_clock_a_failed_reservation_plans_again() {
+    linearizable(clock_shard(1, 3, 6), |l| {
+        let [a1, a2, a3, a4] = keys(l);
+        Scenario {
+            setup: vec![admit(&[a1], 1)],
+            threads: [
+                vec![admit(&[a2], 1)],
+                vec![admit(&[a3], 1), admit(&[a4], 1)],
+            ],
+            keys: vec![a1, a2, a3, a4],
         }
     });
 }
