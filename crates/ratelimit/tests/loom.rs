@@ -2078,3 +2078,70 @@ fn the_checker_keeps_real_time_order() {
     assert!(respects_real_time(0b10, &st, &overlapping));
     assert!(respects_real_time(0b01, &st, &overlapping));
 }
+
+/// CLOCK, one set of 4 ways and one spare unit (capacity 2; L = 1), empty: threads insert a1
+/// and a2. One of them may load the set's claim word while the set is still empty and scan it
+/// after the other's key landed, so its unit reservation names the empty set's claim word
+/// (`idle(null)`) with a way behind the other key; that reservation must fail and its owner
+/// plan again (a second reservation, which takes the unit). Sequentially both keys are
+/// inserted, the first into the set's free room and the second with the unit, and nothing is
+/// evicted.
+#[test]
+fn linearizable_clock_a_reservation_planned_on_an_empty_set() {
+    linearizable(clock_shard(1, 2, 4), |l| {
+        let [a1, a2] = keys(l);
+        Scenario {
+            setup: vec![],
+            threads: [vec![admit(&[a1], 1)], vec![admit(&[a2], 1)]],
+            keys: vec![a1, a2],
+        }
+    });
+}
+
+/// CLOCK, a full set and a reservation in another set at once (capacity 9 in sets of 3 ways: 6
+/// sets, 3 spare units; L = 1): set 0 holds a1..a3 (two units taken), set 1 holds b1. Thread 1
+/// inserts a4, which evicts in set 0 (its ways are all taken) although a unit remains; thread
+/// 2 inserts b2, which takes the last unit through a reservation, and then hits a1. The early
+/// eviction needs no unit and must not wait on, take or give back the pending one: b2 is
+/// inserted in every order and a4 evicts CLOCK's choice in set 0.
+#[test]
+fn linearizable_clock_an_early_eviction_beside_a_pending_reservation() {
+    linearizable(clock_shard(1, 9, 3), |l| {
+        let by = keys_by_set(l, 6, 4);
+        let (a, b) = (&by[0], &by[1]);
+        Scenario {
+            setup: vec![
+                admit(&[a[0]], 1),
+                admit(&[a[1]], 1),
+                admit(&[a[2]], 1),
+                admit(&[b[0]], 1),
+            ],
+            threads: [
+                vec![admit(&[a[3]], 1)],
+                vec![admit(&[b[1]], 1), admit(&[a[0]], 1)],
+            ],
+            keys: vec![a[0], a[1], a[2], a[3], b[0], b[1]],
+        }
+    });
+}
+
+/// CLOCK, one set of 6 ways holding a1, two spare units (capacity 3; L = 1): thread 1 inserts
+/// a2 while thread 2 admits a1 again (dropped: a1 is at its limit) and then inserts a3. A hit
+/// that finds a2's node holding the set's claim completes that insertion, and must decide
+/// a2's pending reservation before it frees the claim word; else a2's owner would later find
+/// the claim word moved past its scan, fail the reservation and retire a node that is in a
+/// way. Sequentially a2 and a3 take the two units and a1's second admission drops.
+#[test]
+fn linearizable_clock_a_hit_completes_a_node_whose_reservation_is_pending() {
+    linearizable(clock_shard(1, 3, 6), |l| {
+        let [a1, a2, a3] = keys(l);
+        Scenario {
+            setup: vec![admit(&[a1], 1)],
+            threads: [
+                vec![admit(&[a2], 1)],
+                vec![admit(&[a1], 1), admit(&[a3], 1)],
+            ],
+            keys: vec![a1, a2, a3],
+        }
+    });
+}
