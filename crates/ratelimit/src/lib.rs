@@ -126,8 +126,9 @@
 //!   shard fills, a new key joining a non-empty set also takes a unit of the shard's spare room
 //!   at the instant of its claim: a small record (from a per-thread cache) installed on the
 //!   shard's unit count and about three more compare-and-swaps, helped to its end by any
-//!   thread that needs a unit meanwhile (so an insertion never evicts while the shard has
-//!   room).
+//!   thread that needs a unit meanwhile (so an insertion evicts while the shard has a free
+//!   unit only when its own set's ways are all taken, the early eviction of the `table`
+//!   module).
 //!   Beneath it, seize takes a mutex when a thread first enters (its thread ids) and, where the
 //!   `membarrier` system call is missing, in the barrier it runs once per 512 retirements; a new
 //!   key's node comes from a per-thread cache or the allocator.

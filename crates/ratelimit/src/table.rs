@@ -106,16 +106,18 @@
 //!   at an instant the set's claim word holds `N` (so the set's membership is the owner's scan's,
 //!   I6, and the word's `f` units are free: the unit is taken then), and fails only once the
 //!   claim word has moved past `idle(X)` through a completed insertion, after which `idle(X)`
-//!   never recurs while a helper that read it can act on it: a helper reads the claim word
-//!   *before* the status, so a claim word it acts on was read while `R` was undecided, hence
-//!   while `R`'s owner still held the guard under which it read `idle(X)` (`X`'s address is not
-//!   reused, I6) and under the helper's own guard (so it is not reused until the helper is
-//!   done). Hence the helpers' `idle(X) -> N` succeeds at most once and never after `R` is
-//!   decided, and `N` holds the claim word only if `R` succeeds. A completer of a claim word
+//!   never recurs while a helper that read it can act on it: a helper acts only on a claim word
+//!   `idle(X)` it loaded itself, under its guard, and while a claim word is `idle(X)` its `X` is
+//!   in one of the set's ways (no slot changes while a claim word is idle), so `X` is retired,
+//!   if ever, after that guard began, and its address is not reused before the helper is done
+//!   (as in I6). (Helpers also read the claim word before the status; that order is not what
+//!   this rests on.) Hence the helpers' `idle(X) -> N` succeeds at most once and never after
+//!   `R` is decided, and `N` holds the claim word only if `R` succeeds. A completer of a claim word
 //!   `N` whose node took a unit (`adds`, way > 0) decides `R` before it frees the claim word
 //!   (`N -> idle(N)`): if the units word still names a reservation of `N`, that reservation is
 //!   undecided or succeeded. A failed `R`'s node was never in a claim word or a slot but may
-//!   still be compared by helpers: it is retired, not reused.
+//!   still be compared by helpers: it is retired, not reused (conservative: helpers compare it
+//!   only with claim words they read before the decision).
 //!
 //! ## Linearization points
 //!
@@ -159,7 +161,7 @@
 //! insertion in flight in it, and any thread that needs a unit helps the reservation pending
 //! on the units word to its decision: each of its passes decides it, completes an insertion in
 //! flight, or moves the claim word, and it fails only when another insertion into its set
-//! completed). A group, or an eviction, in flight is aborted by any operation
+//! completed, possibly before the reservation was installed: the owner's scan was stale). A group, or an eviction, in flight is aborted by any operation
 //! that needs its victim or one of its keys before it is settled; so a group and the operations
 //! on its keys, and an eviction and the uses of its victim, are only obstruction-free against
 //! each other (E3, a forced eviction after failed commits, is not used). That includes two
@@ -177,7 +179,14 @@
 //!   the bits it cleared, and the insertion's next sweep starts again at its start way: those
 //!   clearings are sweep steps (E1) of an insertion that does not happen, or that restarts.
 //!   The loom checker interleaves the sweep steps of one sweep per new key
-//!   (`Model::sweep_step`, up to three) and at most one aborted attempt per group, not these.
+//!   (`Model::sweep_step`, up to three per operation: before a single key's insertion, or
+//!   before a group's lookups of its new keys) and at most one aborted attempt per group, not
+//!   these.
+//! - What rests on addresses not being reused while a guard that loaded them lives (I6, I7:
+//!   `idle(X)` not recurring, a reservation's or record's word not recurring) is argued from
+//!   seize's guarantee, not model-checked: loom's stand-in for the collector never reuses an
+//!   address (and the per-thread pools are off under loom). The threaded stress tests, with
+//!   the pools, run reuse on real threads.
 //!
 //! Nothing on the hit path allocates.
 
@@ -1089,10 +1098,11 @@ impl Shard {
         assert_ne!(status, UNDECIDED, "a reservation resolved undecided");
         let taken = status == SUCCEEDED;
         let free = if taken { rec.free - 1 } else { rec.free };
-        // AcqRel on success: Release orders the decision before whatever a thread that loads
-        // the new count does (a stable-full shard's evictions come after every unit's taking);
-        // Acquire orders our retirement of the record, if ours, after it. Relaxed on failure:
-        // resolved by another thread.
+        // AcqRel on success: Acquire orders our retirement of the record, if ours, after the
+        // resolution. The Release is conservative: a thread that reads the new count (Relaxed,
+        // in `room`) acts on it only through compare-and-swaps of the units word and of claim
+        // words, which order what it then reads (no loom model fails with Relaxed here).
+        // Relaxed on failure: resolved by another thread.
         let _ = self.units.compare_exchange(
             pending(r),
             units_word(free),
@@ -1149,7 +1159,8 @@ impl Shard {
                 // is decided before the node leaves the claim word (I7). If the units word still
                 // names it, it is undecided or succeeded (the claim holds its node): decide it
                 // and resolve the word.
-                // Acquire: as in `room`.
+                // Acquire: as in `help_pending` (pairs with the Release of the reservation's
+                // install: its fields).
                 if let Ok(r) = reservation(guard.protect(&self.units, Ordering::Acquire)) {
                     guard.check(r);
                     // SAFETY: as in `help`.
