@@ -3,7 +3,8 @@
 //! - [`scalar`]: the split block's portable operations over its eight words, shared by both
 //!   layouts; always compiled, and the only path under miri and off x86-64.
 //! - `avx2` (x86-64): a [`Block256`] is one 256-bit register, a [`Block512`] two.
-//! - `avx512` (x86-64, AVX-512F): a [`Block512`] is one 512-bit register ([`Block256`] runs
+//! - `avx512` (x86-64, AVX-512F and AVX-512VL): a [`Block512`] is one 512-bit register; a
+//!   [`Block256`] query is one 256-bit register with the EVEX forms (its other operations run
 //!   the AVX2 kernels).
 //!
 //! A filter picks its [`Backend`] once, when it is built or loaded, and holds it as a [`Kernel`]:
@@ -18,7 +19,7 @@
 //! |---|---|---|
 //! | [`Backend::Scalar`] | eight 32-bit shifts | eight 64-bit shifts |
 //! | [`Backend::Avx2`] | one 256-bit vector | two 256-bit halves |
-//! | [`Backend::Avx512`] | one 256-bit vector (the AVX2 kernel) | one 512-bit vector |
+//! | [`Backend::Avx512`] | one 256-bit vector (queries: EVEX forms in ymm16-17, no `vzeroupper`; the rest the AVX2 kernel) | one 512-bit vector (zmm16-17, no `vzeroupper` in queries) |
 //!
 //! On x86-64 a one-key query is inline assembly (so that it inlines into the caller's loop; see
 //! the `avx2` module), everything else `#[target_feature]` functions with intrinsics. Both
@@ -78,9 +79,13 @@ pub enum Backend {
     /// x86-64 AVX2: a 256-bit block is one vector, its mask one `vpmulld`, one `vpsrld` and one
     /// `vpsllvd`; a 512-bit block is two 256-bit halves.
     Avx2,
-    /// x86-64 AVX-512F (with AVX2): a 512-bit block is one vector, its mask one `vpmuludq`,
-    /// one `vpsrlq` and one `vprolvq`, a query one `vptestnmq`. 256-bit blocks run the AVX2
-    /// kernel.
+    /// x86-64 AVX-512F and AVX-512VL (with AVX2): a 512-bit block is one vector, its mask one
+    /// `vpmuludq`, one `vpsrlq` and one `vprolvq`, a query one `vptestnmq`. A 256-bit block's
+    /// query is the AVX2 kernel's mask in the EVEX forms (broadcast from the general-purpose
+    /// register, test by one `vptestnmd`), in registers 16-31 so that it needs no
+    /// `vzeroupper`; its inserts and batch queries run the AVX2 kernel. Every AVX-512 CPU but
+    /// the Xeon Phi (Knights Landing, Knights Mill) has AVX-512VL; those get
+    /// [`Backend::Avx2`].
     Avx512,
 }
 
@@ -148,9 +153,12 @@ impl Kernel {
     pub(crate) fn contains256(self, block: &Block256, x: u32) -> bool {
         match self.0 {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
-            // SAFETY: the kernel's backend passed `is_available` (the token's invariant): both
-            // backends imply AVX2.
-            Backend::Avx2 | Backend::Avx512 => unsafe { avx2::contains256_asm(block, x) },
+            // SAFETY: the kernel's backend passed `is_available` (the token's invariant): the
+            // CPU has AVX-512F and AVX-512VL.
+            Backend::Avx512 => unsafe { avx512::contains256_asm(block, x) },
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            // SAFETY: as above: the CPU has AVX2.
+            Backend::Avx2 => unsafe { avx2::contains256_asm(block, x) },
             _ => scalar::contains(&block.0, scalar::masks(x, BIT_SHIFT)),
         }
     }
@@ -297,7 +305,7 @@ fn avx2_available() -> bool {
 fn avx512_available() -> bool {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
-        std::is_x86_feature_detected!("avx512f")
+        std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512vl")
     }
     #[cfg(not(all(target_arch = "x86_64", not(miri))))]
     {
