@@ -124,7 +124,7 @@ pub(super) unsafe fn contains_many512(blocks: &[Block512], hashes: &[u64], out: 
 #[inline(always)]
 pub(super) unsafe fn contains512_asm(block: &Block512, x: u32) -> bool {
     const { assert!(BIT_SHIFT512 == 26) };
-    let all_set: u8;
+    let all_set: u64;
     // SAFETY: the caller guarantees AVX-512F (`kortestw` and every EVEX form here are
     // AVX-512F). Memory: reads the 64 bytes of `block` (64-byte aligned) and the statics, writes
     // none. Registers: writes zmm16, zmm17 and k1, all declared clobbered (each `zmm` clobber
@@ -132,6 +132,9 @@ pub(super) unsafe fn contains512_asm(block: &Block512, x: u32) -> bool {
     // untouched, so their upper halves stay as the compiler left them.
     unsafe {
         core::arch::asm!(
+            // The answer's register, zeroed before any flag is computed (a zero idiom; the
+            // 32-bit form clears all 64 bits).
+            "xor {all_set:e}, {all_set:e}",
             // Mask: lane i = 1 rotated left by ((x * SALT[i]) >> 26); the rotate takes its
             // count mod 64, which keeps exactly bits 26..32 of the product.
             "vpbroadcastd zmm16, {x:e}",
@@ -142,17 +145,19 @@ pub(super) unsafe fn contains512_asm(block: &Block512, x: u32) -> bool {
             // k1 lane i = (mask & block == 0): lane i misses its one bit.
             "vptestnmq k1, zmm16, zmmword ptr [{block}]",
             "kortestw k1, k1",
-            "sete {all_set}",
+            "sete {all_set:l}",
             x = in(reg) x,
             block = in(reg) block,
             salt = sym SALT64,
             one = sym ONE64,
-            all_set = lateout(reg_byte) all_set,
+            all_set = out(reg) all_set,
             out("k1") _, out("zmm16") _, out("zmm17") _,
             options(pure, readonly, nostack),
         );
     }
-    all_set != 0
+    // SAFETY: the asm zeroed `all_set` and then wrote only its low byte, with a `setcc`, which
+    // writes 0 or 1.
+    unsafe { super::answer(all_set) }
 }
 
 /// The 256-bit block query with AVX-512VL, as inline assembly (inlined into the caller, see the
@@ -166,13 +171,16 @@ pub(super) unsafe fn contains512_asm(block: &Block512, x: u32) -> bool {
 #[inline(always)]
 pub(super) unsafe fn contains256_asm(block: &Block256, x: u32) -> bool {
     const { assert!(BIT_SHIFT == 27) };
-    let all_set: u8;
+    let all_set: u64;
     // SAFETY: the caller guarantees AVX-512F and AVX-512VL (every EVEX form on ymm registers
     // here is AVX-512VL, `kortestw` AVX-512F). Memory: reads the 32 bytes of `block` (32-byte
     // aligned) and the statics, writes none. Registers: writes ymm16, ymm17 and k1, all declared
     // clobbered (as whole zmm registers); the flags are clobbered. zmm0-15 are untouched.
     unsafe {
         core::arch::asm!(
+            // The answer's register, zeroed before any flag is computed (a zero idiom; the
+            // 32-bit form clears all 64 bits).
+            "xor {all_set:e}, {all_set:e}",
             // Mask: lane i = 1 << ((x * SALT[i]) mod 2^32 >> 27).
             "vpbroadcastd ymm16, {x:e}",
             "vpmulld ymm16, ymm16, ymmword ptr [rip + {salt}]",
@@ -183,15 +191,17 @@ pub(super) unsafe fn contains256_asm(block: &Block256, x: u32) -> bool {
             // zeroed by the 256-bit form).
             "vptestnmd k1, ymm16, ymmword ptr [{block}]",
             "kortestw k1, k1",
-            "sete {all_set}",
+            "sete {all_set:l}",
             x = in(reg) x,
             block = in(reg) block,
             salt = sym SALT32,
             one = sym ONE32,
-            all_set = lateout(reg_byte) all_set,
+            all_set = out(reg) all_set,
             out("k1") _, out("zmm16") _, out("zmm17") _,
             options(pure, readonly, nostack),
         );
     }
-    all_set != 0
+    // SAFETY: the asm zeroed `all_set` and then wrote only its low byte, with a `setcc`, which
+    // writes 0 or 1.
+    unsafe { super::answer(all_set) }
 }

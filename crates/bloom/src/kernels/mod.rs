@@ -62,6 +62,21 @@ static ONE64: u64 = 1;
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 static SIX_BITS: u64 = 63;
 
+/// A query's answer from its inline assembly (0 or 1 in a 64-bit register) as a `bool`, with
+/// the range told to the compiler: a caller that counts answers then adds the register as is,
+/// where a plain `!= 0` of an unknown byte costs a compare and a subtract-with-borrow per query
+/// (and a 32-bit value a zero-extending move).
+///
+/// # Safety
+/// `flag` must be 0 or 1.
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+#[inline(always)]
+unsafe fn answer(flag: u64) -> bool {
+    // SAFETY: the caller guarantees `flag <= 1`.
+    unsafe { core::hint::assert_unchecked(flag <= 1) };
+    flag != 0
+}
+
 /// A 64-byte-aligned value (one cache line; aligned loads of vectors up to 512 bits).
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 #[repr(C, align(64))]
