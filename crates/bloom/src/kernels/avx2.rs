@@ -190,10 +190,12 @@ pub(super) unsafe fn contains_many512(blocks: &[Block512], hashes: &[u64], out: 
 
 /// [`contains256`] as inline assembly, inlined into the caller (see the module docs).
 ///
+/// Returns 1 if every bit is set, else 0 (for [`answer`](super::answer)).
+///
 /// # Safety
 /// The CPU must support AVX2.
 #[inline(always)]
-pub(super) unsafe fn contains256_asm(block: &Block256, x: u32) -> bool {
+pub(super) unsafe fn contains256_asm(block: &Block256, x: u32) -> u64 {
     const { assert!(BIT_SHIFT == 27) };
     let all_set: u64;
     // SAFETY: the caller guarantees AVX2, the only instruction set used here beyond x86-64's
@@ -232,17 +234,18 @@ pub(super) unsafe fn contains256_asm(block: &Block256, x: u32) -> bool {
             options(pure, readonly, nostack),
         );
     }
-    // SAFETY: the asm zeroed `all_set` and then wrote only its low byte, with a `setcc`, which
-    // writes 0 or 1.
-    unsafe { super::answer(all_set) }
+    // 0 or 1: the asm zeroed `all_set` and then wrote only its low byte, with a `setcc`.
+    all_set
 }
 
 /// [`contains512`] as inline assembly, inlined into the caller (see the module docs).
 ///
+/// Returns 1 if every bit is set, else 0 (for [`answer`](super::answer)).
+///
 /// # Safety
 /// The CPU must support AVX2.
 #[inline(always)]
-pub(super) unsafe fn contains512_asm(block: &Block512, x: u32) -> bool {
+pub(super) unsafe fn contains512_asm(block: &Block512, x: u32) -> u64 {
     const { assert!(BIT_SHIFT512 == 26) };
     let all_set: u64;
     // SAFETY: as in `contains256_asm`: AVX2 by the caller; reads the 64 bytes of `block`
@@ -289,7 +292,6 @@ pub(super) unsafe fn contains512_asm(block: &Block512, x: u32) -> bool {
             options(pure, readonly, nostack),
         );
     }
-    // SAFETY: the asm zeroed `all_set` and then wrote only its low byte, with a `setcc`, which
-    // writes 0 or 1.
-    unsafe { super::answer(all_set) }
+    // 0 or 1: the asm zeroed `all_set` and then wrote only its low byte, with a `setcc`.
+    all_set
 }

@@ -119,10 +119,12 @@ pub(super) unsafe fn contains_many512(blocks: &[Block512], hashes: &[u64], out: 
 /// `*-evex` string functions use ymm16-31 for the same reason). That saves the `vzeroupper` of
 /// the AVX2 form on every query.
 ///
+/// Returns 1 if every bit is set, else 0 (for [`answer`](super::answer)).
+///
 /// # Safety
 /// The CPU must support AVX-512F.
 #[inline(always)]
-pub(super) unsafe fn contains512_asm(block: &Block512, x: u32) -> bool {
+pub(super) unsafe fn contains512_asm(block: &Block512, x: u32) -> u64 {
     const { assert!(BIT_SHIFT512 == 26) };
     let all_set: u64;
     // SAFETY: the caller guarantees AVX-512F (`kortestw` and every EVEX form here are
@@ -155,21 +157,21 @@ pub(super) unsafe fn contains512_asm(block: &Block512, x: u32) -> bool {
             options(pure, readonly, nostack),
         );
     }
-    // SAFETY: the asm zeroed `all_set` and then wrote only its low byte, with a `setcc`, which
-    // writes 0 or 1.
-    unsafe { super::answer(all_set) }
+    // 0 or 1: the asm zeroed `all_set` and then wrote only its low byte, with a `setcc`.
+    all_set
 }
 
 /// The 256-bit block query with AVX-512VL, as inline assembly (inlined into the caller, see the
 /// `avx2` module's docs): the same mask as the AVX2 kernel (`vpmulld`, `vpsrld`, `vpsllvd`),
 /// with the fingerprint broadcast straight from its general-purpose register, the test one
 /// `vptestnmd` into a mask register, and, as in [`contains512_asm`], only ymm16 and ymm17
-/// written, so no closing `vzeroupper`.
+/// written, so no closing `vzeroupper`. Returns 1 if every bit is set, else 0 (for
+/// [`answer`](super::answer)).
 ///
 /// # Safety
 /// The CPU must support AVX-512F and AVX-512VL (the EVEX forms of 256-bit instructions).
 #[inline(always)]
-pub(super) unsafe fn contains256_asm(block: &Block256, x: u32) -> bool {
+pub(super) unsafe fn contains256_asm(block: &Block256, x: u32) -> u64 {
     const { assert!(BIT_SHIFT == 27) };
     let all_set: u64;
     // SAFETY: the caller guarantees AVX-512F and AVX-512VL (every EVEX form on ymm registers
@@ -201,7 +203,6 @@ pub(super) unsafe fn contains256_asm(block: &Block256, x: u32) -> bool {
             options(pure, readonly, nostack),
         );
     }
-    // SAFETY: the asm zeroed `all_set` and then wrote only its low byte, with a `setcc`, which
-    // writes 0 or 1.
-    unsafe { super::answer(all_set) }
+    // 0 or 1: the asm zeroed `all_set` and then wrote only its low byte, with a `setcc`.
+    all_set
 }

@@ -62,14 +62,14 @@ static ONE64: u64 = 1;
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 static SIX_BITS: u64 = 63;
 
-/// A query's answer from its inline assembly (0 or 1 in a 64-bit register) as a `bool`, with
-/// the range told to the compiler: a caller that counts answers then adds the register as is,
-/// where a plain `!= 0` of an unknown byte costs a compare and a subtract-with-borrow per query
-/// (and a 32-bit value a zero-extending move).
+/// A query's answer (0 or 1 in a 64-bit register, from inline assembly or a scalar kernel) as a
+/// `bool`, with the range told to the compiler: a caller that counts answers then adds the
+/// register as is, where a plain `!= 0` of an unknown byte costs a compare and a
+/// subtract-with-borrow per query (and a 32-bit value a zero-extending move). The dispatch
+/// applies it after its match, so that the arms meet as one 64-bit value.
 ///
 /// # Safety
 /// `flag` must be 0 or 1.
-#[cfg(all(target_arch = "x86_64", not(miri)))]
 #[inline(always)]
 unsafe fn answer(flag: u64) -> bool {
     // SAFETY: the caller guarantees `flag <= 1`.
@@ -166,7 +166,7 @@ impl Kernel {
     /// Whether every bit of fingerprint `x` is set in `block`.
     #[inline(always)]
     pub(crate) fn contains256(self, block: &Block256, x: u32) -> bool {
-        match self.0 {
+        let flag = match self.0 {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             // SAFETY: the kernel's backend passed `is_available` (the token's invariant): the
             // CPU has AVX-512F and AVX-512VL.
@@ -174,8 +174,10 @@ impl Kernel {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             // SAFETY: as above: the CPU has AVX2.
             Backend::Avx2 => unsafe { avx2::contains256_asm(block, x) },
-            _ => scalar::contains(&block.0, scalar::masks(x, BIT_SHIFT)),
-        }
+            _ => u64::from(scalar::contains(&block.0, scalar::masks(x, BIT_SHIFT))),
+        };
+        // SAFETY: every arm gives 0 or 1 (the assembly kernels' stated result, or a `bool`).
+        unsafe { answer(flag) }
     }
 
     /// Sets every bit of fingerprint `x` in `block`; whether any was clear before.
@@ -222,7 +224,7 @@ impl Kernel {
     /// Whether every bit of fingerprint `x` is set in `block`.
     #[inline(always)]
     pub(crate) fn contains512(self, block: &Block512, x: u32) -> bool {
-        match self.0 {
+        let flag = match self.0 {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             // SAFETY: the kernel's backend passed `is_available` (the token's invariant): the
             // CPU has AVX-512F.
@@ -230,8 +232,10 @@ impl Kernel {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             // SAFETY: as above: the CPU has AVX2.
             Backend::Avx2 => unsafe { avx2::contains512_asm(block, x) },
-            _ => scalar::contains(&block.0, scalar::masks(x, BIT_SHIFT512)),
-        }
+            _ => u64::from(scalar::contains(&block.0, scalar::masks(x, BIT_SHIFT512))),
+        };
+        // SAFETY: every arm gives 0 or 1 (the assembly kernels' stated result, or a `bool`).
+        unsafe { answer(flag) }
     }
 
     /// Sets every bit of fingerprint `x` in `block`; whether any was clear before.
