@@ -190,12 +190,14 @@ pub(super) unsafe fn contains_many512(blocks: &[Block512], hashes: &[u64], out: 
 
 /// [`contains256`] as inline assembly, inlined into the caller (see the module docs).
 ///
+/// Returns 1 if every bit is set, else 0 (for [`answer`](super::answer)).
+///
 /// # Safety
 /// The CPU must support AVX2.
 #[inline(always)]
-pub(super) unsafe fn contains256_asm(block: &Block256, x: u32) -> bool {
+pub(super) unsafe fn contains256_asm(block: &Block256, x: u32) -> u64 {
     const { assert!(BIT_SHIFT == 27) };
-    let all_set: u8;
+    let all_set: u64;
     // SAFETY: the caller guarantees AVX2, the only instruction set used here beyond x86-64's
     // baseline. Memory: the asm reads the 32 bytes of `block` (32-byte aligned, as `vmovdqa`
     // needs) and the two statics, and writes none (`readonly`, `nostack`). Registers: it
@@ -205,6 +207,9 @@ pub(super) unsafe fn contains256_asm(block: &Block256, x: u32) -> bool {
     // unseen. zmm16-31 and the mask registers are untouched.
     unsafe {
         core::arch::asm!(
+            // The answer's register, zeroed before any flag is computed (a zero idiom; the
+            // 32-bit form clears all 64 bits).
+            "xor {all_set:e}, {all_set:e}",
             // Mask: lane i = 1 << ((x * SALT[i]) mod 2^32 >> 27).
             "vmovd xmm0, {x:e}",
             "vpbroadcastd ymm0, xmm0",
@@ -215,13 +220,13 @@ pub(super) unsafe fn contains256_asm(block: &Block256, x: u32) -> bool {
             // CF = ((!block & mask) == 0): every mask bit is set in the block.
             "vmovdqa ymm1, ymmword ptr [{block}]",
             "vptest ymm1, ymm0",
-            "setb {all_set}",
+            "setb {all_set:l}",
             "vzeroupper",
             x = in(reg) x,
             block = in(reg) block,
             salt = sym SALT32,
             one = sym ONE32,
-            all_set = lateout(reg_byte) all_set,
+            all_set = out(reg) all_set,
             out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _,
             out("xmm4") _, out("xmm5") _, out("xmm6") _, out("xmm7") _,
             out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _,
@@ -229,22 +234,28 @@ pub(super) unsafe fn contains256_asm(block: &Block256, x: u32) -> bool {
             options(pure, readonly, nostack),
         );
     }
-    all_set != 0
+    // 0 or 1: the asm zeroed `all_set` and then wrote only its low byte, with a `setcc`.
+    all_set
 }
 
 /// [`contains512`] as inline assembly, inlined into the caller (see the module docs).
 ///
+/// Returns 1 if every bit is set, else 0 (for [`answer`](super::answer)).
+///
 /// # Safety
 /// The CPU must support AVX2.
 #[inline(always)]
-pub(super) unsafe fn contains512_asm(block: &Block512, x: u32) -> bool {
+pub(super) unsafe fn contains512_asm(block: &Block512, x: u32) -> u64 {
     const { assert!(BIT_SHIFT512 == 26) };
-    let all_set: u8;
+    let all_set: u64;
     // SAFETY: as in `contains256_asm`: AVX2 by the caller; reads the 64 bytes of `block`
     // (64-byte aligned) and the statics, writes no memory; ymm0-3 written, all sixteen vector
     // registers declared clobbered for the closing `vzeroupper`.
     unsafe {
         core::arch::asm!(
+            // The answer's register, zeroed before any flag is computed (a zero idiom; the
+            // 32-bit form clears all 64 bits).
+            "xor {all_set:e}, {all_set:e}",
             // x in each 64-bit lane (`vmovd` zero-extends); vpmuludq gives the full 64-bit
             // product of the low 32 bits of each lane, whose bits 26..32 are the index.
             "vmovd xmm0, {x:e}",
@@ -266,14 +277,14 @@ pub(super) unsafe fn contains512_asm(block: &Block512, x: u32) -> bool {
             "vpandn ymm0, ymm3, ymm0",
             "vpor ymm0, ymm0, ymm1",
             "vptest ymm0, ymm0",
-            "sete {all_set}",
+            "sete {all_set:l}",
             "vzeroupper",
             x = in(reg) x,
             block = in(reg) block,
             salt = sym SALT64,
             six_bits = sym SIX_BITS,
             one = sym ONE64,
-            all_set = lateout(reg_byte) all_set,
+            all_set = out(reg) all_set,
             out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _,
             out("xmm4") _, out("xmm5") _, out("xmm6") _, out("xmm7") _,
             out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _,
@@ -281,5 +292,6 @@ pub(super) unsafe fn contains512_asm(block: &Block512, x: u32) -> bool {
             options(pure, readonly, nostack),
         );
     }
-    all_set != 0
+    // 0 or 1: the asm zeroed `all_set` and then wrote only its low byte, with a `setcc`.
+    all_set
 }

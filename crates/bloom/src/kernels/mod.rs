@@ -3,7 +3,8 @@
 //! - [`scalar`]: the split block's portable operations over its eight words, shared by both
 //!   layouts; always compiled, and the only path under miri and off x86-64.
 //! - `avx2` (x86-64): a [`Block256`] is one 256-bit register, a [`Block512`] two.
-//! - `avx512` (x86-64, AVX-512F): a [`Block512`] is one 512-bit register ([`Block256`] runs
+//! - `avx512` (x86-64, AVX-512F and AVX-512VL): a [`Block512`] is one 512-bit register; a
+//!   [`Block256`] query is one 256-bit register with the EVEX forms (its other operations run
 //!   the AVX2 kernels).
 //!
 //! A filter picks its [`Backend`] once, when it is built or loaded, and holds it as a [`Kernel`]:
@@ -18,7 +19,7 @@
 //! |---|---|---|
 //! | [`Backend::Scalar`] | eight 32-bit shifts | eight 64-bit shifts |
 //! | [`Backend::Avx2`] | one 256-bit vector | two 256-bit halves |
-//! | [`Backend::Avx512`] | one 256-bit vector (the AVX2 kernel) | one 512-bit vector |
+//! | [`Backend::Avx512`] | one 256-bit vector (queries: EVEX forms in ymm16-17, no `vzeroupper`; the rest the AVX2 kernel) | one 512-bit vector (zmm16-17, no `vzeroupper` in queries) |
 //!
 //! On x86-64 a one-key query is inline assembly (so that it inlines into the caller's loop; see
 //! the `avx2` module), everything else `#[target_feature]` functions with intrinsics. Both
@@ -61,6 +62,21 @@ static ONE64: u64 = 1;
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 static SIX_BITS: u64 = 63;
 
+/// A query's answer (0 or 1 in a 64-bit register, from inline assembly or a scalar kernel) as a
+/// `bool`, with the range told to the compiler: a caller that counts answers then adds the
+/// register as is, where a plain `!= 0` of an unknown byte costs a compare and a
+/// subtract-with-borrow per query (and a 32-bit value a zero-extending move). The dispatch
+/// applies it after its match, so that the arms meet as one 64-bit value.
+///
+/// # Safety
+/// `flag` must be 0 or 1.
+#[inline(always)]
+unsafe fn answer(flag: u64) -> bool {
+    // SAFETY: the caller guarantees `flag <= 1`.
+    unsafe { core::hint::assert_unchecked(flag <= 1) };
+    flag != 0
+}
+
 /// A 64-byte-aligned value (one cache line; aligned loads of vectors up to 512 bits).
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 #[repr(C, align(64))]
@@ -78,9 +94,13 @@ pub enum Backend {
     /// x86-64 AVX2: a 256-bit block is one vector, its mask one `vpmulld`, one `vpsrld` and one
     /// `vpsllvd`; a 512-bit block is two 256-bit halves.
     Avx2,
-    /// x86-64 AVX-512F (with AVX2): a 512-bit block is one vector, its mask one `vpmuludq`,
-    /// one `vpsrlq` and one `vprolvq`, a query one `vptestnmq`. 256-bit blocks run the AVX2
-    /// kernel.
+    /// x86-64 AVX-512F and AVX-512VL (with AVX2): a 512-bit block is one vector, its mask one
+    /// `vpmuludq`, one `vpsrlq` and one `vprolvq`, a query one `vptestnmq`. A 256-bit block's
+    /// query is the AVX2 kernel's mask in the EVEX forms (broadcast from the general-purpose
+    /// register, test by one `vptestnmd`), in registers 16-31 so that it needs no
+    /// `vzeroupper`; its inserts and batch queries run the AVX2 kernel. Every AVX-512 CPU but
+    /// the Xeon Phi (Knights Landing, Knights Mill) has AVX-512VL; those get
+    /// [`Backend::Avx2`].
     Avx512,
 }
 
@@ -146,13 +166,18 @@ impl Kernel {
     /// Whether every bit of fingerprint `x` is set in `block`.
     #[inline(always)]
     pub(crate) fn contains256(self, block: &Block256, x: u32) -> bool {
-        match self.0 {
+        let flag = match self.0 {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
-            // SAFETY: the kernel's backend passed `is_available` (the token's invariant): both
-            // backends imply AVX2.
-            Backend::Avx2 | Backend::Avx512 => unsafe { avx2::contains256_asm(block, x) },
-            _ => scalar::contains(&block.0, scalar::masks(x, BIT_SHIFT)),
-        }
+            // SAFETY: the kernel's backend passed `is_available` (the token's invariant): the
+            // CPU has AVX-512F and AVX-512VL.
+            Backend::Avx512 => unsafe { avx512::contains256_asm(block, x) },
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            // SAFETY: as above: the CPU has AVX2.
+            Backend::Avx2 => unsafe { avx2::contains256_asm(block, x) },
+            _ => u64::from(scalar::contains(&block.0, scalar::masks(x, BIT_SHIFT))),
+        };
+        // SAFETY: every arm gives 0 or 1 (the assembly kernels' stated result, or a `bool`).
+        unsafe { answer(flag) }
     }
 
     /// Sets every bit of fingerprint `x` in `block`; whether any was clear before.
@@ -199,7 +224,7 @@ impl Kernel {
     /// Whether every bit of fingerprint `x` is set in `block`.
     #[inline(always)]
     pub(crate) fn contains512(self, block: &Block512, x: u32) -> bool {
-        match self.0 {
+        let flag = match self.0 {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             // SAFETY: the kernel's backend passed `is_available` (the token's invariant): the
             // CPU has AVX-512F.
@@ -207,8 +232,10 @@ impl Kernel {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             // SAFETY: as above: the CPU has AVX2.
             Backend::Avx2 => unsafe { avx2::contains512_asm(block, x) },
-            _ => scalar::contains(&block.0, scalar::masks(x, BIT_SHIFT512)),
-        }
+            _ => u64::from(scalar::contains(&block.0, scalar::masks(x, BIT_SHIFT512))),
+        };
+        // SAFETY: every arm gives 0 or 1 (the assembly kernels' stated result, or a `bool`).
+        unsafe { answer(flag) }
     }
 
     /// Sets every bit of fingerprint `x` in `block`; whether any was clear before.
@@ -297,7 +324,7 @@ fn avx2_available() -> bool {
 fn avx512_available() -> bool {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
-        std::is_x86_feature_detected!("avx512f")
+        std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512vl")
     }
     #[cfg(not(all(target_arch = "x86_64", not(miri))))]
     {
