@@ -9,8 +9,8 @@
 //! `iai-callgrind-runner` 0.16.1); never through `cargo test`.
 //!
 //! Rows: `add_block_rounds` `blooms_index_on`, `blooms_index_off`, `bloom_only`; `decode`
-//! (`decode_block` of one round) and `decode_verify` (`decode_block` and `Block::verify`, as
-//! `add_block` runs them).
+//! (`decode_block` of one round) and `decode_verify` (`decode_for_verify` and
+//! `DecodedBlock::verify`, as `add_block` runs them).
 
 // The `library_benchmark` macros generate undocumented public modules.
 #![allow(missing_docs)]
@@ -20,7 +20,7 @@ use std::hint::black_box;
 use iai_callgrind::{library_benchmark, library_benchmark_group, main};
 use tempfile::TempDir;
 use txgate_algorand::Round;
-use txgate_algorand::codec::{Block, Expected, decode_block};
+use txgate_algorand::codec::{Block, Expected, decode_block, decode_for_verify};
 use txgate_ledger::store::{Ledger, LedgerConfig};
 
 #[path = "common/workload.rs"]
@@ -80,9 +80,9 @@ fn decode(raw: Vec<u8>) -> (Block, Vec<u8>) {
 #[library_benchmark]
 #[bench::decode_verify(one_round())]
 fn decode_verify(raw: Vec<u8>) -> (Block, Vec<u8>) {
-    let block = decode_block(black_box(&raw)).unwrap();
-    block.verify(&raw, &Expected::default()).unwrap();
-    (black_box(block), raw)
+    let decoded = decode_for_verify(black_box(&raw)).unwrap();
+    decoded.verify(&Expected::default()).unwrap();
+    (black_box(decoded.into_block()), raw)
 }
 
 library_benchmark_group!(name = add_block_group; benchmarks = add_block_rounds);
