@@ -41,9 +41,11 @@ use txgate_bloom::{BloomBuilder, Bytes};
 use txgate_ledger::store::{Ledger, LedgerConfig, VerifiedBlock};
 use txgate_ledger::{Round, Txid};
 
-const GEN: &str = "bench-v1";
-const GH: [u8; 32] = [0x42; 32];
-const TXNS: usize = 1000;
+// The workload's generator, shared with the ledger's iai bench.
+#[path = "../../../benches/benches/common/workload.rs"]
+mod workload;
+
+use workload::{GEN, GH, TXNS, workload_block};
 
 fn round_block(round: Round) -> Vec<u8> {
     let txns: Vec<SynthTxn> = (0..TXNS)
@@ -53,62 +55,6 @@ fn round_block(round: Round) -> Vec<u8> {
         })
         .collect();
     encode_block(round, GEN, &GH, 1_700_000_000 + round as i64, &txns)
-}
-
-/// SplitMix64 (Steele, Lea and Flood 2014): the example's deterministic draws.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// True with probability `p`.
-    fn chance(&mut self, p: f64) -> bool {
-        ((self.next() >> 11) as f64 / (1u64 << 53) as f64) < p
-    }
-}
-
-/// A round of the CLI's built-in workload's shape (see the module docs).
-fn workload_block(round: Round) -> Vec<u8> {
-    let mut rng = SplitMix(round.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 1);
-    let mut txns: Vec<SynthTxn> = Vec::with_capacity(TXNS);
-    while txns.len() < TXNS {
-        let size = if rng.chance(0.15) {
-            (2 + rng.next() % 3).min((TXNS - txns.len()) as u64)
-        } else {
-            1
-        };
-        let group = (size > 1).then(|| {
-            let mut id = [0x47; 32];
-            id[..8].copy_from_slice(&round.to_le_bytes());
-            id[8..16].copy_from_slice(&(txns.len() as u64).to_le_bytes());
-            id
-        });
-        for _ in 0..size {
-            let index = txns.len();
-            let mut sender = [0xA5; 32];
-            sender[..4].copy_from_slice(&((rng.next() % 5000) as u32).to_le_bytes());
-            let first_valid = round.saturating_sub(rng.next() % 10).max(1);
-            let mut txn = if rng.chance(0.85) {
-                let mut apps = vec![1000 + rng.next() % 10_000];
-                if rng.chance(0.1) {
-                    apps.push(1000 + rng.next() % 10_000);
-                }
-                SynthTxn::app_call(sender, first_valid, first_valid + 1000, apps)
-            } else {
-                SynthTxn::payment(sender, first_valid, first_valid + 1000)
-            };
-            txn.group = group;
-            txn.note = format!("r{round}i{index}").into_bytes();
-            txns.push(txn);
-        }
-    }
-    encode_block(round, GEN, &GH, 1_700_000_000 + 3 * round as i64, &txns)
 }
 
 /// Each payset entry's `txn` map completed with `gen` (when the entry has `hgi`) and `gh`, keys

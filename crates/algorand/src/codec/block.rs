@@ -4,7 +4,7 @@
 use super::entry::{Genesis, decode_entry, read_payset_len};
 use super::error::{DecodeError, PaysetError};
 use super::msgpack::Reader;
-use super::payset::{locate_payset, payset_digest, peek_round};
+use super::payset::{Located, locate_payset, payset_digest, peek_round};
 use super::read::{
     expect_end, once, read_32, read_64, read_bytes, read_int, read_key, read_map_len, read_uint,
 };
@@ -202,6 +202,12 @@ impl Block {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn decode_block(bytes: &[u8]) -> Result<Block, DecodeError> {
+    decode_located(bytes).map(|(block, _)| block)
+}
+
+/// [`decode_block`], and where its payset is in `bytes` (what `locate_payset` finds, without a
+/// second walk of the block).
+pub(super) fn decode_located(bytes: &[u8]) -> Result<(Block, Located<'_>), DecodeError> {
     decode_block_inner(bytes).map_err(|mut e| {
         if e.round().is_none()
             && let Some(r) = peek_round(bytes)
@@ -212,12 +218,20 @@ pub fn decode_block(bytes: &[u8]) -> Result<Block, DecodeError> {
     })
 }
 
-fn decode_block_inner(bytes: &[u8]) -> Result<Block, DecodeError> {
+fn decode_block_inner(bytes: &[u8]) -> Result<(Block, Located<'_>), DecodeError> {
     let mut r = Reader::new(bytes);
-    let block = parse_block_map(&mut r, 0, true)?;
+    let (block, payset) = parse_block_map(&mut r, 0, true)?;
     expect_end(&r, block.round)?;
-    Ok(block)
+    let located = Located {
+        round: block.round,
+        payset: payset.map_or(&[][..], |(s, e, _)| &bytes[s..e]),
+        payset_depth: payset.map_or(1, |(_, _, depth)| depth),
+    };
+    Ok((block, located))
 }
+
+/// Where a block map's `txns` value is: its byte range and its nesting depth.
+type PaysetSpan = (usize, usize, usize);
 
 /// Header fields seen so far in a block map.
 #[derive(Default)]
@@ -236,10 +250,17 @@ struct Header<'a> {
     deferred: Option<(usize, usize)>,
 }
 
-fn parse_block_map(r: &mut Reader<'_>, depth: usize, top: bool) -> Result<Block, DecodeError> {
+/// Reads the block map under `r` (or the `{block, cert}` wrapper around it, when `top`); returns
+/// the block and where its `txns` value is (`None`: absent).
+fn parse_block_map(
+    r: &mut Reader<'_>,
+    depth: usize,
+    top: bool,
+) -> Result<(Block, Option<PaysetSpan>), DecodeError> {
     let n = read_map_len(r, None, "block", "a map")?;
     let mut h = Header::default();
-    let mut inner: Option<Block> = None;
+    let mut inner: Option<(Block, Option<PaysetSpan>)> = None;
+    let mut payset: Option<PaysetSpan> = None;
     for _ in 0..n {
         let round = h.round;
         let raw = |e| DecodeError::raw(e, round);
@@ -281,6 +302,7 @@ fn parse_block_map(r: &mut Reader<'_>, depth: usize, top: bool) -> Result<Block,
                         offset: key_at,
                     });
                 }
+                let start = r.pos();
                 match (h.genesis_id, h.genesis_hash) {
                     (Some(gen_id), Some(gh)) => {
                         h.txns = Some(decode_payset(r, depth + 1, gen_id, &gh, round)?);
@@ -289,12 +311,13 @@ fn parse_block_map(r: &mut Reader<'_>, depth: usize, top: bool) -> Result<Block,
                         h.deferred = Some(r.skip_span(depth + 1).map_err(raw)?);
                     }
                 }
+                payset = Some((start, r.pos(), depth + 1));
             }
             _ => r.skip(depth + 1).map_err(raw)?,
         }
     }
-    if let Some(block) = inner {
-        return Ok(block);
+    if let Some(inner) = inner {
+        return Ok(inner);
     }
     let round = h.round.unwrap_or(0);
     let genesis_hash = h.genesis_hash.ok_or(DecodeError::MissingField {
@@ -310,7 +333,7 @@ fn parse_block_map(r: &mut Reader<'_>, depth: usize, top: bool) -> Result<Block,
         }
         (None, None) => (Vec::new(), Vec::new()),
     };
-    Ok(Block {
+    let block = Block {
         round,
         genesis_id: genesis_id.to_vec(),
         genesis_hash,
@@ -321,7 +344,8 @@ fn parse_block_map(r: &mut Reader<'_>, depth: usize, top: bool) -> Result<Block,
         txn512_commitment: h.commitment_512,
         txns,
         entry_offsets,
-    })
+    };
+    Ok((block, payset))
 }
 
 /// Decodes the payset (`txns`: an array of `SignedTxnInBlock` maps, nil when empty) under `r`;

@@ -135,8 +135,9 @@ pub use self::payset::{
 pub use self::txid::{TXID_PREFIX, TxidHasher};
 pub use self::txn::{Txn, decode_txn_message, distinct_app_ids};
 pub use self::verify::{
-    Commitment, Expected, MERKLE_BOTTOM_LEAF_PREFIX, MERKLE_NODE_PREFIX,
-    SIGNED_TXN_IN_BLOCK_PREFIX, TXN_MERKLE_LEAF_PREFIX, VerifyError,
+    Commitment, DecodedBlock, Expected, MERKLE_BOTTOM_LEAF_PREFIX, MERKLE_NODE_PREFIX,
+    SIGNED_TXN_IN_BLOCK_PREFIX, TXN_MERKLE_LEAF_PREFIX, VerifyError, decode_for_verify,
+    decode_verified_block,
 };
 
 // The synthetic encoder writes msgpack with the codec's own writers and commits to its payset.

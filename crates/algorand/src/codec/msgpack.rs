@@ -72,6 +72,25 @@ pub(crate) struct Scan {
     pub(crate) empty: bool,
 }
 
+impl Scan {
+    /// What [`Reader::scan`] reports of a scalar `token` whose header was `minimal`.
+    #[inline]
+    pub(crate) fn of_scalar(token: Token<'_>, minimal: bool) -> Self {
+        let empty = match token {
+            Token::Nil => true,
+            Token::Bool(b) => !b,
+            Token::Uint(v) => v == 0,
+            Token::Str(s) | Token::Bin(s) => s.is_empty(),
+            Token::Array(n) | Token::Map(n) => n == 0,
+            Token::Neg(_) | Token::F32(_) | Token::F64(_) | Token::Ext(..) => false,
+        };
+        Self {
+            canonical: minimal,
+            empty,
+        }
+    }
+}
+
 /// Sort key of a map key: how canonical maps order their keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum KeyOrd<'a> {
@@ -123,6 +142,7 @@ impl<'a> Reader<'a> {
         self.buf
     }
 
+    #[inline]
     fn err(&self, kind: RawErrorKind) -> RawError {
         RawError {
             offset: self.pos,
@@ -130,10 +150,12 @@ impl<'a> Reader<'a> {
         }
     }
 
+    #[inline]
     fn remaining(&self) -> usize {
         self.end - self.pos
     }
 
+    #[inline]
     fn take(&mut self, n: usize) -> Result<&'a [u8], RawError> {
         if n > self.remaining() {
             return Err(self.err(RawErrorKind::Truncated));
@@ -143,6 +165,7 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
+    #[inline]
     fn be<const N: usize>(&mut self) -> Result<[u8; N], RawError> {
         let s = self.take(N)?;
         let mut a = [0u8; N];
@@ -150,18 +173,22 @@ impl<'a> Reader<'a> {
         Ok(a)
     }
 
+    #[inline]
     fn len8(&mut self) -> Result<usize, RawError> {
         Ok(usize::from(self.be::<1>()?[0]))
     }
+    #[inline]
     fn len16(&mut self) -> Result<usize, RawError> {
         Ok(usize::from(u16::from_be_bytes(self.be()?)))
     }
+    #[inline]
     fn len32(&mut self) -> Result<usize, RawError> {
         usize::try_from(u32::from_be_bytes(self.be()?))
             .map_err(|_| self.err(RawErrorKind::Truncated))
     }
 
     /// Checks that `n` container items (each at least `min_item` bytes) can still follow.
+    #[inline]
     fn check_items(&self, n: usize, min_item: usize) -> Result<u32, RawError> {
         if n.saturating_mul(min_item) > self.remaining() {
             return Err(self.err(RawErrorKind::Truncated));
@@ -172,7 +199,74 @@ impl<'a> Reader<'a> {
 
     /// Reads one token; the flag says whether its header (marker and length bytes) is the smallest
     /// form for its value (see the module docs).
+    ///
+    /// The markers a go-algorand block is mostly made of (positive fixint, fixstr, fixmap,
+    /// fixarray, bin 8, bool, nil, uint 8/16/32) are read here; the rest by the general path,
+    /// which gives the same token for these too.
+    #[inline]
     pub(crate) fn token(&mut self) -> Result<(Token<'a>, bool), RawError> {
+        let Some(&byte) = self.buf[..self.end].get(self.pos) else {
+            return Err(self.err(RawErrorKind::Truncated));
+        };
+        let tok = match byte {
+            0x00..=0x7f => {
+                self.pos += 1;
+                (Token::Uint(u64::from(byte)), true)
+            }
+            0xa0..=0xbf => {
+                self.pos += 1;
+                (Token::Str(self.take(usize::from(byte & 0x1f))?), true)
+            }
+            0x80..=0x8f => {
+                self.pos += 1;
+                (
+                    Token::Map(self.check_items(usize::from(byte & 0x0f), 2)?),
+                    true,
+                )
+            }
+            0x90..=0x9f => {
+                self.pos += 1;
+                (
+                    Token::Array(self.check_items(usize::from(byte & 0x0f), 1)?),
+                    true,
+                )
+            }
+            0xc0 => {
+                self.pos += 1;
+                (Token::Nil, true)
+            }
+            0xc2 | 0xc3 => {
+                self.pos += 1;
+                (Token::Bool(byte == 0xc3), true)
+            }
+            0xc4 => {
+                self.pos += 1;
+                let n = self.len8()?;
+                (Token::Bin(self.take(n)?), true)
+            }
+            0xcc => {
+                self.pos += 1;
+                let v = u64::from(self.be::<1>()?[0]);
+                (Token::Uint(v), v >= 0x80)
+            }
+            0xcd => {
+                self.pos += 1;
+                let v = u64::from(u16::from_be_bytes(self.be()?));
+                (Token::Uint(v), v > 0xff)
+            }
+            0xce => {
+                self.pos += 1;
+                let v = u64::from(u32::from_be_bytes(self.be()?));
+                (Token::Uint(v), v > 0xffff)
+            }
+            _ => return self.token_general(),
+        };
+        Ok(tok)
+    }
+
+    /// [`token`](Self::token) for every marker, classified by [`rmp::Marker`].
+    #[inline(never)]
+    fn token_general(&mut self) -> Result<(Token<'a>, bool), RawError> {
         let start = self.pos;
         let byte = self.be::<1>()?[0];
         let tok = match Marker::from_u8(byte) {
@@ -278,6 +372,23 @@ impl<'a> Reader<'a> {
         Ok((Token::Ext(ty, self.take(n)?), true))
     }
 
+    /// Reads the value under the cursor when it is a scalar (one token), with its minimal flag;
+    /// `None`, the cursor left where it was, when it is an array or a map. The same errors as
+    /// [`scan`](Self::scan) at `depth` (the nesting depth of the value itself).
+    #[inline]
+    pub(crate) fn scalar(&mut self, depth: usize) -> Result<Option<(Token<'a>, bool)>, RawError> {
+        if depth > MAX_DEPTH {
+            return Err(self.err(RawErrorKind::TooDeep));
+        }
+        let at = self.pos;
+        let read = self.token()?;
+        if matches!(read.0, Token::Array(_) | Token::Map(_)) {
+            self.pos = at;
+            return Ok(None);
+        }
+        Ok(Some(read))
+    }
+
     /// Skips one value (with everything inside it) and reports whether its bytes are canonical
     /// and whether it is empty. `depth` is the nesting depth of the value itself.
     pub(crate) fn scan(&mut self, depth: usize) -> Result<Scan, RawError> {
@@ -286,26 +397,20 @@ impl<'a> Reader<'a> {
         }
         let (tok, minimal) = self.token()?;
         let scan = match tok {
-            Token::Nil => Scan {
-                canonical: true,
-                empty: true,
-            },
-            Token::Bool(b) => Scan {
-                canonical: minimal,
-                empty: !b,
-            },
-            Token::Uint(v) => Scan {
-                canonical: minimal,
-                empty: v == 0,
-            },
-            Token::Neg(_) | Token::F32(_) | Token::F64(_) | Token::Ext(..) => Scan {
-                canonical: minimal,
-                empty: false,
-            },
-            Token::Str(s) | Token::Bin(s) => Scan {
-                canonical: minimal,
-                empty: s.is_empty(),
-            },
+            Token::Array(_) | Token::Map(_) => self.scan_container(tok, minimal, depth)?,
+            scalar => Scan::of_scalar(scalar, minimal),
+        };
+        Ok(scan)
+    }
+
+    /// The rest of [`scan`](Self::scan) of a container whose header was `tok`.
+    fn scan_container(
+        &mut self,
+        tok: Token<'a>,
+        minimal: bool,
+        depth: usize,
+    ) -> Result<Scan, RawError> {
+        let scan = match tok {
             Token::Array(n) => {
                 let mut canonical = minimal;
                 for _ in 0..n {
@@ -345,6 +450,7 @@ impl<'a> Reader<'a> {
                     empty: n == 0,
                 }
             }
+            scalar => Scan::of_scalar(scalar, minimal),
         };
         Ok(scan)
     }
@@ -688,6 +794,43 @@ mod tests {
         let mut out = ByteBuf::new();
         let empty = write_canonical(&mut Reader::new(bytes), &mut out, 0).unwrap();
         (out.into_vec(), empty)
+    }
+
+    /// The fast markers of `token` read exactly what the general path reads: the same token,
+    /// the same minimal flag, the same end or the same error at the same offset, for every
+    /// first byte, followed by payloads whose first bytes take the values at the length and
+    /// width boundaries (0x0f/0x10, 0x1f/0x20, 0x7f/0x80, 0xff, 0xffff/0x10000), cut at every
+    /// length up to 6, also inside a span that ends before the input does.
+    #[test]
+    fn token_fast_path_agrees_with_general() {
+        let edges = [0x00, 0x01, 0x0f, 0x10, 0x1f, 0x20, 0x7f, 0x80, 0xfe, 0xff];
+        let tails: [[u8; 4]; 3] = [[0; 4], [0xff; 4], [0, 0, 0, 1]];
+        let mut whole = 0;
+        for first in 0..=255u8 {
+            for b0 in edges {
+                for b1 in edges {
+                    for tail in tails {
+                        let mut payload = vec![b0, b1];
+                        payload.extend_from_slice(&tail);
+                        for len in 0..=payload.len() {
+                            let mut bytes = vec![0xee, first];
+                            bytes.extend_from_slice(&payload[..len]);
+                            for end in [bytes.len(), bytes.len() - 1] {
+                                let mut a = Reader::span(&bytes, 1, end);
+                                let mut b = a.clone();
+                                let fast = a.token();
+                                let general = b.token_general();
+                                assert_eq!(fast, general, "{first:#04x} {:?} {end}", &bytes);
+                                assert_eq!(a.pos(), b.pos(), "{first:#04x} {:?} {end}", &bytes);
+                                whole += usize::from(fast.is_ok());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // Not vacuous: most first bytes read a whole token from some payload.
+        assert!(whole > 100_000, "{whole}");
     }
 
     fn scan(bytes: &[u8]) -> Scan {

@@ -38,6 +38,7 @@ pub(crate) fn payset_digest(payset: &[u8]) -> [u8; 32] {
 }
 
 /// A block's round and its payset's bytes as stored (empty when absent).
+#[derive(Debug)]
 pub(super) struct Located<'a> {
     pub(super) round: Round,
     pub(super) payset: &'a [u8],

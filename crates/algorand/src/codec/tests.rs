@@ -613,3 +613,74 @@ fn keys_not_in_canonical_form_are_rewritten_before_hashing() {
         assert_eq!(txns[0].txid, want, "bin key {bin}, order {order:?}");
     }
 }
+
+/// A field of interest holding a non-empty scalar of the wrong type is a `WrongType` naming the
+/// field, what it must be and the value's offset; a wrong value after a container is found
+/// at its offset too; the same value of the right type decodes.
+#[test]
+fn wrong_scalar_fields_name_the_field_the_type_and_the_offset() {
+    type Put = fn(&mut ByteBuf);
+    let put_true: Put = |b| put_bool(b, true);
+    let put_7: Put = |b| put_uint(b, 7);
+    let put_str_x: Put = |b| put_str(b, b"x");
+    let put_bin_31: Put = |b| put_bin(b, &[1; 31]);
+    let cases: [(&[u8], Put, &str, &str); 8] = [
+        (b"type", put_7, "txn.type", "a string"),
+        (b"snd", put_bin_31, "txn.snd", "32 bytes of bin"),
+        (b"fv", put_str_x, "txn.fv", "an unsigned integer"),
+        (b"lv", put_true, "txn.lv", "an unsigned integer"),
+        (b"grp", put_7, "txn.grp", "32 bytes of bin"),
+        (b"apid", put_str_x, "txn.apid", "an unsigned integer"),
+        (b"apfa", put_7, "txn.apfa", "an array"),
+        (b"al", put_true, "txn.al", "an array"),
+    ];
+    for (key, put, field, expected) in cases {
+        // {"txn": {"apfa": [1, 2], key: value}}: the value after a container.
+        let mut m = ByteBuf::new();
+        put_map_len(&mut m, 1);
+        put_str(&mut m, b"txn");
+        put_map_len(&mut m, 2);
+        put_str(&mut m, b"zzz");
+        put_array_len(&mut m, 2);
+        put_uint(&mut m, 1);
+        put_uint(&mut m, 2);
+        put_str(&mut m, key);
+        let offset = m.as_slice().len();
+        put(&mut m);
+        assert_eq!(
+            decode_txn_message(m.as_slice()).unwrap_err(),
+            DecodeError::WrongType {
+                round: None,
+                offset,
+                field,
+                expected
+            },
+            "{field}"
+        );
+    }
+    // The right types decode into the fields.
+    let mut m = ByteBuf::new();
+    put_map_len(&mut m, 1);
+    put_str(&mut m, b"txn");
+    put_map_len(&mut m, 7);
+    put_str(&mut m, b"apfa");
+    put_array_len(&mut m, 1);
+    put_uint(&mut m, 9);
+    put_str(&mut m, b"apid");
+    put_uint(&mut m, 70_000);
+    put_str(&mut m, b"fv");
+    put_uint(&mut m, 300);
+    put_str(&mut m, b"grp");
+    put_bin(&mut m, &[4; 32]);
+    put_str(&mut m, b"lv");
+    put_uint(&mut m, 1300);
+    put_str(&mut m, b"snd");
+    put_bin(&mut m, &[5; 32]);
+    put_str(&mut m, b"type");
+    put_str(&mut m, b"appl");
+    let t = &decode_txn_message(m.as_slice()).unwrap()[0];
+    assert_eq!(t.app_ids, vec![70_000, 9]);
+    assert_eq!((t.first_valid, t.last_valid), (300, 1300));
+    assert_eq!((t.group, t.sender), (Some([4; 32]), [5; 32]));
+    assert_eq!(t.tx_type, b"appl");
+}

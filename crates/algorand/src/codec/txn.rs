@@ -4,7 +4,7 @@
 use rmp::encode::ByteBuf;
 
 use super::error::DecodeError;
-use super::msgpack::{self, Reader, Scan};
+use super::msgpack::{self, Reader, Scan, Token};
 use super::read::{read_32, read_array_len, read_bytes, read_key, read_map_len, read_uint};
 use super::txid::{Entry, EntryValue, TxnMap};
 use crate::ids::{Round, Txid};
@@ -224,11 +224,30 @@ pub(super) fn read_txn_map<'a: 'm, 'm>(
                 field: if key == b"gen" { "gen" } else { "gh" },
             });
         }
-        let (start, end, Scan { canonical, empty }) = r.scan_span(depth + 1).map_err(raw)?;
+        let start = r.pos();
+        // A scalar value (most of a `txn` map) is read as one token, its canonical form and
+        // emptiness as `scan` judges them; a container is scanned, then read again.
+        let (canonical, empty) = match r.scalar(depth + 1).map_err(raw)? {
+            Some((token, minimal)) => {
+                let Scan { canonical, empty } = Scan::of_scalar(token, minimal);
+                if !empty {
+                    f.read_scalar(key, token, start, round)?;
+                }
+                (canonical, empty)
+            }
+            None => {
+                let Scan { canonical, empty } = r.scan(depth + 1).map_err(raw)?;
+                if !empty {
+                    let mut value = Reader::span(input, start, r.pos());
+                    f.read(key, &mut value, depth + 1, round)?;
+                }
+                (canonical, empty)
+            }
+        };
         if empty {
             continue;
         }
-        f.read(key, &mut Reader::span(input, start, end), depth + 1, round)?;
+        let end = r.pos();
         let value = if canonical {
             EntryValue::Span(start, end)
         } else {
@@ -277,6 +296,42 @@ pub(super) struct Fields<'a> {
 }
 
 impl<'a> Fields<'a> {
+    /// [`read`](Self::read) for a value that is one scalar `token` (at byte `at`): the same
+    /// fields, the same errors.
+    fn read_scalar(
+        &mut self,
+        key: &[u8],
+        token: Token<'a>,
+        at: usize,
+        round: Option<Round>,
+    ) -> Result<(), DecodeError> {
+        let wrong = |field, expected| DecodeError::wrong_type(round, at, field, expected);
+        let uint = |field| match token {
+            Token::Uint(v) => Ok(v),
+            _ => Err(wrong(field, "an unsigned integer")),
+        };
+        let bin32 = |field| match token {
+            Token::Bin(b) => b.try_into().map_err(|_| wrong(field, "32 bytes of bin")),
+            _ => Err(wrong(field, "32 bytes of bin")),
+        };
+        match key {
+            b"type" => match token {
+                Token::Str(s) | Token::Bin(s) => self.tx_type = Some(s),
+                _ => return Err(wrong("txn.type", "a string")),
+            },
+            b"snd" => self.sender = Some(bin32("txn.snd")?),
+            b"fv" => self.first_valid = Some(uint("txn.fv")?),
+            b"lv" => self.last_valid = Some(uint("txn.lv")?),
+            b"grp" => self.group = Some(bin32("txn.grp")?),
+            b"apid" => self.apid = Some(uint("txn.apid")?),
+            // A scalar where an array belongs (nil, an empty array, was left out as empty).
+            b"apfa" => return Err(wrong("txn.apfa", "an array")),
+            b"al" => return Err(wrong("txn.al", "an array")),
+            _ => {}
+        }
+        Ok(())
+    }
+
     /// Reads `key`'s value from `r` when it is a field of interest.
     fn read(
         &mut self,

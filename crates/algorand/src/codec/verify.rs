@@ -8,7 +8,7 @@ use rmp::encode::ByteBuf;
 use sha2::digest::Output;
 use sha2::{Digest, Sha256, Sha512, Sha512_256};
 
-use super::block::Block;
+use super::block::{Block, decode_located};
 use super::entry::{Genesis, decode_entry, read_payset_len};
 use super::error::DecodeError;
 use super::msgpack::{Reader, Token, write_canonical};
@@ -788,6 +788,20 @@ impl Block {
     /// # Ok::<(), VerifyError>(())
     /// ```
     pub fn verify(&self, bytes: &[u8], expected: &Expected) -> Result<(), VerifyError> {
+        self.check_expected(expected)?;
+        let round = self.round;
+        let located = locate_payset(bytes)?;
+        if located.round != round {
+            return Err(VerifyError::OtherBlock {
+                round,
+                what: format!("round {}", located.round),
+            });
+        }
+        self.verify_payset_at(bytes, &located, expected)
+    }
+
+    /// The round and the network against what the caller expects.
+    fn check_expected(&self, expected: &Expected) -> Result<(), VerifyError> {
         let round = self.round;
         if let Some(want) = expected.round
             && want != round
@@ -815,13 +829,17 @@ impl Block {
                 found: self.genesis_hash,
             });
         }
-        let located = locate_payset(bytes)?;
-        if located.round != round {
-            return Err(VerifyError::OtherBlock {
-                round,
-                what: format!("round {}", located.round),
-            });
-        }
+        Ok(())
+    }
+
+    /// The payset checks of [`verify`](Self::verify), the payset found at `located` in `bytes`.
+    fn verify_payset_at(
+        &self,
+        bytes: &[u8],
+        located: &Located<'_>,
+        expected: &Expected,
+    ) -> Result<(), VerifyError> {
+        let round = self.round;
         let header_txn = self.txn_commitment.and_then(nonzero);
         let header_256 = self.txn256_commitment.and_then(nonzero);
         let header_512 = self.txn512_commitment.and_then(nonzero);
@@ -858,7 +876,7 @@ impl Block {
                     }
                     let c = self.computed(
                         bytes,
-                        &located,
+                        located,
                         Need {
                             merkle: true,
                             ..Need::default()
@@ -874,7 +892,7 @@ impl Block {
         };
         let c = self.computed(
             bytes,
-            &located,
+            located,
             Need {
                 flat: !merkle,
                 merkle,
@@ -932,6 +950,105 @@ impl Block {
             });
         }
         Ok(c)
+    }
+}
+
+/// Decodes the block in `bytes` ([`decode_block`](super::decode_block)) and verifies it against
+/// them ([`Block::verify`]) in one walk: the payset is found while decoding, not looked for
+/// again ([`decode_for_verify`], then [`DecodedBlock::verify`]). The same block on success, the
+/// same errors (bytes that do not decode are [`VerifyError::Decode`]).
+///
+/// # Errors
+///
+/// [`VerifyError`]: the decode error, or the first check that failed, naming the round.
+///
+/// # Examples
+///
+/// ```
+/// use txgate_algorand::codec::{Expected, VerifyError, decode_block, decode_verified_block};
+/// use txgate_algorand::synth::{SynthTxn, encode_block};
+///
+/// let txn = SynthTxn::payment([7; 32], 10, 1010);
+/// let bytes = encode_block(11, "testnet-v1.0", &[1; 32], 1_700_000_000, &[txn]);
+/// let block = decode_verified_block(&bytes, &Expected::round(11))?;
+/// assert_eq!(block, decode_block(&bytes)?);
+/// let mut bad = bytes.clone();
+/// let at = bad.len() - 20;
+/// bad[at] ^= 1;
+/// assert!(matches!(
+///     decode_verified_block(&bad, &Expected::round(11)),
+///     Err(VerifyError::Mismatch { round: 11, .. })
+/// ));
+/// # Ok::<(), VerifyError>(())
+/// ```
+pub fn decode_verified_block(bytes: &[u8], expected: &Expected) -> Result<Block, VerifyError> {
+    let decoded = decode_for_verify(bytes)?;
+    decoded.verify(expected)?;
+    Ok(decoded.into_block())
+}
+
+/// A block decoded from `bytes` together with where its payset is in them, for
+/// [`DecodedBlock::verify`] without a second walk. It borrows the bytes, so it can only be
+/// verified against the bytes it was decoded from.
+#[derive(Debug)]
+pub struct DecodedBlock<'a> {
+    block: Block,
+    bytes: &'a [u8],
+    located: Located<'a>,
+}
+
+/// Decodes the block in `bytes` as [`decode_block`](super::decode_block) does (the same block,
+/// the same errors), keeping where its payset is, so that [`DecodedBlock::verify`] does not
+/// look for it again.
+///
+/// # Errors
+///
+/// [`DecodeError`] as [`decode_block`](super::decode_block).
+///
+/// # Examples
+///
+/// ```
+/// use txgate_algorand::codec::{Expected, decode_block, decode_for_verify};
+/// use txgate_algorand::synth::{SynthTxn, encode_block};
+///
+/// let txn = SynthTxn::payment([7; 32], 10, 1010);
+/// let bytes = encode_block(11, "testnet-v1.0", &[1; 32], 1_700_000_000, &[txn]);
+/// let decoded = decode_for_verify(&bytes)?;
+/// decoded.verify(&Expected::round(11))?;
+/// assert!(decoded.verify(&Expected::round(12)).is_err());
+/// assert_eq!(decoded.into_block(), decode_block(&bytes)?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn decode_for_verify(bytes: &[u8]) -> Result<DecodedBlock<'_>, DecodeError> {
+    let (block, located) = decode_located(bytes)?;
+    Ok(DecodedBlock {
+        block,
+        bytes,
+        located,
+    })
+}
+
+impl DecodedBlock<'_> {
+    /// The decoded block.
+    pub fn block(&self) -> &Block {
+        &self.block
+    }
+
+    /// The decoded block, taken out.
+    pub fn into_block(self) -> Block {
+        self.block
+    }
+
+    /// [`Block::verify`] of the block against the bytes it was decoded from: the same checks,
+    /// the same errors.
+    ///
+    /// # Errors
+    ///
+    /// [`VerifyError`]: the first check that failed, naming the round.
+    pub fn verify(&self, expected: &Expected) -> Result<(), VerifyError> {
+        self.block.check_expected(expected)?;
+        self.block
+            .verify_payset_at(self.bytes, &self.located, expected)
     }
 }
 

@@ -20,6 +20,25 @@ pub(crate) struct Codec {
     pub(crate) entry_txid: EntryTxidFn,
     /// Verifies a block against its bytes ([`Block::verify`]).
     pub(crate) verify: fn(&Block, &[u8], &Expected) -> Result<(), VerifyError>,
+    /// Decodes and verifies block bytes (`decode` then `verify`, the same results; the
+    /// Algorand codec finds the payset once, [`codec::decode_for_verify`]): a decode error is
+    /// [`LedgerError::Decode`], a verification error [`LedgerError::Verify`].
+    pub(crate) decode_verify: fn(&[u8], &Expected) -> Result<Block, LedgerError>,
+}
+
+/// [`Codec::decode_verify`] of the Algorand codec.
+fn algorand_decode_verify(raw: &[u8], expected: &Expected) -> Result<Block, LedgerError> {
+    let decoded = codec::decode_for_verify(raw).map_err(|source| LedgerError::Decode {
+        round: None,
+        source,
+    })?;
+    decoded
+        .verify(expected)
+        .map_err(|source| LedgerError::Verify {
+            round: decoded.block().round,
+            source,
+        })?;
+    Ok(decoded.into_block())
 }
 
 impl Codec {
@@ -27,6 +46,7 @@ impl Codec {
         decode: codec::decode_block,
         entry_txid: codec::payset_entry_txid,
         verify: Block::verify,
+        decode_verify: algorand_decode_verify,
     };
 
     /// Decodes the stored bytes of `round`'s block.

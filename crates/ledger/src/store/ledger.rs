@@ -215,11 +215,10 @@ impl Ledger {
     /// [`LedgerError::Decode`] if `raw` is not a block; otherwise as
     /// [`Ledger::add_decoded_block`]. Nothing is written on error.
     pub fn add_block(&self, raw: &[u8]) -> Result<Round, LedgerError> {
-        let block = (self.codec.decode)(raw).map_err(|source| LedgerError::Decode {
-            round: None,
-            source,
-        })?;
-        self.add_decoded_block(&block, raw)
+        // Decoded and verified in one walk (the payset is found while decoding): what
+        // `add_decoded_block` of the decoded block does, the same errors.
+        let block = (self.codec.decode_verify)(raw, &Expected::default())?;
+        self.add_checked(&block, raw)
     }
 
     /// Adds an already decoded block as the next round: `block.round` must be the latest

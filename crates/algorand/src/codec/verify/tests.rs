@@ -466,3 +466,67 @@ fn mismatch_message_names_round_field_and_both_values() {
         )
     );
 }
+
+/// `decode_verified_block` gives what `decode_block` then `Block::verify` give: the same block
+/// or the same error, over blocks of every commitment kind (flat, Merkle, `txn256`,
+/// `txn512`), empty and non-empty, bare and wrapped, with every byte of a small block flipped,
+/// and with the round or the network not the expected ones.
+#[test]
+fn decode_verified_block_is_decode_then_verify() {
+    let both = |bytes: &[u8], expected: &Expected| {
+        let fused = decode_verified_block(bytes, expected);
+        let apart = decode_block(bytes)
+            .map_err(VerifyError::from)
+            .and_then(|b| b.verify(bytes, expected).map(|()| b));
+        assert_eq!(fused, apart, "{expected:?}");
+        fused.is_ok()
+    };
+    let mut blocks = vec![
+        encode_block(9, GEN, &GH, 5, &txns(3)),
+        encode_block(9, GEN, &GH, 5, &[]),
+    ];
+    for version in [11, 25, 26, 34, 41, 42] {
+        for n in [0, 1, 4] {
+            blocks.push(encode_block_with_protocol(
+                9,
+                GEN,
+                &GH,
+                5,
+                &txns(n),
+                version,
+            ));
+        }
+    }
+    // A bare block: the value of the wrapper's `block`.
+    let wrapped = &blocks[0];
+    let mut r = crate::codec::msgpack::Reader::new(wrapped);
+    let mut bare = None;
+    let Ok((crate::codec::msgpack::Token::Map(n), _)) = r.token() else {
+        panic!("a map")
+    };
+    for _ in 0..n {
+        let key = r.token().unwrap().0;
+        let (s, e) = r.skip_span(1).unwrap();
+        if key == crate::codec::msgpack::Token::Str(b"block") {
+            bare = Some(wrapped[s..e].to_vec());
+        }
+    }
+    blocks.push(bare.expect("a block key"));
+    let right = Expected::round(9).with_genesis(GEN, GH);
+    let mut passed = 0;
+    for bytes in &blocks {
+        passed += usize::from(both(bytes, &right));
+        assert!(!both(bytes, &Expected::round(10)));
+        assert!(!both(bytes, &Expected::default().with_genesis("other", GH)));
+    }
+    assert_eq!(passed, blocks.len());
+    let small = &blocks[0];
+    let mut refused = 0;
+    for at in 0..small.len() {
+        let mut bad = small.clone();
+        bad[at] ^= 0x01;
+        refused += usize::from(!both(&bad, &Expected::default()));
+    }
+    // Most flips are refused (a decode error or a mismatch); those in the certificate are not.
+    assert!(refused > small.len() / 2, "{refused} of {}", small.len());
+}

@@ -72,10 +72,27 @@ pub(super) fn verify(
     Ok(())
 }
 
+/// `decode`, then `verify`.
+pub(super) fn decode_verify(
+    raw: &[u8],
+    expected: &txgate_algorand::codec::Expected,
+) -> Result<Block, crate::store::LedgerError> {
+    let block = decode(raw).map_err(|source| crate::store::LedgerError::Decode {
+        round: None,
+        source,
+    })?;
+    verify(&block, raw, expected).map_err(|source| crate::store::LedgerError::Verify {
+        round: block.round,
+        source,
+    })?;
+    Ok(block)
+}
+
 pub(super) const TEST_CODEC: Codec = Codec {
     decode,
     entry_txid,
     verify,
+    decode_verify,
 };
 
 pub(super) fn block(round: Round, txids: &[Txid]) -> Block {
