@@ -21,7 +21,7 @@
 //! (under attack most group checks are drops). Only a group that admits (or a penalty) pays for
 //! the multi-word compare-and-swap ([`commit`]):
 //!
-//! 1. The owner builds a [`GroupOp`] (the instant, the kind, one entry per node) and, in the
+//! 1. The owner builds a [`GroupOp`] (one entry per node) and, in the
 //!    limiter's canonical key order, replaces each node's counts word `w` with a *marker* (the
 //!    operation's address with the `MARKER` bit) by compare-and-swap, storing in the entry
 //!    first `w` as the key's lookup leaves it (`w` itself after a lookup step; rolled, with the
@@ -83,9 +83,6 @@ pub(crate) enum Kind {
     Admit,
     /// One penalty each (never fails).
     Penalize,
-    /// The eviction of one key to make room for a new one (one entry): the victim's word, as
-    /// the planner read it, becomes final (`EVICTED`) if the operation succeeds. See `table.rs`.
-    Evict,
 }
 
 struct Entry {
@@ -118,11 +115,6 @@ pub(crate) struct GroupOp {
     /// Entries settled so far, in order (installed, or frozen). Invariant: only the owner
     /// advances it, after the entry's marker is in place.
     settled: AtomicUsize,
-    kind: Kind,
-    /// The weight of an admission (1 for a plain one; unused by a penalty).
-    cost: u16,
-    at: Instant,
-    limits: Limits,
     /// One per node. Invariant: filled before the operation is shared, then only `old` changes.
     entries: Vec<Entry>,
     /// Evictions: the new node whose insertion the eviction makes room for (its way is
@@ -199,22 +191,13 @@ impl GroupOp {
     }
 
     /// A new undecided operation over `nodes` (in canonical key order), unshared: the caller
-    /// publishes it by installing its markers. `cost` is an admission's weight.
-    pub(crate) fn new(
-        kind: Kind,
-        cost: u16,
-        at: Instant,
-        limits: Limits,
-        nodes: impl IntoIterator<Item = *const Node>,
-    ) -> *mut Self {
+    /// publishes it by installing its markers (each entry carries the word it decides, so the
+    /// record needs no window arithmetic of its own).
+    pub(crate) fn new(nodes: impl IntoIterator<Item = *const Node>) -> *mut Self {
         let mut op = pooled().unwrap_or_else(|| {
             Box::new(GroupOp {
                 status: AtomicU8::new(UNDECIDED),
                 settled: AtomicUsize::new(0),
-                kind,
-                cost,
-                at,
-                limits,
                 entries: Vec::new(),
                 insert: std::ptr::null_mut(),
                 prev: std::ptr::null_mut(),
@@ -222,10 +205,6 @@ impl GroupOp {
         });
         op.status = AtomicU8::new(UNDECIDED);
         op.settled = AtomicUsize::new(0);
-        op.kind = kind;
-        op.cost = cost;
-        op.at = at;
-        op.limits = limits;
         op.entries.clear();
         op.entries.extend(nodes.into_iter().map(|node| Entry {
             node,
@@ -240,17 +219,8 @@ impl GroupOp {
     /// A new undecided eviction of `victim` for the insertion of `insert` into a set whose claim
     /// word was `prev`. Unshared: the
     /// caller publishes it with [`GroupOp::install_victim`].
-    pub(crate) fn eviction(
-        victim: *const Node,
-        insert: *mut Node,
-        prev: *mut Node,
-        limits: Limits,
-    ) -> *mut Self {
-        let at = Instant {
-            interval: 0,
-            offset: 0,
-        };
-        let op = Self::new(Kind::Evict, 1, at, limits, [victim]);
+    pub(crate) fn eviction(victim: *const Node, insert: *mut Node, prev: *mut Node) -> *mut Self {
+        let op = Self::new([victim]);
         // SAFETY: just allocated and unshared.
         let this = unsafe { &mut *op };
         this.insert = insert;
@@ -811,7 +781,7 @@ fn commit(
     touch: bool,
     guard: &Guard<'_>,
 ) -> Commit {
-    let op = GroupOp::new(g.kind, g.cost, g.at, *g.limits, keys.iter().map(|k| k.node));
+    let op = GroupOp::new(keys.iter().map(|k| k.node));
     let mut stopped = None;
     let mut installed = 0;
     // The admissions the tightest key has left after the group.
@@ -892,7 +862,7 @@ fn next(g: &Group<'_>, old: u64) -> Option<(u64, u16)> {
             Some(((new & !TOUCHED) | (old & TOUCHED), left))
         }
         // A penalty's answer is not used.
-        Kind::Penalize | Kind::Evict => {
+        Kind::Penalize => {
             let c = state::penalize(state::counts(old), g.at, g.limits);
             Some((state::pack(c) | (old & TOUCHED), 0))
         }
@@ -905,7 +875,7 @@ fn remaining(g: &Group<'_>, word: u64) -> u16 {
     let c = state::counts(word);
     let after = match g.kind {
         Kind::Admit => state::admit(c, g.at, g.limits, g.cost).unwrap_or(c),
-        Kind::Penalize | Kind::Evict => c,
+        Kind::Penalize => c,
     };
     state::remaining(after, g.at, g.limits)
 }

@@ -831,7 +831,7 @@ impl AppRateLimiter {
             Shards::Lru(shards) => {
                 let verb = match kind {
                     Kind::Admit => Verb::Admit(cost),
-                    Kind::Penalize | Kind::Evict => Verb::Penalize,
+                    Kind::Penalize => Verb::Penalize,
                 };
                 let (outcome, evicted) = lru::group(shards, members, verb, at, limits);
                 self.count(guard, Counter::Evicted, evicted);

@@ -41,7 +41,7 @@
 //!   - `idle(X)` (`X` with its low bit set): no insertion in flight; `X` is the node of the last
 //!     insertion that completed in the set (or null).
 //!   - `N` (a node, low two bits clear): the insertion of `N` into an empty way is in flight.
-//!   - `E | 2` (an eviction record, [`GroupOp`] of kind `Evict`): an insertion that evicts is in
+//!   - `E | 2` (an eviction record: a [`GroupOp`] of one entry, the victim): an insertion that evicts is in
 //!     flight.
 //!
 //!   `idle(X) -> N` and `idle(X) -> E | 2`: the planner's compare-and-swap (its owner). `N ->
@@ -195,7 +195,7 @@ use txgate_sync::sync::{AtomicPtr, AtomicU8, AtomicUsize, Ordering};
 
 use crate::group::GroupOp;
 use crate::node::{Node, Update};
-use crate::state::{self, Counts, Limits};
+use crate::state::{self, Counts};
 
 /// Ways per set of a larger shard (with the claim word, 32 words: four cache lines). With two
 /// ways per key a full shard holds 15.5 keys per set on average: a set fills up while its shard
@@ -472,8 +472,6 @@ pub(crate) struct Shard {
     /// while holding it).
     #[cfg(loom)]
     victims: std::sync::Mutex<Vec<u64>>,
-    /// The limits an eviction operation carries (it applies no window arithmetic).
-    no_limits: Limits,
 }
 
 impl Shard {
@@ -520,7 +518,6 @@ impl Shard {
             entries: AtomicUsize::new(0),
             #[cfg(loom)]
             victims: std::sync::Mutex::new(Vec::new()),
-            no_limits: Limits::new(1, 1, 1),
         };
         for set in 0..sets {
             // Relaxed: not shared yet.
@@ -841,7 +838,7 @@ impl Shard {
             };
             // An eviction: a one-entry multi-word compare-and-swap on the victim's word,
             // committed together with the claim (module docs, "Eviction").
-            let op = GroupOp::eviction(victim, ptr, c, self.no_limits);
+            let op = GroupOp::eviction(victim, ptr, c);
             // SAFETY: `victim` was loaded under `guard` from our slot.
             let victim_node = unsafe { self.deref(victim.cast_mut(), guard) };
             // Read now: once the eviction completes, this thread may have retired the victim.
