@@ -1,7 +1,7 @@
 //! Instruction counts (callgrind) of `Ledger::add_block` with blooms and the txid index on, off,
 //! and blooms without the index: the same [`ROUNDS`] 1,000-txn rounds of the built-in
-//! workload's shape (`common/workload.rs`) into a ledger that already holds the round before
-//! them. Deterministic where the wall-clock A/B (`add_block_ab`) swings by several percent, so
+//! workload's shape (`crates/ledger/examples/support/workload.rs`) into a ledger that already
+//! holds the round before them. Deterministic where the wall-clock A/B (`add_block_ab`) swings by several percent, so
 //! the blooms' and the index's cost shows as a count ratio (`on` / `off`). The file writes and
 //! syncs are system calls, which callgrind does not count: the rows count the CPU work of
 //! decoding, verifying, building the rows and redb's page handling. Run only with
@@ -23,7 +23,7 @@ use txgate_algorand::Round;
 use txgate_algorand::codec::{Block, Expected, decode_block, decode_for_verify};
 use txgate_ledger::store::{Ledger, LedgerConfig};
 
-#[path = "common/workload.rs"]
+#[path = "../../crates/ledger/examples/support/workload.rs"]
 mod workload;
 
 use workload::workload_block;

@@ -42,7 +42,7 @@ use txgate_ledger::store::{Ledger, LedgerConfig, VerifiedBlock};
 use txgate_ledger::{Round, Txid};
 
 // The workload's generator, shared with the ledger's iai bench.
-#[path = "../../../benches/benches/common/workload.rs"]
+#[path = "support/workload.rs"]
 mod workload;
 
 use workload::{GEN, GH, TXNS, workload_block};

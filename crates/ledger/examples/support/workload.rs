@@ -5,7 +5,8 @@
 //! same msgpack widths). About 181 bytes of block per txn, a flat payset commitment.
 //!
 //! Shared by `crates/ledger/examples/add_block_split.rs` and `benches/benches/ledger_iai.rs`
-//! (included by path), so both measure the same blocks.
+//! (included by path; it lives in the ledger crate so that the published example has it), so
+//! both measure the same blocks.
 
 use txgate_algorand::Round;
 use txgate_algorand::synth::{SynthTxn, encode_block};
