@@ -112,6 +112,12 @@ impl CliError {
     /// named that does not exist, blocks out of order or of another network than the `--db`, a
     /// refused algod token, a round the node does not have. [`EXIT_FAILURE`] otherwise: other
     /// I/O errors, an unreachable or failing node, a database that cannot be opened or written.
+    /// Whether this is a write to a pipe whose reader has gone (EPIPE): the output was cut
+    /// short on purpose, not a failure.
+    pub(crate) fn is_broken_pipe(&self) -> bool {
+        matches!(self, CliError::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)
+    }
+
     pub(crate) fn exit_code(&self) -> i32 {
         use std::io::ErrorKind::NotFound;
         use txgate_ledger::store::LedgerError as L;

@@ -123,6 +123,12 @@ pub fn main() {
     let cli = Cli::parse();
     // Before any other thread starts: they inherit the blocked signals.
     if let Err(e) = signals::install().and_then(|()| run(cli)) {
+        // A reader that stopped reading (`txgate txids ... | head`) is not a failure: like the
+        // Unix tools, stop quietly (Rust ignores SIGPIPE, so the write returns EPIPE instead).
+        // Everything the run created is already cleaned up by the time `run` returns.
+        if e.is_broken_pipe() {
+            return;
+        }
         eprintln!("txgate: error: {}", error::one_line(&e));
         std::process::exit(e.exit_code());
     }

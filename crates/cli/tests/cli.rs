@@ -434,6 +434,34 @@ fn replay_with_a_trace_runs_its_lines_through_the_handler() {
     assert_traffic_adds_up(&report);
 }
 
+/// A reader that stops early (`txgate txids ... | head -3`): txgate stops quietly with status 0
+/// (EPIPE on its stdout is not a failure), after the reader had the header and the first rows.
+#[test]
+#[cfg_attr(txgate_no_data, ignore = "real data missing: set TXGATE_DATA")]
+fn a_reader_that_stops_early_is_not_an_error() {
+    use std::io::{BufRead, BufReader};
+    let blocks = txgate_testkit::data_file(DATASET2);
+    let mut child = common::command()
+        .args(["txids", "--blocks", blocks.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run txgate");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    assert_eq!(
+        lines.next().unwrap().unwrap(),
+        "round,intra,txid,type,app_id"
+    );
+    let row = lines.next().unwrap().unwrap();
+    assert_eq!(row.split(',').count(), 5, "a CSV row: {row}");
+    // The reader goes away with most of the CSV unread (dataset2 has thousands of rows, more
+    // than a pipe buffers).
+    drop(lines);
+    let out = child.wait_with_output().expect("wait for txgate");
+    assert_eq!(common::stderr(&out), "", "nothing on stderr");
+    assert!(out.status.success(), "status {:?}", out.status);
+}
+
 // --- bad input ---------------------------------------------------------------------------------
 
 #[test]
