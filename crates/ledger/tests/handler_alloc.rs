@@ -35,15 +35,20 @@ const GAP: u64 = 150 * 1_000_000_000;
 /// One message: its bytes, its sender, its transactions, whether it calls apps.
 type Msg = (Vec<u8>, Origin, usize, bool);
 
-/// `n` distinct messages.
-fn messages(n: u64) -> Vec<Msg> {
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    let mut next = |m: u64| {
+/// Draws below `m` from xorshift64 (Marsaglia 2003, shifts 13, 7, 17) seeded with `seed`: the
+/// tests' deterministic message shapes.
+fn xorshift(mut state: u64) -> impl FnMut(u64) -> u64 {
+    move |m| {
         state ^= state << 13;
         state ^= state >> 7;
         state ^= state << 17;
         state % m
-    };
+    }
+}
+
+/// `n` distinct messages.
+fn messages(n: u64) -> Vec<Msg> {
+    let mut next = xorshift(0x2545_f491_4f6c_dd1d);
     (0..n)
         .map(|i| {
             let size = if next(2) == 0 { 1 } else { 2 + next(15) };
@@ -179,13 +184,7 @@ impl PoolSink for RejectAll {
 /// (every transaction of a group the same one, of 32): the limiter's single-key path, which
 /// keeps no operation record, so the memory reclaimer allocates nothing for it either.
 fn one_app_messages(n: u64) -> Vec<Msg> {
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = |m: u64| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state % m
-    };
+    let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
     (0..n)
         .map(|i| {
             let size = 1 + next(16);

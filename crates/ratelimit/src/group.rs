@@ -134,24 +134,14 @@ unsafe impl Sync for GroupOp {}
 #[cfg(not(loom))]
 thread_local! {
     /// Operations reclaimed on this thread, for reuse: after warm-up a group allocates nothing.
-    /// (Not under loom, whose atomics belong to one model execution.) Boxed: records are handed
-    /// out and back as `Box` allocations (`Box::into_raw` for sharing).
-    #[allow(clippy::vec_box)]
-    static POOL: RefCell<Vec<Box<GroupOp>>> = const { RefCell::new(Vec::new()) };
+    static POOL: crate::pool::Pool<GroupOp> = const { RefCell::new(Vec::new()) };
 }
-
-/// Reclaimed operations kept per thread: at least the collector's batch, which returns them
-/// all at once.
-#[cfg(not(loom))]
-const POOL_MAX: usize = 1024;
 
 /// A record from this thread's pool, if any.
 fn pooled() -> Option<Box<GroupOp>> {
     #[cfg(not(loom))]
     {
-        POOL.try_with(|pool| pool.try_borrow_mut().ok().and_then(|mut p| p.pop()))
-            .ok()
-            .flatten()
+        crate::pool::take(&POOL)
     }
     #[cfg(loom)]
     {
@@ -165,15 +155,8 @@ impl Reclaim for GroupOp {
         // and no thread can reach it any more.
         let mut op = unsafe { Box::from_raw(ptr) };
         op.entries.clear();
-        // `try_with`: reclamation may run while this thread's locals are being destroyed.
         #[cfg(not(loom))]
-        let _ = POOL.try_with(|pool| {
-            if let Ok(mut pool) = pool.try_borrow_mut()
-                && pool.len() < POOL_MAX
-            {
-                pool.push(op);
-            }
-        });
+        crate::pool::give(&POOL, op);
     }
 }
 

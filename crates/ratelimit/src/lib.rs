@@ -191,6 +191,8 @@ mod lru;
 pub mod model;
 mod node;
 mod origin;
+#[cfg(not(loom))]
+mod pool;
 mod small_buf;
 mod state;
 mod table;

@@ -1,8 +1,5 @@
 //! A tracked key: its node and the compare-and-swap loops on its state word.
 
-#[cfg(not(loom))]
-use std::cell::RefCell;
-
 use txgate_sync::reclaim::{Guard, Reclaim};
 use txgate_sync::sync::{AtomicU64, Ordering};
 
@@ -37,31 +34,17 @@ pub(crate) enum Update<T> {
 #[cfg(not(loom))]
 thread_local! {
     /// Nodes reclaimed on this thread, for reuse, so that evicting admissions do not call the
-    /// allocator in steady state. (Not under loom, whose atomics belong to one model execution.)
-    /// Boxed: nodes are handed out and back as `Box` allocations.
-    #[allow(clippy::vec_box)]
-    static POOL: RefCell<Vec<Box<Node>>> = const { RefCell::new(Vec::new()) };
+    /// allocator in steady state.
+    static POOL: crate::pool::Pool<Node> = const { std::cell::RefCell::new(Vec::new()) };
 }
-
-/// Reclaimed nodes kept per thread: at least the collector's batch, which returns them at once
-/// (1,024 x 24 bytes).
-#[cfg(not(loom))]
-const POOL_MAX: usize = 1024;
 
 impl Reclaim for Node {
     unsafe fn reclaim(ptr: *mut Self) {
         // SAFETY: the trait's contract: the node came from `Box::into_raw` and no thread can
         // reach it any more.
         let node = unsafe { Box::from_raw(ptr) };
-        // `try_with`: reclamation may run while this thread's locals are being destroyed.
         #[cfg(not(loom))]
-        let _ = POOL.try_with(|spare| {
-            if let Ok(mut spare) = spare.try_borrow_mut()
-                && spare.len() < POOL_MAX
-            {
-                spare.push(node);
-            }
-        });
+        crate::pool::give(&POOL, node);
         #[cfg(loom)]
         drop(node);
     }
@@ -83,11 +66,7 @@ impl Node {
     pub(crate) fn boxed(key: u64, counts: Counts) -> Box<Self> {
         let fresh = Self::new(key, counts);
         #[cfg(not(loom))]
-        if let Some(mut node) = POOL
-            .try_with(|spare| spare.try_borrow_mut().ok().and_then(|mut s| s.pop()))
-            .ok()
-            .flatten()
-        {
+        if let Some(mut node) = crate::pool::take(&POOL) {
             *node = fresh;
             return node;
         }

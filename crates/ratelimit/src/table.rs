@@ -309,31 +309,18 @@ unsafe impl Sync for Reservation {}
 #[cfg(not(loom))]
 thread_local! {
     /// Reservations reclaimed on this thread, for reuse, so that filling a shard does not call
-    /// the allocator per new key. (Not under loom, whose atomics belong to one model
-    /// execution.) Boxed: records are handed out and back as `Box` allocations.
-    #[allow(clippy::vec_box)]
-    static RESERVATIONS: std::cell::RefCell<Vec<Box<Reservation>>> =
+    /// the allocator per new key.
+    static RESERVATIONS: crate::pool::Pool<Reservation> =
         const { std::cell::RefCell::new(Vec::new()) };
 }
-
-/// Reclaimed reservations kept per thread (the collector's batch returns them at once).
-#[cfg(not(loom))]
-const RESERVATIONS_MAX: usize = 1024;
 
 impl txgate_sync::reclaim::Reclaim for Reservation {
     unsafe fn reclaim(ptr: *mut Self) {
         // SAFETY: the trait's contract: the record came from `Box::into_raw` and no thread can
         // reach it any more.
         let record = unsafe { Box::from_raw(ptr) };
-        // `try_with`: reclamation may run while this thread's locals are being destroyed.
         #[cfg(not(loom))]
-        let _ = RESERVATIONS.try_with(|pool| {
-            if let Ok(mut pool) = pool.try_borrow_mut()
-                && pool.len() < RESERVATIONS_MAX
-            {
-                pool.push(record);
-            }
-        });
+        crate::pool::give(&RESERVATIONS, record);
         #[cfg(loom)]
         drop(record);
     }
@@ -351,11 +338,7 @@ impl Reservation {
             status: AtomicU8::new(UNDECIDED),
         };
         #[cfg(not(loom))]
-        if let Some(mut record) = RESERVATIONS
-            .try_with(|pool| pool.try_borrow_mut().ok().and_then(|mut p| p.pop()))
-            .ok()
-            .flatten()
-        {
+        if let Some(mut record) = crate::pool::take(&RESERVATIONS) {
             *record = fresh;
             return record;
         }

@@ -1953,39 +1953,6 @@ fn clock_a_stale_helper_never_reinstates_a_replaced_node() {
     });
 }
 
-/// [`racing_inserts_of_one_key_into_a_full_shard_admit_once`] on a CLOCK shard (capacity 2 in
-/// one set of 4 ways, L = 1; b and c tracked): two threads insert the same new key a, one of
-/// them after a dropped hit on b (which sets b's reference bit, so the two may plan different
-/// victims). One admission of a, one node of it.
-#[test]
-fn clock_racing_inserts_of_one_key_into_a_full_shard_admit_once() {
-    check_with_bound(3, || {
-        let l = clock_limiter(1, 2, 4);
-        let [a, b, c] = [0, 1, 2].map(|i| l.app_key(1, &peer(i)));
-        assert!(l.admit_key(b, T0).is_admit());
-        assert!(l.admit_key(c, T0).is_admit());
-        let t = {
-            let l = l.clone();
-            thread::spawn(move || l.admit_key(a, T0))
-        };
-        let _ = l.admit_key(b, T0);
-        let mine = l.admit_key(a, T0);
-        let theirs = t.join().unwrap();
-        assert_eq!(
-            mine.is_admit() as u8 + theirs.is_admit() as u8,
-            1,
-            "{mine:?} {theirs:?}"
-        );
-        assert!(l.admit_key(a, T0).is_drop());
-        let tracked = l.tracked_keys();
-        assert!(
-            tracked.contains(&(0, a.hash())) && tracked.len() == 2,
-            "{tracked:?}"
-        );
-        l.validate();
-    });
-}
-
 /// Two evicting insertions into one CLOCK set that plan the same victim (capacity 2 in one set
 /// of 4 ways, L = 1; v and w tracked with their reference bits clear; m and n new keys whose
 /// sweeps start at the same way). Each planner installs its eviction's marker on the victim
