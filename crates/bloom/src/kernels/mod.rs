@@ -3,9 +3,10 @@
 //! - [`scalar`]: the split block's portable operations over its eight words, shared by both
 //!   layouts; always compiled, and the only path under miri and off x86-64.
 //! - `avx2` (x86-64): a [`Block256`] is one 256-bit register, a [`Block512`] two.
-//! - `avx512` (x86-64, AVX-512F and AVX-512VL): a [`Block512`] is one 512-bit register; a
-//!   [`Block256`] query is one 256-bit register with the EVEX forms (its other operations run
-//!   the AVX2 kernels).
+//! - `avx512` (x86-64, AVX-512F, AVX-512VL and BMI2): a [`Block512`] is one 512-bit register;
+//!   a [`Block256`] query is one 256-bit register with the EVEX forms (its other operations run
+//!   the AVX2 kernels). A native filter's one-key query computes the block index in the kernel
+//!   too (`mulx`), and answers with a mask register's missing lanes (`kmovw`).
 //!
 //! A filter picks its [`Backend`] once, when it is built or loaded, and holds it as a [`Kernel`]:
 //! a token that proves the CPU was checked. The `impl Kernel` below is the only dispatch: every
@@ -19,7 +20,7 @@
 //! |---|---|---|
 //! | [`Backend::Scalar`] | eight 32-bit shifts | eight 64-bit shifts |
 //! | [`Backend::Avx2`] | one 256-bit vector | two 256-bit halves |
-//! | [`Backend::Avx512`] | one 256-bit vector (queries: EVEX forms in ymm16-17, no `vzeroupper`; the rest the AVX2 kernel) | one 512-bit vector (zmm16-17, no `vzeroupper` in queries) |
+//! | [`Backend::Avx512`] | one 256-bit vector (queries: EVEX forms in ymm16-17, no `vzeroupper`, the block index in the kernel; the rest the AVX2 kernel) | one 512-bit vector (zmm16-17; queries: no `vzeroupper`, the block index in the kernel) |
 //!
 //! On x86-64 a one-key query is inline assembly (so that it inlines into the caller's loop; see
 //! the `avx2` module), everything else `#[target_feature]` functions with intrinsics. Both
@@ -62,11 +63,12 @@ static ONE64: u64 = 1;
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 static SIX_BITS: u64 = 63;
 
-/// A query's answer (0 or 1 in a 64-bit register, from inline assembly or a scalar kernel) as a
+/// A query's answer (0 or 1 in a 64-bit register, from the AVX2 assembly or a scalar kernel) as a
 /// `bool`, with the range told to the compiler: a caller that counts answers then adds the
 /// register as is, where a plain `!= 0` of an unknown byte costs a compare and a
 /// subtract-with-borrow per query (and a 32-bit value a zero-extending move). The dispatch
-/// applies it after its match, so that the arms meet as one 64-bit value.
+/// applies it after its match, so that the arms meet as one 64-bit value. (The AVX-512 queries
+/// answer with a mask of missing lanes instead, compared with 0 in their arm.)
 ///
 /// # Safety
 /// `flag` must be 0 or 1.
@@ -94,13 +96,14 @@ pub enum Backend {
     /// x86-64 AVX2: a 256-bit block is one vector, its mask one `vpmulld`, one `vpsrld` and one
     /// `vpsllvd`; a 512-bit block is two 256-bit halves.
     Avx2,
-    /// x86-64 AVX-512F and AVX-512VL (with AVX2): a 512-bit block is one vector, its mask one
+    /// x86-64 AVX-512F, AVX-512VL and BMI2 (with AVX2): a 512-bit block is one vector, its mask one
     /// `vpmuludq`, one `vpsrlq` and one `vprolvq`, a query one `vptestnmq`. A 256-bit block's
     /// query is the AVX2 kernel's mask in the EVEX forms (broadcast from the general-purpose
     /// register, test by one `vptestnmd`), in registers 16-31 so that it needs no
     /// `vzeroupper`; its inserts and batch queries run the AVX2 kernel. Every AVX-512 CPU but
     /// the Xeon Phi (Knights Landing, Knights Mill) has AVX-512VL; those get
-    /// [`Backend::Avx2`].
+    /// [`Backend::Avx2`]. Every AVX-512 CPU has BMI2 (`mulx`, for the native filters' block
+    /// index in the query kernels); it is checked all the same.
     Avx512,
 }
 
@@ -163,20 +166,38 @@ impl Kernel {
 
 /// The one dispatch: each operation of each layout, on the backend the kernel holds.
 impl Kernel {
-    /// Whether every bit of fingerprint `x` is set in `block`.
+    /// Whether the native filter of `blocks` may hold the key of `hash`: every bit of
+    /// fingerprint [`fingerprint`]`(hash)` set in block [`block_index`]`(hash, blocks.len())`.
+    ///
+    /// # Safety
+    /// `blocks` must not be empty.
+    #[inline(always)]
+    pub(crate) unsafe fn contains_hash256(self, blocks: &[Block256], hash: u64) -> bool {
+        match self.0 {
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            // SAFETY: the kernel's backend passed `is_available` (the token's invariant): the
+            // CPU has AVX-512F, AVX-512VL and BMI2; the caller guarantees `blocks` is not empty.
+            Backend::Avx512 => unsafe { avx512::contains_hash256_asm(blocks, hash) == 0 },
+            // SAFETY: the caller guarantees `blocks` is not empty.
+            _ => self.contains256(unsafe { block_at(blocks, hash) }, fingerprint(hash)),
+        }
+    }
+
+    /// Whether every bit of fingerprint `x` is set in `block` (the [`Sbbf`](crate::Sbbf)'s
+    /// query, and the native filters' with the backends that do not index in the kernel).
     #[inline(always)]
     pub(crate) fn contains256(self, block: &Block256, x: u32) -> bool {
         let flag = match self.0 {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             // SAFETY: the kernel's backend passed `is_available` (the token's invariant): the
             // CPU has AVX-512F and AVX-512VL.
-            Backend::Avx512 => unsafe { avx512::contains256_asm(block, x) },
+            Backend::Avx512 => return unsafe { avx512::contains256_asm(block, x) == 0 },
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             // SAFETY: as above: the CPU has AVX2.
             Backend::Avx2 => unsafe { avx2::contains256_asm(block, x) },
             _ => u64::from(scalar::contains(&block.0, scalar::masks(x, BIT_SHIFT))),
         };
-        // SAFETY: every arm gives 0 or 1 (the assembly kernels' stated result, or a `bool`).
+        // SAFETY: every arm gives 0 or 1 (the assembly kernel's stated result, or a `bool`).
         unsafe { answer(flag) }
     }
 
@@ -221,20 +242,33 @@ impl Kernel {
         }
     }
 
-    /// Whether every bit of fingerprint `x` is set in `block`.
+    /// Whether the native filter of `blocks` may hold the key of `hash`: every bit of
+    /// fingerprint [`fingerprint`]`(hash)` set in block [`block_index`]`(hash, blocks.len())`.
+    ///
+    /// # Safety
+    /// `blocks` must not be empty.
     #[inline(always)]
-    pub(crate) fn contains512(self, block: &Block512, x: u32) -> bool {
+    pub(crate) unsafe fn contains_hash512(self, blocks: &[Block512], hash: u64) -> bool {
         let flag = match self.0 {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             // SAFETY: the kernel's backend passed `is_available` (the token's invariant): the
-            // CPU has AVX-512F.
-            Backend::Avx512 => unsafe { avx512::contains512_asm(block, x) },
+            // CPU has AVX-512F and BMI2; the caller guarantees `blocks` is not empty.
+            Backend::Avx512 => return unsafe { avx512::contains_hash512_asm(blocks, hash) == 0 },
             #[cfg(all(target_arch = "x86_64", not(miri)))]
-            // SAFETY: as above: the CPU has AVX2.
-            Backend::Avx2 => unsafe { avx2::contains512_asm(block, x) },
-            _ => u64::from(scalar::contains(&block.0, scalar::masks(x, BIT_SHIFT512))),
+            // SAFETY: as above: the CPU has AVX2; `blocks` is not empty.
+            Backend::Avx2 => unsafe {
+                avx2::contains512_asm(block_at(blocks, hash), fingerprint(hash))
+            },
+            _ => {
+                // SAFETY: the caller guarantees `blocks` is not empty.
+                let block = unsafe { block_at(blocks, hash) };
+                u64::from(scalar::contains(
+                    &block.0,
+                    scalar::masks(fingerprint(hash), BIT_SHIFT512),
+                ))
+            }
         };
-        // SAFETY: every arm gives 0 or 1 (the assembly kernels' stated result, or a `bool`).
+        // SAFETY: every arm gives 0 or 1 (the assembly kernel's stated result, or a `bool`).
         unsafe { answer(flag) }
     }
 
@@ -303,6 +337,19 @@ fn contains_many_with<B>(
     }
 }
 
+/// The native filter's block for `hash` in `blocks`: [`block_index`]`(hash, blocks.len())`.
+///
+/// # Safety
+/// `blocks` must not be empty.
+#[inline(always)]
+unsafe fn block_at<B>(blocks: &[B], hash: u64) -> &B {
+    let index = block_index(hash, blocks.len() as u64) as usize;
+    debug_assert!(index < blocks.len());
+    // SAFETY: `(hash * len) >> 64` is below `len` for every `hash` below 2^64 when `len` is not
+    // zero, which the caller guarantees.
+    unsafe { blocks.get_unchecked(index) }
+}
+
 /// How many keys ahead the batch operations prefetch. The rule: far enough ahead that a DRAM
 /// miss completes before the key's turn, i.e. at least the memory latency divided by the time per
 /// key, and no further than needed (a longer distance only holds more lines in flight). 32 is
@@ -324,7 +371,9 @@ fn avx2_available() -> bool {
 fn avx512_available() -> bool {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
-        std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512vl")
+        std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512vl")
+            && std::is_x86_feature_detected!("bmi2")
     }
     #[cfg(not(all(target_arch = "x86_64", not(miri))))]
     {
