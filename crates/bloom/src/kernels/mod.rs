@@ -141,26 +141,48 @@ impl Backend {
 /// A [`Backend`] this CPU was checked to support: the only way to reach the kernels, so the
 /// `unsafe` calls into SIMD code rest on a type invariant rather than on every caller.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Kernel(
-    // Invariant: self.0.is_available().
-    Backend,
-);
+pub struct Kernel {
+    // Invariant: backend.is_available().
+    backend: Backend,
+    // Invariant: true only if the backend is `Avx512` and the CPU has AVX-512BW, AVX512_BITALG
+    // and BMI1 (`bitalg_available`): the 512-bit layout's query then tests with
+    // `vpshufbitqmb` (see `avx512::contains_hash512_bitalg_asm`). Not a `Backend` of its own:
+    // the same backend, one kernel chosen by what else the CPU has.
+    bitalg: bool,
+}
 
 impl Kernel {
     /// The kernel of `backend`, if this CPU can run it.
     pub(crate) fn new(backend: Backend) -> Option<Kernel> {
-        backend.is_available().then_some(Kernel(backend))
+        backend.is_available().then(|| Kernel {
+            backend,
+            bitalg: backend == Backend::Avx512 && bitalg_available(),
+        })
     }
 
     /// The kernel of [`Backend::detect`].
     pub(crate) fn detect() -> Kernel {
-        Kernel(Backend::detect())
+        let backend = Backend::detect();
+        Kernel {
+            backend,
+            bitalg: backend == Backend::Avx512 && bitalg_available(),
+        }
+    }
+
+    /// The same kernel without the AVX512_BITALG query, to test the other AVX-512 one on a CPU
+    /// that has both.
+    #[cfg(test)]
+    pub(crate) fn without_bitalg(self) -> Kernel {
+        Kernel {
+            bitalg: false,
+            ..self
+        }
     }
 
     /// The backend behind the kernel (available on this CPU).
     #[inline(always)]
     pub(crate) fn backend(self) -> Backend {
-        self.0
+        self.backend
     }
 }
 
@@ -173,7 +195,7 @@ impl Kernel {
     /// `blocks` must not be empty.
     #[inline(always)]
     pub(crate) unsafe fn contains_hash256(self, blocks: &[Block256], hash: u64) -> bool {
-        match self.0 {
+        match self.backend {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             // SAFETY: the kernel's backend passed `is_available` (the token's invariant): the
             // CPU has AVX-512F, AVX-512VL and BMI2; the caller guarantees `blocks` is not empty.
@@ -187,7 +209,7 @@ impl Kernel {
     /// query, and the native filters' with the backends that do not index in the kernel).
     #[inline(always)]
     pub(crate) fn contains256(self, block: &Block256, x: u32) -> bool {
-        let flag = match self.0 {
+        let flag = match self.backend {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             // SAFETY: the kernel's backend passed `is_available` (the token's invariant): the
             // CPU has AVX-512F and AVX-512VL.
@@ -204,7 +226,7 @@ impl Kernel {
     /// Sets every bit of fingerprint `x` in `block`; whether any was clear before.
     #[inline(always)]
     pub(crate) fn insert256(self, block: &mut Block256, x: u32) -> bool {
-        match self.0 {
+        match self.backend {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             // SAFETY: the kernel's backend passed `is_available` (the token's invariant): both
             // backends imply AVX2.
@@ -217,7 +239,7 @@ impl Kernel {
     /// ([`to_pairs`]), for the atomic filter.
     #[inline(always)]
     pub(crate) fn mask_pairs256(self, x: u32) -> [u64; 4] {
-        match self.0 {
+        match self.backend {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             // SAFETY: the kernel's backend passed `is_available` (the token's invariant): both
             // backends imply AVX2.
@@ -229,7 +251,7 @@ impl Kernel {
     /// `out[i]` = whether `blocks` holds `hashes[i]` (one dispatch per batch, so that the
     /// kernel inlines into the loop).
     pub(crate) fn contains_many256(self, blocks: &[Block256], hashes: &[u64], out: &mut [bool]) {
-        match self.0 {
+        match self.backend {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             // SAFETY: the kernel's backend passed `is_available` (the token's invariant): both
             // backends imply AVX2.
@@ -249,7 +271,14 @@ impl Kernel {
     /// `blocks` must not be empty.
     #[inline(always)]
     pub(crate) unsafe fn contains_hash512(self, blocks: &[Block512], hash: u64) -> bool {
-        let flag = match self.0 {
+        let flag = match self.backend {
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            Backend::Avx512 if self.bitalg => {
+                // SAFETY: the kernel's invariants (`backend` passed `is_available`, `bitalg`
+                // only with `bitalg_available`): the CPU has AVX-512F, AVX-512BW,
+                // AVX512_BITALG, BMI1 and BMI2; the caller guarantees `blocks` is not empty.
+                return unsafe { avx512::contains_hash512_bitalg_asm(blocks, hash) == 0 };
+            }
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             // SAFETY: the kernel's backend passed `is_available` (the token's invariant): the
             // CPU has AVX-512F and BMI2; the caller guarantees `blocks` is not empty.
@@ -275,7 +304,7 @@ impl Kernel {
     /// Sets every bit of fingerprint `x` in `block`; whether any was clear before.
     #[inline(always)]
     pub(crate) fn insert512(self, block: &mut Block512, x: u32) -> bool {
-        match self.0 {
+        match self.backend {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             // SAFETY: the kernel's backend passed `is_available` (the token's invariant): the
             // CPU has AVX-512F.
@@ -291,7 +320,7 @@ impl Kernel {
     /// of this mask is two registers, no faster than the scalar one once stored).
     #[inline(always)]
     pub(crate) fn masks512(self, x: u32) -> [u64; 8] {
-        match self.0 {
+        match self.backend {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             // SAFETY: the kernel's backend passed `is_available` (the token's invariant): the
             // CPU has AVX-512F.
@@ -302,7 +331,7 @@ impl Kernel {
 
     /// `out[i]` = whether `blocks` holds `hashes[i]` (one dispatch per batch).
     pub(crate) fn contains_many512(self, blocks: &[Block512], hashes: &[u64], out: &mut [bool]) {
-        match self.0 {
+        match self.backend {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             // SAFETY: the kernel's backend passed `is_available` (the token's invariant): the
             // CPU has AVX-512F.
@@ -361,6 +390,23 @@ fn avx2_available() -> bool {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
         std::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    {
+        false
+    }
+}
+
+/// What the 512-bit layout's AVX512_BITALG query needs beyond the `Avx512` backend:
+/// `vpshufbitqmb` (AVX512_BITALG), `kmovq` (AVX-512BW) and `andn` (BMI1). Ice Lake and later
+/// Intel cores and AMD Zen 4 and later have all three; Skylake-SP and Cascade Lake have no
+/// AVX512_BITALG and keep the `vptestnmq` query.
+fn bitalg_available() -> bool {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    {
+        std::is_x86_feature_detected!("avx512bw")
+            && std::is_x86_feature_detected!("avx512bitalg")
+            && std::is_x86_feature_detected!("bmi1")
     }
     #[cfg(not(all(target_arch = "x86_64", not(miri))))]
     {
