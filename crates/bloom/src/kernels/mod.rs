@@ -144,39 +144,54 @@ impl Backend {
 pub struct Kernel {
     // Invariant: backend.is_available().
     backend: Backend,
+    // Invariant: true only if the backend is `Avx2` and the CPU has BMI2: the native filters'
+    // AVX2 queries then compute the block index in the kernel with `mulx` (see
+    // `avx2::contains_hash256_asm`). (The `Avx512` backend requires BMI2 itself.)
+    bmi2: bool,
     // Invariant: true only if the backend is `Avx512` and the CPU has AVX-512BW, AVX512_BITALG
     // and BMI1 (`bitalg_available`): the 512-bit layout's query then tests with
-    // `vpshufbitqmb` (see `avx512::contains_hash512_bitalg_asm`). Not a `Backend` of its own:
-    // the same backend, one kernel chosen by what else the CPU has.
+    // `vpshufbitqmb` (see `avx512::contains_hash512_bitalg_asm`).
+    //
+    // Neither is a `Backend` of its own: the same backend and the same filter, one kernel or
+    // another chosen by what else the CPU has.
     bitalg: bool,
 }
 
 impl Kernel {
     /// The kernel of `backend`, if this CPU can run it.
     pub(crate) fn new(backend: Backend) -> Option<Kernel> {
-        backend.is_available().then(|| Kernel {
-            backend,
-            bitalg: backend == Backend::Avx512 && bitalg_available(),
-        })
+        backend.is_available().then(|| Kernel::checked(backend))
     }
 
     /// The kernel of [`Backend::detect`].
     pub(crate) fn detect() -> Kernel {
-        let backend = Backend::detect();
+        Kernel::checked(Backend::detect())
+    }
+
+    /// The kernel of `backend`, which must be available, with the optional kernels this CPU
+    /// can run.
+    fn checked(backend: Backend) -> Kernel {
+        debug_assert!(backend.is_available());
         Kernel {
             backend,
+            bmi2: backend == Backend::Avx2 && bmi2_available(),
             bitalg: backend == Backend::Avx512 && bitalg_available(),
         }
     }
 
-    /// The same kernel without the AVX512_BITALG query, to test the other AVX-512 one on a CPU
-    /// that has both.
+    /// Every form of this kernel's queries this CPU can run: itself, and the same backend
+    /// without each optional kernel it uses, to test those on a CPU that has both.
     #[cfg(test)]
-    pub(crate) fn without_bitalg(self) -> Kernel {
-        Kernel {
-            bitalg: false,
-            ..self
+    pub(crate) fn forms(self) -> Vec<Kernel> {
+        let mut forms = vec![self];
+        if self.bmi2 || self.bitalg {
+            forms.push(Kernel {
+                bmi2: false,
+                bitalg: false,
+                ..self
+            });
         }
+        forms
     }
 
     /// The backend behind the kernel (available on this CPU).
@@ -200,6 +215,13 @@ impl Kernel {
             // SAFETY: the kernel's backend passed `is_available` (the token's invariant): the
             // CPU has AVX-512F, AVX-512VL and BMI2; the caller guarantees `blocks` is not empty.
             Backend::Avx512 => unsafe { avx512::contains_hash256_asm(blocks, hash) == 0 },
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            // SAFETY: the kernel's invariants (`backend` passed `is_available`, `bmi2` only with
+            // `bmi2_available`): the CPU has AVX2 and BMI2; the caller guarantees `blocks` is
+            // not empty. The result is 0 or 1 (the kernel's stated result).
+            Backend::Avx2 if self.bmi2 => unsafe {
+                answer(avx2::contains_hash256_asm(blocks, hash))
+            },
             // SAFETY: the caller guarantees `blocks` is not empty.
             _ => self.contains256(unsafe { block_at(blocks, hash) }, fingerprint(hash)),
         }
@@ -283,6 +305,10 @@ impl Kernel {
             // SAFETY: the kernel's backend passed `is_available` (the token's invariant): the
             // CPU has AVX-512F and BMI2; the caller guarantees `blocks` is not empty.
             Backend::Avx512 => return unsafe { avx512::contains_hash512_asm(blocks, hash) == 0 },
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            // SAFETY: the kernel's invariants (`backend` passed `is_available`, `bmi2` only with
+            // `bmi2_available`): the CPU has AVX2 and BMI2; `blocks` is not empty.
+            Backend::Avx2 if self.bmi2 => unsafe { avx2::contains_hash512_asm(blocks, hash) },
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             // SAFETY: as above: the CPU has AVX2; `blocks` is not empty.
             Backend::Avx2 => unsafe {
@@ -390,6 +416,19 @@ fn avx2_available() -> bool {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
         std::is_x86_feature_detected!("avx2")
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    {
+        false
+    }
+}
+
+/// What the AVX2 queries that index the block in the kernel need beyond the `Avx2` backend.
+/// Every Intel core with AVX2 (Haswell on) and every AMD one (Excavator on) has it.
+fn bmi2_available() -> bool {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    {
+        std::is_x86_feature_detected!("bmi2")
     }
     #[cfg(not(all(target_arch = "x86_64", not(miri))))]
     {

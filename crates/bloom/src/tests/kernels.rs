@@ -263,38 +263,39 @@ fn sums_across_queries(
     (hits, lanes)
 }
 
-/// The 512-bit layout's two AVX-512 queries (with and without AVX512_BITALG) against the oracle
-/// on one filter, where the CPU has both (the oracle test above runs only the one the CPU's
-/// kernel picks).
+/// Every form of each backend's native query (the optional kernels: AVX2 with BMI2, AVX-512
+/// with AVX512_BITALG, and the same backends without them) against the oracle on one filter per
+/// layout, where the CPU has them (the oracle test above runs only the form the CPU's kernel
+/// picks).
 #[test]
-fn both_avx512_queries_of_512_bit_blocks_match_the_oracle() {
-    if !Backend::Avx512.is_available() {
-        eprintln!("NOTE: no AVX-512 on this CPU: its 512-bit queries are not exercised here");
-        return;
-    }
-    let (blocks, keys) = if MIRI { (1, 200) } else { (250, 30_000) };
-    let mut filter = builder_of::<Block512>(blocks)
-        .backend(Backend::Avx512)
-        .build()
-        .unwrap();
-    let mut oracle = Oracle::native(Layout::Block512, blocks);
-    let mut rng = SplitMix(4);
-    for _ in 0..keys {
-        let h = rng.next_u64();
-        filter.insert(Hashed(h));
-        oracle.insert(h);
-    }
-    let kernel = filter.geometry().kernel();
-    let mut hits = 0;
-    for _ in 0..keys {
-        let h = rng.next_u64();
-        let expected = oracle.contains(h);
-        hits += usize::from(expected);
-        for k in [kernel, kernel.without_bitalg()] {
-            // SAFETY: a filter has at least one block.
-            let got = unsafe { k.contains_hash512(filter.blocks(), h) };
-            assert_eq!(got, expected, "{k:?} contains {h:#x}");
+fn every_form_of_the_queries_matches_the_oracle() {
+    every_form_matches_the_oracle::<Block256>(500, 20_000);
+    every_form_matches_the_oracle::<Block512>(250, 30_000);
+}
+
+fn every_form_matches_the_oracle<B: BlockLayout>(blocks: u64, keys: usize) {
+    let (blocks, keys) = if MIRI { (1, 200) } else { (blocks, keys) };
+    for backend in Backend::available() {
+        let mut filter = builder_of::<B>(blocks).backend(backend).build().unwrap();
+        let mut oracle = Oracle::native(B::LAYOUT, blocks);
+        let mut rng = SplitMix(4);
+        for _ in 0..keys {
+            let h = rng.next_u64();
+            filter.insert(Hashed(h));
+            oracle.insert(h);
         }
+        let forms = filter.geometry().kernel().forms();
+        let mut hits = 0;
+        for _ in 0..keys {
+            let h = rng.next_u64();
+            let expected = oracle.contains(h);
+            hits += usize::from(expected);
+            for &kernel in &forms {
+                // SAFETY: a filter has at least one block.
+                let got = unsafe { B::contains(kernel, filter.blocks(), h) };
+                assert_eq!(got, expected, "{:?} {kernel:?} contains {h:#x}", B::LAYOUT);
+            }
+        }
+        assert!(hits > 0 && hits < keys, "{hits} of {keys}");
     }
-    assert!(hits > 0 && hits < keys, "{hits} of {keys}");
 }
