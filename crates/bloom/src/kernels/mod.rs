@@ -2,7 +2,7 @@
 //!
 //! - [`scalar`]: the split block's portable operations over its eight words, shared by both
 //!   layouts; always compiled, and the only path under miri and off x86-64.
-//! - `avx2` (x86-64): a [`Block256`] is one 256-bit register, a [`Block512`] two.
+//! - `avx2` (x86-64, AVX2 and BMI2): a [`Block256`] is one 256-bit register, a [`Block512`] two.
 //! - `avx512` (x86-64, AVX-512F, AVX-512VL and BMI2): a [`Block512`] is one 512-bit register;
 //!   a [`Block256`] query is one 256-bit register with the EVEX forms (its other operations run
 //!   the AVX2 kernels). A native filter's one-key query computes the block index in the kernel
@@ -93,8 +93,10 @@ struct Aligned<T>(T);
 pub enum Backend {
     /// Portable scalar code. Always available.
     Scalar,
-    /// x86-64 AVX2: a 256-bit block is one vector, its mask one `vpmulld`, one `vpsrld` and one
-    /// `vpsllvd`; a 512-bit block is two 256-bit halves.
+    /// x86-64 AVX2 and BMI2 (which came with it: every AVX2 CPU has both): a 256-bit block is
+    /// one vector, its mask one `vpmulld`, one `vpsrld` and one `vpsllvd`; a 512-bit block is two
+    /// 256-bit halves. The native filters' queries compute the block index in the kernel
+    /// (BMI2's `mulx`).
     Avx2,
     /// x86-64 AVX-512F, AVX-512VL and BMI2 (with AVX2): a 512-bit block is one vector, its mask one
     /// `vpmuludq`, one `vpsrlq` and one `vprolvq`, a query one `vptestnmq`. A 256-bit block's
@@ -144,15 +146,10 @@ impl Backend {
 pub struct Kernel {
     // Invariant: backend.is_available().
     backend: Backend,
-    // Invariant: true only if the backend is `Avx2` and the CPU has BMI2: the native filters'
-    // AVX2 queries then compute the block index in the kernel with `mulx` (see
-    // `avx2::contains_hash256_asm`). (The `Avx512` backend requires BMI2 itself.)
-    bmi2: bool,
     // Invariant: true only if the backend is `Avx512` and the CPU has AVX-512BW, AVX512_BITALG
     // and BMI1 (`bitalg_available`): the 512-bit layout's query then tests with
     // `vpshufbitqmb` (see `avx512::contains_hash512_bitalg_asm`).
-    //
-    // Neither is a `Backend` of its own: the same backend and the same filter, one kernel or
+    // Not a `Backend` of its own: the same backend and the same filter, one query kernel or
     // another chosen by what else the CPU has.
     bitalg: bool,
 }
@@ -174,19 +171,17 @@ impl Kernel {
         debug_assert!(backend.is_available());
         Kernel {
             backend,
-            bmi2: backend == Backend::Avx2 && bmi2_available(),
             bitalg: backend == Backend::Avx512 && bitalg_available(),
         }
     }
 
     /// Every form of this kernel's queries this CPU can run: itself, and the same backend
-    /// without each optional kernel it uses, to test those on a CPU that has both.
+    /// without its optional query kernel, to test both on a CPU that has it.
     #[cfg(test)]
     pub(crate) fn forms(self) -> Vec<Kernel> {
         let mut forms = vec![self];
-        if self.bmi2 || self.bitalg {
+        if self.bitalg {
             forms.push(Kernel {
-                bmi2: false,
                 bitalg: false,
                 ..self
             });
@@ -216,12 +211,10 @@ impl Kernel {
             // CPU has AVX-512F, AVX-512VL and BMI2; the caller guarantees `blocks` is not empty.
             Backend::Avx512 => unsafe { avx512::contains_hash256_asm(blocks, hash) == 0 },
             #[cfg(all(target_arch = "x86_64", not(miri)))]
-            // SAFETY: the kernel's invariants (`backend` passed `is_available`, `bmi2` only with
-            // `bmi2_available`): the CPU has AVX2 and BMI2; the caller guarantees `blocks` is
-            // not empty. The result is 0 or 1 (the kernel's stated result).
-            Backend::Avx2 if self.bmi2 => unsafe {
-                answer(avx2::contains_hash256_asm(blocks, hash))
-            },
+            // SAFETY: the kernel's backend passed `is_available` (the token's invariant): the
+            // CPU has AVX2 and BMI2; the caller guarantees `blocks` is not empty. The result is
+            // 0 or 1 (the kernel's stated result).
+            Backend::Avx2 => unsafe { answer(avx2::contains_hash256_asm(blocks, hash)) },
             // SAFETY: the caller guarantees `blocks` is not empty.
             _ => self.contains256(unsafe { block_at(blocks, hash) }, fingerprint(hash)),
         }
@@ -306,14 +299,9 @@ impl Kernel {
             // CPU has AVX-512F and BMI2; the caller guarantees `blocks` is not empty.
             Backend::Avx512 => return unsafe { avx512::contains_hash512_asm(blocks, hash) == 0 },
             #[cfg(all(target_arch = "x86_64", not(miri)))]
-            // SAFETY: the kernel's invariants (`backend` passed `is_available`, `bmi2` only with
-            // `bmi2_available`): the CPU has AVX2 and BMI2; `blocks` is not empty.
-            Backend::Avx2 if self.bmi2 => unsafe { avx2::contains_hash512_asm(blocks, hash) },
-            #[cfg(all(target_arch = "x86_64", not(miri)))]
-            // SAFETY: as above: the CPU has AVX2; `blocks` is not empty.
-            Backend::Avx2 => unsafe {
-                avx2::contains512_asm(block_at(blocks, hash), fingerprint(hash))
-            },
+            // SAFETY: the kernel's backend passed `is_available` (the token's invariant): the
+            // CPU has AVX2 and BMI2; the caller guarantees `blocks` is not empty.
+            Backend::Avx2 => unsafe { avx2::contains_hash512_asm(blocks, hash) },
             _ => {
                 // SAFETY: the caller guarantees `blocks` is not empty.
                 let block = unsafe { block_at(blocks, hash) };
@@ -412,23 +400,13 @@ unsafe fn block_at<B>(blocks: &[B], hash: u64) -> &B {
 /// (the workspace's BENCHMARKS.md).
 pub const PREFETCH_AHEAD: usize = 32;
 
+/// AVX2, and BMI2 for the native filters' queries, which compute the block index in the kernel
+/// with `mulx`. The two came together (Intel Haswell, AMD Excavator) and every CPU with AVX2 has
+/// both.
 fn avx2_available() -> bool {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
-        std::is_x86_feature_detected!("avx2")
-    }
-    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
-    {
-        false
-    }
-}
-
-/// What the AVX2 queries that index the block in the kernel need beyond the `Avx2` backend.
-/// Every Intel core with AVX2 (Haswell on) and every AMD one (Excavator on) has it.
-fn bmi2_available() -> bool {
-    #[cfg(all(target_arch = "x86_64", not(miri)))]
-    {
-        std::is_x86_feature_detected!("bmi2")
+        std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("bmi2")
     }
     #[cfg(not(all(target_arch = "x86_64", not(miri))))]
     {
@@ -456,9 +434,7 @@ fn bitalg_available() -> bool {
 fn avx512_available() -> bool {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
-        std::is_x86_feature_detected!("avx512f")
-            && std::is_x86_feature_detected!("avx512vl")
-            && std::is_x86_feature_detected!("bmi2")
+        std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512vl")
     }
     #[cfg(not(all(target_arch = "x86_64", not(miri))))]
     {
