@@ -120,9 +120,10 @@ pub(super) unsafe fn contains_many512(blocks: &[Block512], hashes: &[u64], out: 
 /// in the filter), else not 0.
 ///
 /// What it saves per query on the form that computes the block in Rust and tests with
-/// `kortestw`/`sete` (the last one: 0.86x sbbf-rs-safe on an AMD Zen 4, whose core dispatches at
-/// most six macro-ops per cycle and this loop reaches that limit with the filter in L1, so each
-/// macro-op saved is about a sixth of a cycle):
+/// `kortestw`/`sete` (that form: 0.86x sbbf-rs-safe on an AMD Zen 4; this one 0.75x, the 256-bit
+/// one 0.70x, from 0.80x). A counting loop of these queries takes as long per key with the filter
+/// in L1 as with it in L2 and L3 on that core, so it is bound by instruction throughput (Zen 4
+/// dispatches at most six macro-ops per cycle), and every macro-op saved counts:
 /// - The block: `mulx` (BMI2) takes the hash in `rdx`, where the caller's load of the key can
 ///   put it, and only reads it, where `mul` needs a `mov` into `rax` and overwrites `rdx`; with
 ///   both destinations the same register it writes only the high half, the index (Intel SDM,

@@ -99,7 +99,9 @@ pub enum Backend {
     /// (BMI2's `mulx`).
     Avx2,
     /// x86-64 AVX-512F, AVX-512VL and BMI2 (with AVX2): a 512-bit block is one vector, its mask one
-    /// `vpmuludq`, one `vpsrlq` and one `vprolvq`, a query one `vptestnmq`. A 256-bit block's
+    /// `vpmuludq`, one `vpsrlq` and one `vprolvq`, a query one `vptestnmq` (on CPUs with
+    /// AVX512_BITALG, one `vpshufbitqmb` of the block by the shifted products, which needs no
+    /// one-hot mask). A 256-bit block's
     /// query is the AVX2 kernel's mask in the EVEX forms (broadcast from the general-purpose
     /// register, test by one `vptestnmd`), in registers 16-31 so that it needs no
     /// `vzeroupper`; its inserts and batch queries run the AVX2 kernel. Every AVX-512 CPU but
