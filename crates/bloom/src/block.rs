@@ -80,8 +80,9 @@ impl Sealed for Block256 {
     }
 
     #[inline(always)]
-    fn contains(kernel: Kernel, block: &Self, x: u32) -> bool {
-        kernel.contains256(block, x)
+    unsafe fn contains(kernel: Kernel, blocks: &[Self], hash: u64) -> bool {
+        // SAFETY: the caller guarantees `blocks` is not empty.
+        unsafe { kernel.contains_hash256(blocks, hash) }
     }
 
     #[inline(always)]

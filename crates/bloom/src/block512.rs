@@ -75,8 +75,9 @@ impl Sealed for Block512 {
     }
 
     #[inline(always)]
-    fn contains(kernel: Kernel, block: &Self, x: u32) -> bool {
-        kernel.contains512(block, x)
+    unsafe fn contains(kernel: Kernel, blocks: &[Self], hash: u64) -> bool {
+        // SAFETY: the caller guarantees `blocks` is not empty.
+        unsafe { kernel.contains_hash512(blocks, hash) }
     }
 
     #[inline(always)]

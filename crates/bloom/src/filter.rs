@@ -274,7 +274,9 @@ impl<B: BlockLayout> Filter for BlockedBloom<B> {
     #[inline(always)]
     fn contains<K: Key>(&self, key: K) -> bool {
         let hash = self.geometry.hash(key);
-        B::contains(self.geometry.kernel(), self.block(hash), fingerprint(hash))
+        // SAFETY: a filter has at least one block (the invariant of `Geometry`, whose
+        // `num_blocks` is `blocks.len()`).
+        unsafe { B::contains(self.geometry.kernel(), &self.blocks, hash) }
     }
 
     fn contains_many(&self, hashes: &[u64], out: &mut [bool]) {

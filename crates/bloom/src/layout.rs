@@ -161,8 +161,12 @@ pub(crate) mod sealed {
             words::count_ones(self.words())
         }
 
-        /// Whether every bit of fingerprint `x` is set in `block`.
-        fn contains(kernel: Kernel, block: &Self, x: u32) -> bool;
+        /// Whether the native filter of `blocks` may hold the key of `hash`: every bit of its
+        /// fingerprint set in its block (`block_index(hash, blocks.len())`).
+        ///
+        /// # Safety
+        /// `blocks` must not be empty.
+        unsafe fn contains(kernel: Kernel, blocks: &[Self], hash: u64) -> bool;
         /// Sets every bit of fingerprint `x`; whether any was clear before.
         fn insert(kernel: Kernel, block: &mut Self, x: u32) -> bool;
         /// `out[i]` = whether `blocks` holds `hashes[i]`, prefetching ahead (one dispatch per

@@ -181,11 +181,9 @@ impl Sbbf {
     /// Whether the value with this XXH64 hash may be in the filter.
     #[inline(always)]
     pub fn contains_hash(&self, hash: u64) -> bool {
-        SbbfBlock::contains(
-            self.geometry.kernel(),
-            &self.blocks[self.index(hash)],
-            hash as u32,
-        )
+        self.geometry
+            .kernel()
+            .contains256(&self.blocks[self.index(hash)], hash as u32)
     }
 
     /// Blocks of 256 bits.

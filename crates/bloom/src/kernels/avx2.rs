@@ -1,10 +1,12 @@
 //! AVX2 kernels of both layouts: a [`Block256`] is one 256-bit register, a [`Block512`] two.
 //!
-//! Two forms, both needing AVX2 (the [`Kernel`](super::Kernel) token proves it for the dispatch
-//! in [`kernels`](super)):
+//! Two forms, both needing AVX2, the queries BMI2 too (the [`Kernel`](super::Kernel) token proves
+//! both for the dispatch in [`kernels`](super)):
 //! - `#[target_feature(enable = "avx2")]` functions with intrinsics: inserts, the atomic
 //!   filter's masks and the batch loops (one call per batch, the kernel inlined into its loop).
-//! - The one-key queries ([`contains256_asm`], [`contains512_asm`]) as inline assembly. A
+//! - The one-key queries as inline assembly: the native filters' ([`contains_hash256_asm`],
+//!   [`contains_hash512_asm`]), which compute the block index too (BMI2's `mulx`), and the
+//!   [`Sbbf`](crate::Sbbf)'s ([`contains256_asm`], one given block). A
 //!   `target_feature` function cannot be inlined into a caller compiled without the feature (the
 //!   usual case: a crate built for baseline x86-64), so a query through it costs a call and a
 //!   return per key; an `asm!` block is inlined like any code. Under callgrind the call, return
@@ -238,27 +240,95 @@ pub(super) unsafe fn contains256_asm(block: &Block256, x: u32) -> u64 {
     all_set
 }
 
-/// [`contains512`] as inline assembly, inlined into the caller (see the module docs).
+/// A native filter's 256-bit query as inline assembly with the block index in the kernel, for
+/// CPUs with BMI2: [`contains256_asm`] on block `(hash * blocks.len()) >> 64`, its fingerprint
+/// the low 32 bits of `hash`. `mulx` takes the hash in `rdx`, where the caller's load of the key
+/// can put it, and only reads it (`mul` needs a `mov` into `rax` and overwrites `rdx`); with
+/// both destinations the same register it writes only the high half, the index (Intel SDM,
+/// MULX); and the byte offset's add folds into the block's load. Two macro-ops fewer per query
+/// than the block computed in Rust; on an AMD Zen 4 it takes 0.9x the time of that form (a
+/// probe of both on one filter), and under callgrind 20.5 instructions per query in
+/// `bloom_iai`'s `contains_hit` against 22.5.
 ///
 /// Returns 1 if every bit is set, else 0 (for [`answer`](super::answer)).
 ///
 /// # Safety
-/// The CPU must support AVX2.
+/// The CPU must support AVX2 and BMI2, and `blocks` must not be empty (the block read is
+/// `blocks[(hash * blocks.len()) >> 64]`, in bounds only then).
 #[inline(always)]
-pub(super) unsafe fn contains512_asm(block: &Block512, x: u32) -> u64 {
-    const { assert!(BIT_SHIFT512 == 26) };
+pub(super) unsafe fn contains_hash256_asm(blocks: &[Block256], hash: u64) -> u64 {
+    const { assert!(BIT_SHIFT == 27 && size_of::<Block256>() == 32) };
     let all_set: u64;
-    // SAFETY: as in `contains256_asm`: AVX2 by the caller; reads the 64 bytes of `block`
-    // (64-byte aligned) and the statics, writes no memory; ymm0-3 written, all sixteen vector
-    // registers declared clobbered for the closing `vzeroupper`.
+    // SAFETY: the caller guarantees AVX2 and BMI2 (`mulx`), the only instruction sets used here
+    // beyond x86-64's baseline. Memory: reads the 32 bytes of block `(hash * len) >> 64` of
+    // `blocks`, which is below `len` (the high half of a product of `len` and a number below
+    // 2^64) and so in the slice, which the caller guarantees is not empty; each block is 32-byte
+    // aligned (`Block256` is `align(32)`, as `vmovdqa` needs); and the two statics. Writes no
+    // memory. Registers: writes `offset`, `all_set` and ymm0-1, and ends with `vzeroupper`, which
+    // zeroes bits 128 and up of ymm0-15: all sixteen are declared clobbered, as in
+    // `contains256_asm`; `rdx` (the hash) is only read; the flags are clobbered.
     unsafe {
         core::arch::asm!(
-            // The answer's register, zeroed before any flag is computed (a zero idiom; the
-            // 32-bit form clears all 64 bits).
+            // The block's byte offset: ((hash * len) >> 64) * 32.
+            "mulx {offset}, {offset}, {len}",
+            "shl {offset}, 5",
+            // The answer's register, zeroed before any flag is computed (a zero idiom).
+            "xor {all_set:e}, {all_set:e}",
+            // Mask: lane i = 1 << ((x * SALT[i]) mod 2^32 >> 27).
+            "vmovd xmm0, edx",
+            "vpbroadcastd ymm0, xmm0",
+            "vpmulld ymm0, ymm0, ymmword ptr [rip + {salt}]",
+            "vpsrld ymm0, ymm0, 27",
+            "vpbroadcastd ymm1, dword ptr [rip + {one}]",
+            "vpsllvd ymm0, ymm1, ymm0",
+            // CF = ((!block & mask) == 0): every mask bit is set in the block.
+            "vmovdqa ymm1, ymmword ptr [{base} + {offset}]",
+            "vptest ymm1, ymm0",
+            "setb {all_set:l}",
+            "vzeroupper",
+            in("rdx") hash,
+            len = in(reg) blocks.len(),
+            base = in(reg) blocks.as_ptr(),
+            offset = out(reg) _,
+            // `out`: written (zeroed) while `base` is still to be read.
+            all_set = out(reg) all_set,
+            salt = sym SALT32,
+            one = sym ONE32,
+            out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _,
+            out("xmm4") _, out("xmm5") _, out("xmm6") _, out("xmm7") _,
+            out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _,
+            out("xmm12") _, out("xmm13") _, out("xmm14") _, out("xmm15") _,
+            options(pure, readonly, nostack),
+        );
+    }
+    // 0 or 1: the asm zeroed `all_set` and then wrote only its low byte, with a `setcc`.
+    all_set
+}
+
+/// The 512-bit layout's form of [`contains_hash256_asm`]: [`contains512`] as inline assembly,
+/// on block `(hash * blocks.len()) >> 64`, indexed in the kernel with `mulx` as there.
+///
+/// Returns 1 if every bit is set, else 0 (for [`answer`](super::answer)).
+///
+/// # Safety
+/// The CPU must support AVX2 and BMI2, and `blocks` must not be empty.
+#[inline(always)]
+pub(super) unsafe fn contains_hash512_asm(blocks: &[Block512], hash: u64) -> u64 {
+    const { assert!(BIT_SHIFT512 == 26 && size_of::<Block512>() == 64) };
+    let all_set: u64;
+    // SAFETY: as in `contains_hash256_asm`: AVX2 and BMI2 by the caller; reads the 64 bytes
+    // (64-byte aligned) of block `(hash * len) >> 64 < len` of the non-empty `blocks` and the
+    // statics, writes no memory; `offset`, `all_set` and ymm0-3 written, all sixteen vector
+    // registers declared clobbered for the closing `vzeroupper`; `rdx` only read.
+    unsafe {
+        core::arch::asm!(
+            // The block's byte offset: ((hash * len) >> 64) * 64.
+            "mulx {offset}, {offset}, {len}",
+            "shl {offset}, 6",
             "xor {all_set:e}, {all_set:e}",
             // x in each 64-bit lane (`vmovd` zero-extends); vpmuludq gives the full 64-bit
             // product of the low 32 bits of each lane, whose bits 26..32 are the index.
-            "vmovd xmm0, {x:e}",
+            "vmovd xmm0, edx",
             "vpbroadcastq ymm0, xmm0",
             "vpmuludq ymm1, ymm0, ymmword ptr [rip + {salt}]",
             "vpmuludq ymm0, ymm0, ymmword ptr [rip + {salt} + 32]",
@@ -271,20 +341,22 @@ pub(super) unsafe fn contains512_asm(block: &Block512, x: u32) -> u64 {
             "vpsllvq ymm1, ymm2, ymm1",
             "vpsllvq ymm0, ymm2, ymm0",
             // ZF = ((!block & mask) == 0) over both halves.
-            "vmovdqa ymm2, ymmword ptr [{block}]",
-            "vmovdqa ymm3, ymmword ptr [{block} + 32]",
+            "vmovdqa ymm2, ymmword ptr [{base} + {offset}]",
+            "vmovdqa ymm3, ymmword ptr [{base} + {offset} + 32]",
             "vpandn ymm1, ymm2, ymm1",
             "vpandn ymm0, ymm3, ymm0",
             "vpor ymm0, ymm0, ymm1",
             "vptest ymm0, ymm0",
             "sete {all_set:l}",
             "vzeroupper",
-            x = in(reg) x,
-            block = in(reg) block,
+            in("rdx") hash,
+            len = in(reg) blocks.len(),
+            base = in(reg) blocks.as_ptr(),
+            offset = out(reg) _,
+            all_set = out(reg) all_set,
             salt = sym SALT64,
             six_bits = sym SIX_BITS,
             one = sym ONE64,
-            all_set = out(reg) all_set,
             out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _,
             out("xmm4") _, out("xmm5") _, out("xmm6") _, out("xmm7") _,
             out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _,

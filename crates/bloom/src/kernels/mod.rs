@@ -2,10 +2,11 @@
 //!
 //! - [`scalar`]: the split block's portable operations over its eight words, shared by both
 //!   layouts; always compiled, and the only path under miri and off x86-64.
-//! - `avx2` (x86-64): a [`Block256`] is one 256-bit register, a [`Block512`] two.
-//! - `avx512` (x86-64, AVX-512F and AVX-512VL): a [`Block512`] is one 512-bit register; a
-//!   [`Block256`] query is one 256-bit register with the EVEX forms (its other operations run
-//!   the AVX2 kernels).
+//! - `avx2` (x86-64, AVX2 and BMI2): a [`Block256`] is one 256-bit register, a [`Block512`] two.
+//! - `avx512` (x86-64, AVX-512F, AVX-512VL and BMI2): a [`Block512`] is one 512-bit register;
+//!   a [`Block256`] query is one 256-bit register with the EVEX forms (its other operations run
+//!   the AVX2 kernels). A native filter's one-key query computes the block index in the kernel
+//!   too (`mulx`), and answers with a mask register's missing lanes (`kmovw`).
 //!
 //! A filter picks its [`Backend`] once, when it is built or loaded, and holds it as a [`Kernel`]:
 //! a token that proves the CPU was checked. The `impl Kernel` below is the only dispatch: every
@@ -19,7 +20,7 @@
 //! |---|---|---|
 //! | [`Backend::Scalar`] | eight 32-bit shifts | eight 64-bit shifts |
 //! | [`Backend::Avx2`] | one 256-bit vector | two 256-bit halves |
-//! | [`Backend::Avx512`] | one 256-bit vector (queries: EVEX forms in ymm16-17, no `vzeroupper`; the rest the AVX2 kernel) | one 512-bit vector (zmm16-17, no `vzeroupper` in queries) |
+//! | [`Backend::Avx512`] | one 256-bit vector (queries: EVEX forms in ymm16-17, no `vzeroupper`, the block index in the kernel; the rest the AVX2 kernel) | one 512-bit vector (zmm16-17; queries: no `vzeroupper`, the block index in the kernel) |
 //!
 //! On x86-64 a one-key query is inline assembly (so that it inlines into the caller's loop; see
 //! the `avx2` module), everything else `#[target_feature]` functions with intrinsics. Both
@@ -62,11 +63,12 @@ static ONE64: u64 = 1;
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 static SIX_BITS: u64 = 63;
 
-/// A query's answer (0 or 1 in a 64-bit register, from inline assembly or a scalar kernel) as a
+/// A query's answer (0 or 1 in a 64-bit register, from the AVX2 assembly or a scalar kernel) as a
 /// `bool`, with the range told to the compiler: a caller that counts answers then adds the
 /// register as is, where a plain `!= 0` of an unknown byte costs a compare and a
 /// subtract-with-borrow per query (and a 32-bit value a zero-extending move). The dispatch
-/// applies it after its match, so that the arms meet as one 64-bit value.
+/// applies it after its match, so that the arms meet as one 64-bit value. (The AVX-512 queries
+/// answer with a mask of missing lanes instead, compared with 0 in their arm.)
 ///
 /// # Safety
 /// `flag` must be 0 or 1.
@@ -91,16 +93,21 @@ struct Aligned<T>(T);
 pub enum Backend {
     /// Portable scalar code. Always available.
     Scalar,
-    /// x86-64 AVX2: a 256-bit block is one vector, its mask one `vpmulld`, one `vpsrld` and one
-    /// `vpsllvd`; a 512-bit block is two 256-bit halves.
+    /// x86-64 AVX2 and BMI2 (which came with it: every AVX2 CPU has both): a 256-bit block is
+    /// one vector, its mask one `vpmulld`, one `vpsrld` and one `vpsllvd`; a 512-bit block is two
+    /// 256-bit halves. The native filters' queries compute the block index in the kernel
+    /// (BMI2's `mulx`).
     Avx2,
-    /// x86-64 AVX-512F and AVX-512VL (with AVX2): a 512-bit block is one vector, its mask one
-    /// `vpmuludq`, one `vpsrlq` and one `vprolvq`, a query one `vptestnmq`. A 256-bit block's
+    /// x86-64 AVX-512F, AVX-512VL and BMI2 (with AVX2): a 512-bit block is one vector, its mask one
+    /// `vpmuludq`, one `vpsrlq` and one `vprolvq`, a query one `vptestnmq` (on CPUs with
+    /// AVX512_BITALG, one `vpshufbitqmb` of the block by the shifted products, which needs no
+    /// one-hot mask). A 256-bit block's
     /// query is the AVX2 kernel's mask in the EVEX forms (broadcast from the general-purpose
     /// register, test by one `vptestnmd`), in registers 16-31 so that it needs no
     /// `vzeroupper`; its inserts and batch queries run the AVX2 kernel. Every AVX-512 CPU but
     /// the Xeon Phi (Knights Landing, Knights Mill) has AVX-512VL; those get
-    /// [`Backend::Avx2`].
+    /// [`Backend::Avx2`]. Every AVX-512 CPU has BMI2 (`mulx`, for the native filters' block
+    /// index in the query kernels); it is checked all the same.
     Avx512,
 }
 
@@ -138,52 +145,105 @@ impl Backend {
 /// A [`Backend`] this CPU was checked to support: the only way to reach the kernels, so the
 /// `unsafe` calls into SIMD code rest on a type invariant rather than on every caller.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Kernel(
-    // Invariant: self.0.is_available().
-    Backend,
-);
+pub struct Kernel {
+    // Invariant: backend.is_available().
+    backend: Backend,
+    // Invariant: true only if the backend is `Avx512` and the CPU has AVX-512BW, AVX512_BITALG
+    // and BMI1 (`bitalg_available`): the 512-bit layout's query then tests with
+    // `vpshufbitqmb` (see `avx512::contains_hash512_bitalg_asm`).
+    // Not a `Backend` of its own: the same backend and the same filter, one query kernel or
+    // another chosen by what else the CPU has.
+    bitalg: bool,
+}
 
 impl Kernel {
     /// The kernel of `backend`, if this CPU can run it.
     pub(crate) fn new(backend: Backend) -> Option<Kernel> {
-        backend.is_available().then_some(Kernel(backend))
+        backend.is_available().then(|| Kernel::checked(backend))
     }
 
     /// The kernel of [`Backend::detect`].
     pub(crate) fn detect() -> Kernel {
-        Kernel(Backend::detect())
+        Kernel::checked(Backend::detect())
+    }
+
+    /// The kernel of `backend`, which must be available, with the optional kernels this CPU
+    /// can run.
+    fn checked(backend: Backend) -> Kernel {
+        debug_assert!(backend.is_available());
+        Kernel {
+            backend,
+            bitalg: backend == Backend::Avx512 && bitalg_available(),
+        }
+    }
+
+    /// Every form of this kernel's queries this CPU can run: itself, and the same backend
+    /// without its optional query kernel, to test both on a CPU that has it.
+    #[cfg(test)]
+    pub(crate) fn forms(self) -> Vec<Kernel> {
+        let mut forms = vec![self];
+        if self.bitalg {
+            forms.push(Kernel {
+                bitalg: false,
+                ..self
+            });
+        }
+        forms
     }
 
     /// The backend behind the kernel (available on this CPU).
     #[inline(always)]
     pub(crate) fn backend(self) -> Backend {
-        self.0
+        self.backend
     }
 }
 
 /// The one dispatch: each operation of each layout, on the backend the kernel holds.
 impl Kernel {
-    /// Whether every bit of fingerprint `x` is set in `block`.
+    /// Whether the native filter of `blocks` may hold the key of `hash`: every bit of
+    /// fingerprint [`fingerprint`]`(hash)` set in block [`block_index`]`(hash, blocks.len())`.
+    ///
+    /// # Safety
+    /// `blocks` must not be empty.
+    #[inline(always)]
+    pub(crate) unsafe fn contains_hash256(self, blocks: &[Block256], hash: u64) -> bool {
+        match self.backend {
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            // SAFETY: the kernel's backend passed `is_available` (the token's invariant): the
+            // CPU has AVX-512F, AVX-512VL and BMI2; the caller guarantees `blocks` is not empty.
+            Backend::Avx512 => unsafe { avx512::contains_hash256_asm(blocks, hash) == 0 },
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            // SAFETY: the kernel's backend passed `is_available` (the token's invariant): the
+            // CPU has AVX2 and BMI2; the caller guarantees `blocks` is not empty. The result is
+            // 0 or 1 (the kernel's stated result).
+            Backend::Avx2 => unsafe { answer(avx2::contains_hash256_asm(blocks, hash)) },
+            // SAFETY: the caller guarantees `blocks` is not empty.
+            _ => self.contains256(unsafe { block_at(blocks, hash) }, fingerprint(hash)),
+        }
+    }
+
+    /// Whether every bit of fingerprint `x` is set in `block` (the [`Sbbf`](crate::Sbbf)'s
+    /// query, and the native filters' with the backends that do not index in the kernel).
     #[inline(always)]
     pub(crate) fn contains256(self, block: &Block256, x: u32) -> bool {
-        let flag = match self.0 {
+        let flag = match self.backend {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             // SAFETY: the kernel's backend passed `is_available` (the token's invariant): the
             // CPU has AVX-512F and AVX-512VL.
-            Backend::Avx512 => unsafe { avx512::contains256_asm(block, x) },
+            Backend::Avx512 => return unsafe { avx512::contains256_asm(block, x) == 0 },
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             // SAFETY: as above: the CPU has AVX2.
             Backend::Avx2 => unsafe { avx2::contains256_asm(block, x) },
             _ => u64::from(scalar::contains(&block.0, scalar::masks(x, BIT_SHIFT))),
         };
-        // SAFETY: every arm gives 0 or 1 (the assembly kernels' stated result, or a `bool`).
+        // SAFETY: every arm gives 0 or 1 (the assembly kernel's stated result, or a `bool`).
         unsafe { answer(flag) }
     }
 
     /// Sets every bit of fingerprint `x` in `block`; whether any was clear before.
     #[inline(always)]
     pub(crate) fn insert256(self, block: &mut Block256, x: u32) -> bool {
-        match self.0 {
+        match self.backend {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             // SAFETY: the kernel's backend passed `is_available` (the token's invariant): both
             // backends imply AVX2.
@@ -196,7 +256,7 @@ impl Kernel {
     /// ([`to_pairs`]), for the atomic filter.
     #[inline(always)]
     pub(crate) fn mask_pairs256(self, x: u32) -> [u64; 4] {
-        match self.0 {
+        match self.backend {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             // SAFETY: the kernel's backend passed `is_available` (the token's invariant): both
             // backends imply AVX2.
@@ -208,7 +268,7 @@ impl Kernel {
     /// `out[i]` = whether `blocks` holds `hashes[i]` (one dispatch per batch, so that the
     /// kernel inlines into the loop).
     pub(crate) fn contains_many256(self, blocks: &[Block256], hashes: &[u64], out: &mut [bool]) {
-        match self.0 {
+        match self.backend {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             // SAFETY: the kernel's backend passed `is_available` (the token's invariant): both
             // backends imply AVX2.
@@ -221,27 +281,46 @@ impl Kernel {
         }
     }
 
-    /// Whether every bit of fingerprint `x` is set in `block`.
+    /// Whether the native filter of `blocks` may hold the key of `hash`: every bit of
+    /// fingerprint [`fingerprint`]`(hash)` set in block [`block_index`]`(hash, blocks.len())`.
+    ///
+    /// # Safety
+    /// `blocks` must not be empty.
     #[inline(always)]
-    pub(crate) fn contains512(self, block: &Block512, x: u32) -> bool {
-        let flag = match self.0 {
+    pub(crate) unsafe fn contains_hash512(self, blocks: &[Block512], hash: u64) -> bool {
+        let flag = match self.backend {
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            Backend::Avx512 if self.bitalg => {
+                // SAFETY: the kernel's invariants (`backend` passed `is_available`, `bitalg`
+                // only with `bitalg_available`): the CPU has AVX-512F, AVX-512BW,
+                // AVX512_BITALG, BMI1 and BMI2; the caller guarantees `blocks` is not empty.
+                return unsafe { avx512::contains_hash512_bitalg_asm(blocks, hash) == 0 };
+            }
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             // SAFETY: the kernel's backend passed `is_available` (the token's invariant): the
-            // CPU has AVX-512F.
-            Backend::Avx512 => unsafe { avx512::contains512_asm(block, x) },
+            // CPU has AVX-512F and BMI2; the caller guarantees `blocks` is not empty.
+            Backend::Avx512 => return unsafe { avx512::contains_hash512_asm(blocks, hash) == 0 },
             #[cfg(all(target_arch = "x86_64", not(miri)))]
-            // SAFETY: as above: the CPU has AVX2.
-            Backend::Avx2 => unsafe { avx2::contains512_asm(block, x) },
-            _ => u64::from(scalar::contains(&block.0, scalar::masks(x, BIT_SHIFT512))),
+            // SAFETY: the kernel's backend passed `is_available` (the token's invariant): the
+            // CPU has AVX2 and BMI2; the caller guarantees `blocks` is not empty.
+            Backend::Avx2 => unsafe { avx2::contains_hash512_asm(blocks, hash) },
+            _ => {
+                // SAFETY: the caller guarantees `blocks` is not empty.
+                let block = unsafe { block_at(blocks, hash) };
+                u64::from(scalar::contains(
+                    &block.0,
+                    scalar::masks(fingerprint(hash), BIT_SHIFT512),
+                ))
+            }
         };
-        // SAFETY: every arm gives 0 or 1 (the assembly kernels' stated result, or a `bool`).
+        // SAFETY: every arm gives 0 or 1 (the assembly kernel's stated result, or a `bool`).
         unsafe { answer(flag) }
     }
 
     /// Sets every bit of fingerprint `x` in `block`; whether any was clear before.
     #[inline(always)]
     pub(crate) fn insert512(self, block: &mut Block512, x: u32) -> bool {
-        match self.0 {
+        match self.backend {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             // SAFETY: the kernel's backend passed `is_available` (the token's invariant): the
             // CPU has AVX-512F.
@@ -257,7 +336,7 @@ impl Kernel {
     /// of this mask is two registers, no faster than the scalar one once stored).
     #[inline(always)]
     pub(crate) fn masks512(self, x: u32) -> [u64; 8] {
-        match self.0 {
+        match self.backend {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             // SAFETY: the kernel's backend passed `is_available` (the token's invariant): the
             // CPU has AVX-512F.
@@ -268,7 +347,7 @@ impl Kernel {
 
     /// `out[i]` = whether `blocks` holds `hashes[i]` (one dispatch per batch).
     pub(crate) fn contains_many512(self, blocks: &[Block512], hashes: &[u64], out: &mut [bool]) {
-        match self.0 {
+        match self.backend {
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             // SAFETY: the kernel's backend passed `is_available` (the token's invariant): the
             // CPU has AVX-512F.
@@ -303,6 +382,19 @@ fn contains_many_with<B>(
     }
 }
 
+/// The native filter's block for `hash` in `blocks`: [`block_index`]`(hash, blocks.len())`.
+///
+/// # Safety
+/// `blocks` must not be empty.
+#[inline(always)]
+unsafe fn block_at<B>(blocks: &[B], hash: u64) -> &B {
+    let index = block_index(hash, blocks.len() as u64) as usize;
+    debug_assert!(index < blocks.len());
+    // SAFETY: `(hash * len) >> 64` is below `len` for every `hash` below 2^64 when `len` is not
+    // zero, which the caller guarantees.
+    unsafe { blocks.get_unchecked(index) }
+}
+
 /// How many keys ahead the batch operations prefetch. The rule: far enough ahead that a DRAM
 /// miss completes before the key's turn, i.e. at least the memory latency divided by the time per
 /// key, and no further than needed (a longer distance only holds more lines in flight). 32 is
@@ -310,10 +402,30 @@ fn contains_many_with<B>(
 /// (the workspace's BENCHMARKS.md).
 pub const PREFETCH_AHEAD: usize = 32;
 
+/// AVX2, and BMI2 for the native filters' queries, which compute the block index in the kernel
+/// with `mulx`. The two came together (Intel Haswell, AMD Excavator) and every CPU with AVX2 has
+/// both.
 fn avx2_available() -> bool {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
-        std::is_x86_feature_detected!("avx2")
+        std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("bmi2")
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    {
+        false
+    }
+}
+
+/// What the 512-bit layout's AVX512_BITALG query needs beyond the `Avx512` backend:
+/// `vpshufbitqmb` (AVX512_BITALG), `kmovq` (AVX-512BW) and `andn` (BMI1). Ice Lake and later
+/// Intel cores and AMD Zen 4 and later have all three; Skylake-SP and Cascade Lake have no
+/// AVX512_BITALG and keep the `vptestnmq` query.
+fn bitalg_available() -> bool {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    {
+        std::is_x86_feature_detected!("avx512bw")
+            && std::is_x86_feature_detected!("avx512bitalg")
+            && std::is_x86_feature_detected!("bmi1")
     }
     #[cfg(not(all(target_arch = "x86_64", not(miri))))]
     {

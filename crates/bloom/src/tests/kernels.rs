@@ -262,3 +262,40 @@ fn sums_across_queries(
     }
     (hits, lanes)
 }
+
+/// Every form of each backend's native query (the optional kernels: AVX2 with BMI2, AVX-512
+/// with AVX512_BITALG, and the same backends without them) against the oracle on one filter per
+/// layout, where the CPU has them (the oracle test above runs only the form the CPU's kernel
+/// picks).
+#[test]
+fn every_form_of_the_queries_matches_the_oracle() {
+    every_form_matches_the_oracle::<Block256>(500, 20_000);
+    every_form_matches_the_oracle::<Block512>(250, 30_000);
+}
+
+fn every_form_matches_the_oracle<B: BlockLayout>(blocks: u64, keys: usize) {
+    let (blocks, keys) = if MIRI { (1, 200) } else { (blocks, keys) };
+    for backend in Backend::available() {
+        let mut filter = builder_of::<B>(blocks).backend(backend).build().unwrap();
+        let mut oracle = Oracle::native(B::LAYOUT, blocks);
+        let mut rng = SplitMix(4);
+        for _ in 0..keys {
+            let h = rng.next_u64();
+            filter.insert(Hashed(h));
+            oracle.insert(h);
+        }
+        let forms = filter.geometry().kernel().forms();
+        let mut hits = 0;
+        for _ in 0..keys {
+            let h = rng.next_u64();
+            let expected = oracle.contains(h);
+            hits += usize::from(expected);
+            for &kernel in &forms {
+                // SAFETY: a filter has at least one block.
+                let got = unsafe { B::contains(kernel, filter.blocks(), h) };
+                assert_eq!(got, expected, "{:?} {kernel:?} contains {h:#x}", B::LAYOUT);
+            }
+        }
+        assert!(hits > 0 && hits < keys, "{hits} of {keys}");
+    }
+}
