@@ -210,7 +210,7 @@ pub(super) fn read_txn_map<'a: 'm, 'm>(
     let input = r.input();
     let at = r.pos();
     let n = read_map_len(r, round, "txn", "a map")?;
-    scratch.clear();
+    scratch.clear(r.pos());
     let mut f = Fields::default();
     for _ in 0..n {
         let key_at = r.pos();
@@ -244,10 +244,14 @@ pub(super) fn read_txn_map<'a: 'm, 'm>(
                 (canonical, empty)
             }
         };
+        let end = r.pos();
+        if scratch.push_verbatim(key, key_at, (start, end), Scan { canonical, empty }, input) {
+            continue;
+        }
+        scratch.leave_verbatim(input, depth).map_err(raw)?;
         if empty {
             continue;
         }
-        let end = r.pos();
         let value = if canonical {
             EntryValue::Span(start, end)
         } else {
@@ -263,18 +267,22 @@ pub(super) fn read_txn_map<'a: 'm, 'm>(
         scratch.push(Entry { key, key_at, value });
     }
     if let Some(c) = completion {
-        // The keys are not among the input's (checked above).
-        let mut add = |key: &'static [u8], value| {
-            scratch.insert(Entry {
-                key,
-                key_at: at,
-                value: EntryValue::Completion(value),
-            });
-        };
-        if let Some(g) = c.gen_value {
-            add(b"gen", g);
+        if scratch.is_verbatim() {
+            scratch.complete_verbatim(c.gen_value, c.gh_value);
+        } else {
+            // The keys are not among the input's (checked above).
+            let mut add = |key: &'static [u8], value| {
+                scratch.insert(Entry {
+                    key,
+                    key_at: at,
+                    value: EntryValue::Completion(value),
+                });
+            };
+            if let Some(g) = c.gen_value {
+                add(b"gen", g);
+            }
+            add(b"gh", c.gh_value);
         }
-        add(b"gh", c.gh_value);
     }
     scratch
         .sort()
