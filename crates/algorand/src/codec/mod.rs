@@ -133,7 +133,7 @@ pub use self::payset::{
     PAYSET_FLAT_PREFIX, payset_app_ids, payset_commit_flat, payset_entry_txid, payset_offsets,
 };
 pub use self::txid::{TXID_PREFIX, TxidHasher};
-pub use self::txn::{Txn, decode_txn_message, distinct_app_ids};
+pub use self::txn::{KNOWN_TX_TYPES, Txn, decode_txn_message, distinct_app_ids};
 pub use self::verify::{
     Commitment, DecodedBlock, Expected, MERKLE_BOTTOM_LEAF_PREFIX, MERKLE_NODE_PREFIX,
     SIGNED_TXN_IN_BLOCK_PREFIX, TXN_MERKLE_LEAF_PREFIX, VerifyError, decode_for_verify,

@@ -682,7 +682,7 @@ fn wrong_scalar_fields_name_the_field_the_type_and_the_offset() {
     assert_eq!(t.app_ids, vec![70_000, 9]);
     assert_eq!((t.first_valid, t.last_valid), (300, 1300));
     assert_eq!((t.group, t.sender), (Some([4; 32]), [5; 32]));
-    assert_eq!(t.tx_type, b"appl");
+    assert_eq!(*t.tx_type, *b"appl");
 }
 
 /// A block entry's `txn` is hashed from its own bytes while they stand canonical, with `gen`
