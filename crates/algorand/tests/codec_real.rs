@@ -313,7 +313,7 @@ fn betanet_block_decodes() {
     );
     assert_eq!(block.timestamp, 1660957596);
     assert_eq!(block.txns.len(), 1);
-    assert_eq!(block.txns[0].tx_type, b"stpf");
+    assert_eq!(*block.txns[0].tx_type, *b"stpf");
     // SOURCES.md: with `gh` re-inserted from the header (go-algorand DecodeSignedTxn).
     let want: Txid = "3QOJMVZNYEHRE7VTUKQXWKOANBNEL5ZCBXMZFQORDXCODIHOXG2Q"
         .parse()

@@ -46,7 +46,12 @@
 //! # Cost
 //!
 //! One pass over the input: each value is read once, and a `txn` map's bytes are read a second
-//! time by the hash. Nothing is re-encoded unless the input is not canonical.
+//! time by the hash. Nothing is re-encoded unless the input is not canonical: a canonical `txn`
+//! map is hashed as its own bytes with the completion's `gen` and `gh` spliced in where their
+//! keys sort, nothing collected per entry. A decoded transaction allocates only its app list
+//! (none for a transaction without apps); its type borrows go-algorand's
+//! ([`KNOWN_TX_TYPES`]). The rest is SHA-512/256: the txids and, for verification, the
+//! payset commitments.
 //!
 //! # Verification
 //!
@@ -133,7 +138,7 @@ pub use self::payset::{
     PAYSET_FLAT_PREFIX, payset_app_ids, payset_commit_flat, payset_entry_txid, payset_offsets,
 };
 pub use self::txid::{TXID_PREFIX, TxidHasher};
-pub use self::txn::{Txn, decode_txn_message, distinct_app_ids};
+pub use self::txn::{KNOWN_TX_TYPES, Txn, decode_txn_message, distinct_app_ids};
 pub use self::verify::{
     Commitment, DecodedBlock, Expected, MERKLE_BOTTOM_LEAF_PREFIX, MERKLE_NODE_PREFIX,
     SIGNED_TXN_IN_BLOCK_PREFIX, TXN_MERKLE_LEAF_PREFIX, VerifyError, decode_for_verify,

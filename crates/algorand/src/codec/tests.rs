@@ -682,5 +682,80 @@ fn wrong_scalar_fields_name_the_field_the_type_and_the_offset() {
     assert_eq!(t.app_ids, vec![70_000, 9]);
     assert_eq!((t.first_valid, t.last_valid), (300, 1300));
     assert_eq!((t.group, t.sender), (Some([4; 32]), [5; 32]));
-    assert_eq!(t.tx_type, b"appl");
+    assert_eq!(*t.tx_type, *b"appl");
+}
+
+/// A block entry's `txn` is hashed from its own bytes while they stand canonical, with `gen`
+/// and `gh` spliced in where their keys sort, and re-encoded entry by entry from the first one
+/// that is not: both give the txid of the completed map written canonically by hand, wherever
+/// the first non-canonical entry is, and whether the completed map's header outgrows a fixmap
+/// (15 entries) or not.
+#[test]
+fn a_txn_map_breaking_canonical_form_at_any_entry_hashes_as_the_canonical_one() {
+    for extra in [0usize, 7, 8, 9, 12] {
+        // Keys in order, around "gen" < "gf" < "gh": values are uints but `type`'s.
+        let mut keys: Vec<Vec<u8>> = ["amt", "fee", "fv", "gf", "lv", "type"]
+            .iter()
+            .map(|k| k.as_bytes().to_vec())
+            .collect();
+        keys.extend((0..extra).map(|i| format!("x{i:02}").into_bytes()));
+        let put_value = |out: &mut ByteBuf, i: usize, loose: bool| {
+            if keys[i] == b"type" {
+                put_str(out, b"pay");
+            } else if loose {
+                // 16-bit form of a value that fits 7 bits: not the smallest.
+                out.as_mut_vec().extend([0xcd, 0, i as u8 + 1]);
+            } else {
+                put_uint(out, i as u64 + 1);
+            }
+        };
+        // The reference: the completed map, canonical, by hand.
+        let mut want = ByteBuf::new();
+        put_map_len(&mut want, keys.len() + 2);
+        let mut done = [false; 2];
+        for (i, key) in keys.iter().enumerate() {
+            if !done[0] && b"gen"[..] < key[..] {
+                put_str(&mut want, b"gen");
+                put_str(&mut want, GEN.as_bytes());
+                done[0] = true;
+            }
+            if !done[1] && b"gh"[..] < key[..] {
+                put_str(&mut want, b"gh");
+                put_bin(&mut want, &GH);
+                done[1] = true;
+            }
+            put_str(&mut want, key);
+            put_value(&mut want, i, false);
+        }
+        let want = txid_of(want.as_slice());
+        // `None`: canonical; `Some(i)`: entry i loose (a wide integer), or, for `type`, swapped
+        // with the entry before it (out of key order).
+        for broken in std::iter::once(None).chain((0..keys.len()).map(Some)) {
+            let mut order: Vec<usize> = (0..keys.len()).collect();
+            if let Some(i) = broken
+                && keys[i] == b"type"
+            {
+                order.swap(i - 1, i);
+            }
+            let mut b = round_5_with_one_entry();
+            put_map_len(&mut b, 2);
+            put_str(&mut b, b"hgi");
+            put_bool(&mut b, true);
+            put_str(&mut b, b"txn");
+            put_map_len(&mut b, keys.len());
+            for &i in &order {
+                put_str(&mut b, &keys[i]);
+                put_value(&mut b, i, broken == Some(i));
+            }
+            let block = decode_block(b.as_slice()).unwrap();
+            assert_eq!(
+                block.txns[0].txid, want,
+                "{extra} extra keys, broken {broken:?}"
+            );
+            assert_eq!(
+                (block.txns[0].first_valid, block.txns[0].last_valid),
+                (3, 5)
+            );
+        }
+    }
 }

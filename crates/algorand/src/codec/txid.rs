@@ -95,9 +95,16 @@ pub(super) struct Entry<'a> {
     pub(super) value: EntryValue<'a>,
 }
 
-/// A `txn` map on its way to the hash (or to a gossip message): its non-empty entries, in key
-/// order once [`TxnMap::sort`] has run, values pointing into `input` or at the completion
-/// values.
+/// A `txn` map on its way to the hash (or to a gossip message), in one of two forms:
+///
+/// - verbatim: the input's key/value pairs as they stand, one byte range, plus the completion's
+///   `gen`/`gh` at the places their keys sort to. [`read_txn_map`](super::txn::read_txn_map)
+///   keeps this form while every key is a minimal str, the keys strictly increase and every
+///   value is canonical and not empty: then the pairs are already the canonical map's, and
+///   nothing is collected per entry (everything a go-algorand node writes is canonical);
+/// - entries: the map's non-empty entries, in key order once [`TxnMap::sort`] has run, values
+///   pointing into `input` or at the completion values (the first input that breaks the
+///   verbatim form moves the pairs read so far here).
 ///
 /// Invariant the writers rely on: after `sort`, keys are strictly increasing (a duplicate is an
 /// error there), so the written map is canonical whenever each value is.
@@ -106,8 +113,29 @@ pub(super) struct TxnMap<'a> {
     pub(super) entries: Vec<Entry<'a>>,
     /// Whether the keys came in strictly increasing order so far.
     sorted: bool,
+    /// The verbatim form, while it holds (`None`: the entries form).
+    verbatim: Option<Verbatim<'a>>,
     /// The canonical map's bytes, assembled for one hash call (kept between maps).
     buf: Vec<u8>,
+}
+
+/// A `txn` map whose pairs are the input's bytes as they stand (see [`TxnMap`]).
+#[derive(Debug, Clone, Copy)]
+struct Verbatim<'a> {
+    /// Where the pairs start in the input (after the map header).
+    start: usize,
+    /// Where the pairs read so far end.
+    end: usize,
+    /// Pairs read so far.
+    count: usize,
+    /// The last key read (the next must sort after it).
+    last: &'a [u8],
+    /// Where the first key that sorts after `gen` and after `gh` starts (`None`: none so far).
+    after_gen: Option<usize>,
+    after_gh: Option<usize>,
+    /// The completion's pre-encoded values, when added ([`TxnMap::complete_verbatim`]).
+    gen_value: Option<&'a [u8]>,
+    gh_value: Option<&'a [u8]>,
 }
 
 impl Default for TxnMap<'_> {
@@ -115,20 +143,114 @@ impl Default for TxnMap<'_> {
         Self {
             entries: Vec::new(),
             sorted: true,
+            verbatim: None,
             buf: Vec::new(),
         }
     }
 }
 
 impl<'a> TxnMap<'a> {
-    /// Empties the map for the next `txn` (the allocation is kept).
-    pub(super) fn clear(&mut self) {
+    /// Empties the map for the next `txn` (the allocation is kept), in the verbatim form with
+    /// its pairs starting at byte `start` of the input.
+    pub(super) fn clear(&mut self, start: usize) {
         self.entries.clear();
         self.sorted = true;
+        self.verbatim = Some(Verbatim {
+            start,
+            end: start,
+            count: 0,
+            last: &[],
+            after_gen: None,
+            after_gh: None,
+            gen_value: None,
+            gh_value: None,
+        });
+    }
+
+    /// Whether the map is still in the verbatim form.
+    pub(super) fn is_verbatim(&self) -> bool {
+        self.verbatim.is_some()
+    }
+
+    /// Extends the verbatim form by the pair `input[key_at..value.1]` whose key is `key`, when
+    /// the pair keeps it canonical: its key is a minimal str right before its value (at
+    /// `value.0`), sorting after the last key, and its value (`scan`) canonical and not empty.
+    /// Returns `false` (nothing changed) otherwise, and in the entries form.
+    #[inline]
+    pub(super) fn push_verbatim(
+        &mut self,
+        key: &'a [u8],
+        key_at: usize,
+        value: (usize, usize),
+        scan: msgpack::Scan,
+        input: &[u8],
+    ) -> bool {
+        let Some(v) = &mut self.verbatim else {
+            return false;
+        };
+        let header = msgpack::str_header(key.len());
+        let header = header.as_ref();
+        if !scan.canonical
+            || scan.empty
+            || key_at != v.end
+            || key_at + header.len() + key.len() != value.0
+            || input.get(key_at..key_at + header.len()) != Some(header)
+            || (v.count > 0 && !msgpack::bytes_lt(v.last, key))
+        {
+            return false;
+        }
+        if v.after_gen.is_none() && msgpack::bytes_lt(b"gen", key) {
+            v.after_gen = Some(key_at);
+        }
+        if v.after_gh.is_none() && msgpack::bytes_lt(b"gh", key) {
+            v.after_gh = Some(key_at);
+        }
+        v.last = key;
+        v.count += 1;
+        v.end = value.1;
+        true
+    }
+
+    /// Moves the verbatim form's pairs to the entries form (each a whole key and canonical
+    /// value of `input`, at `depth` + 1), before an entry that breaks it is pushed.
+    pub(super) fn leave_verbatim(
+        &mut self,
+        input: &'a [u8],
+        depth: usize,
+    ) -> Result<(), super::msgpack::RawError> {
+        let Some(v) = self.verbatim.take() else {
+            return Ok(());
+        };
+        let mut r = super::msgpack::Reader::span(input, v.start, v.end);
+        while !r.at_end() {
+            let key_at = r.pos();
+            let key = match r.token()?.0 {
+                super::msgpack::Token::Str(k) => k,
+                // Unreachable: `push_verbatim` took str keys only.
+                _ => &[],
+            };
+            let (s, t) = r.skip_span(depth + 1)?;
+            self.entries.push(Entry {
+                key,
+                key_at,
+                value: EntryValue::Span(s, t),
+            });
+        }
+        Ok(())
+    }
+
+    /// Adds the completion's pre-encoded values to the verbatim form (`gen` when given, `gh`
+    /// always), where their keys sort to. The input's keys must not include them.
+    pub(super) fn complete_verbatim(&mut self, gen_value: Option<&'a [u8]>, gh_value: &'a [u8]) {
+        if let Some(v) = &mut self.verbatim {
+            v.gen_value = gen_value;
+            v.gh_value = Some(gh_value);
+        }
     }
 
     /// Appends an entry read from the input.
     pub(super) fn push(&mut self, entry: Entry<'a>) {
+        debug_assert!(self.verbatim.is_none(), "push in the verbatim form");
         if let Some(last) = self.entries.last() {
             self.sorted &= msgpack::bytes_lt(last.key, entry.key);
         }
@@ -137,6 +259,7 @@ impl<'a> TxnMap<'a> {
 
     /// Adds a key the input does not hold (`gen`, `gh`), keeping sorted maps sorted.
     pub(super) fn insert(&mut self, entry: Entry<'a>) {
+        debug_assert!(self.verbatim.is_none(), "insert in the verbatim form");
         if self.sorted {
             let pos = self
                 .entries
@@ -168,6 +291,10 @@ impl<'a> TxnMap<'a> {
     /// completion's `gen` and `gh`) goes out as one piece. So a canonical `txn` of a block is
     /// written in at most five pieces besides the header and the completion's keys and values.
     pub(super) fn write(&self, input: &[u8], sink: &mut impl FnMut(&[u8])) {
+        if let Some(v) = &self.verbatim {
+            Self::write_verbatim(v, input, sink);
+            return;
+        }
         sink(msgpack::map_header(self.entries.len()).as_ref());
         // The input range of the current run of verbatim entries.
         let mut run: Option<(usize, usize)> = None;
@@ -207,13 +334,38 @@ impl<'a> TxnMap<'a> {
         }
     }
 
-    /// The txid of the map. The pieces are copied into one buffer and hashed in one call: a
-    /// hash update per piece costs more than the copy.
+    /// The verbatim form's canonical map: the header, then the input's pairs with `gen` and
+    /// `gh` (when added) written before the first key that sorts after each.
+    fn write_verbatim(v: &Verbatim<'_>, input: &[u8], sink: &mut impl FnMut(&[u8])) {
+        let count =
+            v.count + usize::from(v.gen_value.is_some()) + usize::from(v.gh_value.is_some());
+        sink(msgpack::map_header(count).as_ref());
+        let mut from = v.start;
+        // `gen` sorts before `gh`, so its place is never after `gh`'s.
+        for (key, value, at) in [
+            (&b"gen"[..], v.gen_value, v.after_gen),
+            (&b"gh"[..], v.gh_value, v.after_gh),
+        ] {
+            if let Some(value) = value {
+                let at = at.unwrap_or(v.end);
+                sink(&input[from..at]);
+                sink(msgpack::str_header(key.len()).as_ref());
+                sink(key);
+                sink(value);
+                from = at;
+            }
+        }
+        sink(&input[from..v.end]);
+    }
+
+    /// The txid of the map. `"TX"` and the pieces are copied into one buffer and hashed in one
+    /// call: a hash update per piece costs more than the copy.
     pub(super) fn txid(&mut self, input: &[u8]) -> Txid {
         let mut buf = std::mem::take(&mut self.buf);
         buf.clear();
+        buf.extend_from_slice(TXID_PREFIX);
         self.write(input, &mut |b| buf.extend_from_slice(b));
-        let txid = TxidHasher::txid_of(&buf);
+        let txid = Txid(Sha512_256::digest(&buf).into());
         self.buf = buf;
         txid
     }

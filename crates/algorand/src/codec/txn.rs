@@ -1,6 +1,8 @@
 //! Transactions: the `txn` map (its fields, its canonical form and txid) and transaction
 //! messages as peers gossip them.
 
+use std::borrow::Cow;
+
 use rmp::encode::ByteBuf;
 
 use super::error::DecodeError;
@@ -23,8 +25,10 @@ use crate::ids::{Round, Txid};
 pub struct Txn {
     /// The txid by the go-algorand rule.
     pub txid: Txid,
-    /// The `type` field as bytes (`pay`, `appl`, ...).
-    pub tx_type: Vec<u8>,
+    /// The `type` field as bytes (`pay`, `appl`, ...): one of go-algorand's types
+    /// ([`KNOWN_TX_TYPES`]) borrowed from a static, so decoding allocates nothing for it; any
+    /// other bytes owned.
+    pub tx_type: Cow<'static, [u8]>,
     /// The sender address (`snd`), 32 bytes (zero if absent).
     pub sender: [u8; 32],
     /// First valid round (`fv`, 0 if absent).
@@ -58,14 +62,18 @@ impl Txn {
     ///     .with_last_valid(1010)
     ///     .with_group(Some([3; 32]))
     ///     .with_app_ids(vec![42, 7]);
-    /// assert_eq!((t.txid, t.tx_type.as_slice()), (Txid([1; 32]), &b"appl"[..]));
+    /// assert_eq!((t.txid, &*t.tx_type), (Txid([1; 32]), &b"appl"[..]));
     /// assert_eq!((t.sender, t.first_valid, t.last_valid), ([2; 32], 10, 1010));
     /// assert_eq!((t.group, t.app_ids), (Some([3; 32]), vec![42, 7]));
     /// ```
     pub fn new(txid: Txid, tx_type: impl Into<Vec<u8>>) -> Self {
+        let tx_type = tx_type.into();
         Self {
             txid,
-            tx_type: tx_type.into(),
+            tx_type: match static_tx_type(&tx_type) {
+                Some(known) => Cow::Borrowed(known),
+                None => Cow::Owned(tx_type),
+            },
             sender: [0; 32],
             first_valid: 0,
             last_valid: 0,
@@ -109,6 +117,17 @@ impl Txn {
         self.app_ids = app_ids;
         self
     }
+}
+
+/// go-algorand's transaction types (`protocol.TxType`): payment, key registration, asset
+/// configuration, transfer and freeze, application call, state proof, heartbeat.
+pub const KNOWN_TX_TYPES: [&[u8]; 8] = [
+    b"pay", b"keyreg", b"acfg", b"axfer", b"afrz", b"appl", b"stpf", b"hb",
+];
+
+/// `tx_type` as the static of [`KNOWN_TX_TYPES`] it equals, if any.
+fn static_tx_type(tx_type: &[u8]) -> Option<&'static [u8]> {
+    KNOWN_TX_TYPES.iter().copied().find(|k| *k == tx_type)
 }
 
 /// Decodes a transaction message: one or more concatenated msgpack `SignedTxn` maps (a group).
@@ -184,7 +203,8 @@ pub(super) fn decode_txn<'a: 'm, 'm>(
     );
     Ok(Txn {
         txid: scratch.txid(input),
-        tx_type: tx_type.to_vec(),
+        tx_type: static_tx_type(tx_type)
+            .map_or_else(|| Cow::Owned(tx_type.to_vec()), Cow::Borrowed),
         sender: f.sender.unwrap_or([0; 32]),
         first_valid: f.first_valid.unwrap_or(0),
         last_valid: f.last_valid.unwrap_or(0),
@@ -210,7 +230,7 @@ pub(super) fn read_txn_map<'a: 'm, 'm>(
     let input = r.input();
     let at = r.pos();
     let n = read_map_len(r, round, "txn", "a map")?;
-    scratch.clear();
+    scratch.clear(r.pos());
     let mut f = Fields::default();
     for _ in 0..n {
         let key_at = r.pos();
@@ -244,10 +264,14 @@ pub(super) fn read_txn_map<'a: 'm, 'm>(
                 (canonical, empty)
             }
         };
+        let end = r.pos();
+        if scratch.push_verbatim(key, key_at, (start, end), Scan { canonical, empty }, input) {
+            continue;
+        }
+        scratch.leave_verbatim(input, depth).map_err(raw)?;
         if empty {
             continue;
         }
-        let end = r.pos();
         let value = if canonical {
             EntryValue::Span(start, end)
         } else {
@@ -263,18 +287,22 @@ pub(super) fn read_txn_map<'a: 'm, 'm>(
         scratch.push(Entry { key, key_at, value });
     }
     if let Some(c) = completion {
-        // The keys are not among the input's (checked above).
-        let mut add = |key: &'static [u8], value| {
-            scratch.insert(Entry {
-                key,
-                key_at: at,
-                value: EntryValue::Completion(value),
-            });
-        };
-        if let Some(g) = c.gen_value {
-            add(b"gen", g);
+        if scratch.is_verbatim() {
+            scratch.complete_verbatim(c.gen_value, c.gh_value);
+        } else {
+            // The keys are not among the input's (checked above).
+            let mut add = |key: &'static [u8], value| {
+                scratch.insert(Entry {
+                    key,
+                    key_at: at,
+                    value: EntryValue::Completion(value),
+                });
+            };
+            if let Some(g) = c.gen_value {
+                add(b"gen", g);
+            }
+            add(b"gh", c.gh_value);
         }
-        add(b"gh", c.gh_value);
     }
     scratch
         .sort()

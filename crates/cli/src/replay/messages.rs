@@ -121,7 +121,7 @@ pub(super) fn synthesize(
                 .iter()
                 .enumerate()
                 .map(|(j, t)| SynthTxn {
-                    tx_type: t.tx_type.clone(),
+                    tx_type: t.tx_type.to_vec(),
                     sender: t.sender,
                     first_valid,
                     last_valid,
