@@ -536,9 +536,18 @@ pub(crate) fn run<'g>(
             // A key refuses: the lookup steps on the nodes found (each leaving the word it
             // read or wrote in `words`), then the drop decided on those words, validated (or,
             // if the keys changed meanwhile, a commit).
-            Found::Over => {
-                if touch_all(g, keys.as_slice(), &mut words, guard)
-                    && let Some(outcome) = decide(g, keys.as_slice(), &mut words, true, guard)
+            Found::Over(over) => {
+                if let Some(same) = touch_all(g, keys.as_slice(), &mut words, guard)
+                    // The key found over on the words read stays the first over on the words
+                    // the steps left if each step left its word as read, rolled and touched:
+                    // the window check rolls the counts to the group's instant first.
+                    && let Some(outcome) = decide(
+                        g,
+                        keys.as_slice(),
+                        &mut words,
+                        Some(over.filter(|_| same)),
+                        guard,
+                    )
                 {
                     return outcome;
                 }
@@ -582,11 +591,14 @@ fn find_all<'g>(
 /// `words`: each word rolled to the group's instant with its reference bit set, written only
 /// if that changes it (`Node::update`), and `words[i]` replaced with the word the step left (as
 /// it wrote it, or read it). A word read that already shows the access (current, reference bit
-/// set) needs no step of its own: its read was the step, and it is not read again. `false` if a
-/// key was evicted since it was found (look the keys up again).
-fn touch_all(g: &Group<'_>, keys: &[Key], words: &mut Words, guard: &Guard<'_>) -> bool {
+/// set) needs no step of its own: its read was the step, and it is not read again.
+/// `Some(whether every step left its word as read, rolled and touched)`; `None` if a key was
+/// evicted since it was found (look the keys up again).
+fn touch_all(g: &Group<'_>, keys: &[Key], words: &mut Words, guard: &Guard<'_>) -> Option<bool> {
+    let mut same = true;
     for (key, word) in keys.iter().zip(words.as_mut_slice()) {
-        if touched(*word, g.at) == *word {
+        let expect = touched(*word, g.at);
+        if expect == *word {
             continue;
         }
         // The word the step leaves: written if it changes the word, else as read.
@@ -595,19 +607,23 @@ fn touch_all(g: &Group<'_>, keys: &[Key], words: &mut Words, guard: &Guard<'_>) 
             (Some(rolled), state::pack(rolled) | TOUCHED)
         };
         match node(key, guard).update(guard, touch) {
-            Update::Done(left) => *word = left,
-            Update::Evicted(_) => return false,
+            Update::Done(left) => {
+                same &= left == expect;
+                *word = left;
+            }
+            Update::Evicted(_) => return None,
         }
     }
-    true
+    Some(same)
 }
 
 /// How a read-only attempt ended.
 enum Found {
     /// Admitted (or penalized) at the record's decision, the lookups with it.
     Applied(Outcome),
-    /// A key refuses the admission: decide the drop after the lookup steps.
-    Over,
+    /// A key refuses the admission: decide the drop after the lookup steps. The first key over
+    /// on the words read, if the attempt stopped there (not in its commit).
+    Over(Option<usize>),
     /// A key was evicted, or another operation aborted the record: start over.
     Aborted,
 }
@@ -618,12 +634,12 @@ fn try_found(g: &Group<'_>, keys: &[Key], words: &mut Words, guard: &Guard<'_>) 
     if snapshot(keys, words, guard).is_none() {
         return Found::Aborted;
     }
-    if first_over(g, words.as_slice()).is_some() {
-        return Found::Over;
+    if let Some(i) = first_over(g, words.as_slice()) {
+        return Found::Over(Some(i));
     }
     match commit(g, keys, words, true, guard) {
         Commit::Applied(outcome) => Found::Applied(outcome),
-        Commit::Over => Found::Over,
+        Commit::Over => Found::Over(None),
         Commit::Aborted => Found::Aborted,
     }
 }
@@ -716,28 +732,32 @@ fn first_over(g: &Group<'_>, words: &[u64]) -> Option<usize> {
 /// One attempt: `None` to look the keys up again.
 fn try_once(g: &Group<'_>, keys: &[Key], words: &mut Words, guard: &Guard<'_>) -> Option<Outcome> {
     snapshot(keys, words, guard)?;
-    decide(g, keys, words, false, guard)
+    decide(g, keys, words, None, guard)
 }
 
 /// Decides an attempt on `words`, each key's word as its lookup step left it: dropped on them,
 /// validated ([`decide_drop`]), or committed ([`commit`]). `None` to look the keys up again.
-/// `stepped`: `words` are the words the lookup steps themselves read or wrote, one key after
-/// another (`touch_all`), not a snapshot taken after every step: the drop then re-reads the
-/// key over its limit too.
+/// `stepped` (`Some`): `words` are the words the lookup steps themselves read or wrote, one key
+/// after another (`touch_all`), not a snapshot taken after every step: the drop then re-reads
+/// the key over its limit too; `Some(Some(i))`: key `i` is known to be the first over on them.
 fn decide(
     g: &Group<'_>,
     keys: &[Key],
     words: &mut Words,
-    stepped: bool,
+    stepped: Option<Option<usize>>,
     guard: &Guard<'_>,
 ) -> Option<Outcome> {
-    if let Some(i) = first_over(g, words.as_slice()) {
+    let over = match stepped {
+        Some(Some(i)) => Some(i),
+        _ => first_over(g, words.as_slice()),
+    };
+    if let Some(i) = over {
         return decide_drop(
             g,
             keys,
             words.as_slice(),
             i,
-            i + usize::from(stepped),
+            i + usize::from(stepped.is_some()),
             guard,
         );
     }
