@@ -15,10 +15,12 @@
 //! placement of the lookup steps before the decision, this one included) and an admission
 //! costs no compare-and-swap beyond the multi-word one. Otherwise the group looks its keys up
 //! (each found key rolled to the group's instant with its reference bit set: its lookup step;
-//! a missing one inserted) and reads their words again. If a key refuses the admission, the
-//! group is dropped on that snapshot once the words of the keys before it read the same again
-//! ([`decide_drop`]): no record, no marker, no compare-and-swap beyond the lookups' own writes
-//! (under attack most group checks are drops). Only a group that admits (or a penalty) pays for
+//! a missing one inserted) and reads their words again (after a read-only attempt that found
+//! a key over its limit, the words its lookup steps themselves read or wrote: a key whose word
+//! already shows the access needs no step beyond that read). If a key refuses the admission,
+//! the group is dropped on those words once the words of the keys before it (and, for words
+//! left by the steps, its own) read the same again ([`decide_drop`]): no record, no marker, no
+//! compare-and-swap beyond the lookups' own writes (under attack most group checks are drops). Only a group that admits (or a penalty) pays for
 //! the multi-word compare-and-swap ([`commit`]):
 //!
 //! 1. The owner builds a [`GroupOp`] (one entry per node) and, in the
