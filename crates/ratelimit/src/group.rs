@@ -15,10 +15,12 @@
 //! placement of the lookup steps before the decision, this one included) and an admission
 //! costs no compare-and-swap beyond the multi-word one. Otherwise the group looks its keys up
 //! (each found key rolled to the group's instant with its reference bit set: its lookup step;
-//! a missing one inserted) and reads their words again. If a key refuses the admission, the
-//! group is dropped on that snapshot once the words of the keys before it read the same again
-//! ([`decide_drop`]): no record, no marker, no compare-and-swap beyond the lookups' own writes
-//! (under attack most group checks are drops). Only a group that admits (or a penalty) pays for
+//! a missing one inserted) and reads their words again (after a read-only attempt that found
+//! a key over its limit, the words its lookup steps themselves read or wrote: a key whose word
+//! already shows the access needs no step beyond that read). If a key refuses the admission,
+//! the group is dropped on those words once the words of the keys before it (and, for words
+//! left by the steps, its own) read the same again ([`decide_drop`]): no record, no marker, no
+//! compare-and-swap beyond the lookups' own writes (under attack most group checks are drops). Only a group that admits (or a penalty) pays for
 //! the multi-word compare-and-swap ([`commit`]):
 //!
 //! 1. The owner builds a [`GroupOp`] (one entry per node) and, in the
@@ -533,11 +535,21 @@ pub(crate) fn run<'g>(
     if find_all(n, &mut find, &mut keys) {
         match try_found(g, keys.as_slice(), &mut words, guard) {
             Found::Applied(outcome) => return outcome,
-            // A key refuses: the lookup steps on the nodes found, then the drop decided on a
-            // validated snapshot (or, if the keys changed meanwhile, a commit).
-            Found::Over => {
-                if touch_all(g, keys.as_slice(), guard)
-                    && let Some(outcome) = try_once(g, keys.as_slice(), &mut words, guard)
+            // A key refuses: the lookup steps on the nodes found (each leaving the word it
+            // read or wrote in `words`), then the drop decided on those words, validated (or,
+            // if the keys changed meanwhile, a commit).
+            Found::Over(over) => {
+                if let Some(same) = touch_all(g, keys.as_slice(), &mut words, guard)
+                    // The key found over on the words read stays the first over on the words
+                    // the steps left if each step left its word as read, rolled and touched:
+                    // the window check rolls the counts to the group's instant first.
+                    && let Some(outcome) = decide(
+                        g,
+                        keys.as_slice(),
+                        &mut words,
+                        Some(over.filter(|_| same)),
+                        guard,
+                    )
                 {
                     return outcome;
                 }
@@ -577,22 +589,43 @@ fn find_all<'g>(
     true
 }
 
-/// The lookup steps of tracked keys (`keys`, none frozen): each word rolled to the group's
-/// instant with its reference bit set, written only if that changes it (`Node::update`);
-/// `false` if a key was evicted since it was found (look the keys up again).
-fn touch_all(g: &Group<'_>, keys: &[Key], guard: &Guard<'_>) -> bool {
-    keys.iter().all(|key| {
-        let touch = |c| (Some(state::roll(c, g.at).0), ());
-        matches!(node(key, guard).update(guard, touch), Update::Done(()))
-    })
+/// The lookup steps of tracked keys (`keys`, none frozen) whose words were just read into
+/// `words`: each word rolled to the group's instant with its reference bit set, written only
+/// if that changes it (`Node::update`), and `words[i]` replaced with the word the step left (as
+/// it wrote it, or read it). A word read that already shows the access (current, reference bit
+/// set) needs no step of its own: its read was the step, and it is not read again.
+/// `Some(whether every step left its word as read, rolled and touched)`; `None` if a key was
+/// evicted since it was found (look the keys up again).
+fn touch_all(g: &Group<'_>, keys: &[Key], words: &mut Words, guard: &Guard<'_>) -> Option<bool> {
+    let mut same = true;
+    for (key, word) in keys.iter().zip(words.as_mut_slice()) {
+        let expect = touched(*word, g.at);
+        if expect == *word {
+            continue;
+        }
+        // The word the step leaves: written if it changes the word, else as read.
+        let touch = |c| {
+            let rolled = state::roll(c, g.at).0;
+            (Some(rolled), state::pack(rolled) | TOUCHED)
+        };
+        match node(key, guard).update(guard, touch) {
+            Update::Done(left) => {
+                same &= left == expect;
+                *word = left;
+            }
+            Update::Evicted(_) => return None,
+        }
+    }
+    Some(same)
 }
 
 /// How a read-only attempt ended.
 enum Found {
     /// Admitted (or penalized) at the record's decision, the lookups with it.
     Applied(Outcome),
-    /// A key refuses the admission: decide the drop after the lookup steps.
-    Over,
+    /// A key refuses the admission: decide the drop after the lookup steps. The first key over
+    /// on the words read, if the attempt stopped there (not in its commit).
+    Over(Option<usize>),
     /// A key was evicted, or another operation aborted the record: start over.
     Aborted,
 }
@@ -603,18 +636,19 @@ fn try_found(g: &Group<'_>, keys: &[Key], words: &mut Words, guard: &Guard<'_>) 
     if snapshot(keys, words, guard).is_none() {
         return Found::Aborted;
     }
-    if first_over(g, words.as_slice()).is_some() {
-        return Found::Over;
+    if let Some(i) = first_over(g, words.as_slice()) {
+        return Found::Over(Some(i));
     }
     match commit(g, keys, words, true, guard) {
         Commit::Applied(outcome) => Found::Applied(outcome),
-        Commit::Over => Found::Over,
+        Commit::Over => Found::Over(None),
         Commit::Aborted => Found::Aborted,
     }
 }
 
 /// The word a lookup step leaves for a tracked key whose word is `word`: rolled to the group's
 /// instant, reference bit set (unchanged if it already shows both).
+#[inline]
 fn touched(word: u64, at: Instant) -> u64 {
     state::pack(state::roll(state::counts(word), at).0) | TOUCHED
 }
@@ -700,38 +734,75 @@ fn first_over(g: &Group<'_>, words: &[u64]) -> Option<usize> {
 /// One attempt: `None` to look the keys up again.
 fn try_once(g: &Group<'_>, keys: &[Key], words: &mut Words, guard: &Guard<'_>) -> Option<Outcome> {
     snapshot(keys, words, guard)?;
-    if let Some(i) = first_over(g, words.as_slice()) {
-        return decide_drop(g, keys, words.as_slice(), i, guard);
+    decide(g, keys, words, None, guard)
+}
+
+/// Decides an attempt on `words`, each key's word as its lookup step left it: dropped on them,
+/// validated ([`decide_drop`]), or committed ([`commit`]). `None` to look the keys up again.
+/// `stepped` (`Some`): `words` are the words the lookup steps themselves read or wrote, one key
+/// after another (`touch_all`), not a snapshot taken after every step: the drop then re-reads
+/// the key over its limit too; `Some(Some(i))`: key `i` is known to be the first over on them.
+fn decide(
+    g: &Group<'_>,
+    keys: &[Key],
+    words: &mut Words,
+    stepped: Option<Option<usize>>,
+    guard: &Guard<'_>,
+) -> Option<Outcome> {
+    let over = match stepped {
+        Some(Some(i)) => Some(i),
+        _ => first_over(g, words.as_slice()),
+    };
+    if let Some(i) = over {
+        return decide_drop(
+            g,
+            keys,
+            words.as_slice(),
+            i,
+            i + usize::from(stepped.is_some()),
+            guard,
+        );
     }
     match commit(g, keys, words, false, guard) {
         Commit::Applied(outcome) => Some(outcome),
         Commit::Over => {
             snapshot(keys, words, guard)?;
             let i = first_over(g, words.as_slice())?;
-            decide_drop(g, keys, words.as_slice(), i, guard)
+            decide_drop(g, keys, words.as_slice(), i, i, guard)
         }
         Commit::Aborted => None,
     }
 }
 
-/// A drop decided from a validated snapshot, with no record and no marker: after the lookups
-/// (each found key rolled), `words` were read in canonical order; `i` is the first key over its
-/// limit among them, and the words of the keys before it are read again. A key's counts
-/// only move forward (its interval never decreases; within an interval `cur` only grows; an
-/// evicted word is final; a marker that is aborted restores the counts it replaced), so counts
-/// read equal twice were those counts throughout, and in particular when key `i`'s word was
-/// read: at that instant, the group's linearization point, every earlier key admitted and key
-/// `i` did not. `None` if the snapshot does not hold (a key changed, was evicted, or now
-/// admits): look the keys up again.
+/// A drop decided from a validated snapshot, with no record and no marker: `words` were read
+/// in canonical order, each after the key's own lookup step (or by it); `i` is the first key
+/// over its limit among them, and the words of the first `recheck` keys are read again. A
+/// key's counts only move forward (its interval never decreases; within an interval `cur` only
+/// grows; an evicted word is final; a marker that is aborted restores the counts it replaced),
+/// so counts read equal twice were those counts throughout. Two cases:
+///
+/// - `recheck == i` (`words` read after every lookup step, [`try_once`]): the keys before `i`
+///   held their words when key `i`'s word was read; at that instant, the group's
+///   linearization point, every earlier key admitted and key `i` did not.
+/// - `recheck == i + 1` (`words` left by the lookup steps themselves, one key after another,
+///   `touch_all`: a later key's step may follow key `i`'s read): keys `0..=i` held their words
+///   from their steps to the re-reads, so at the instant after the last lookup step (before
+///   the first re-read), the group's linearization point, every key before `i` admitted and key
+///   `i` did not.
+///
+/// `None` if the snapshot does not hold (a key changed, was evicted, or now admits): look the
+/// keys up again.
 fn decide_drop(
     g: &Group<'_>,
     keys: &[Key],
     words: &[u64],
     i: usize,
+    recheck: usize,
     guard: &Guard<'_>,
 ) -> Option<Outcome> {
     debug_assert_eq!(first_over(g, words), Some(i));
-    for (key, &word) in keys[..i].iter().zip(words) {
+    debug_assert!(recheck == i || recheck == i + 1);
+    for (key, &word) in keys[..recheck].iter().zip(words) {
         if read(key, guard)? & !TOUCHED != word & !TOUCHED {
             return None;
         }

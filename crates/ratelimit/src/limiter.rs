@@ -879,6 +879,7 @@ impl AppRateLimiter {
     }
 
     /// A group's decision from its outcome.
+    #[inline(always)]
     fn group_decision(
         outcome: Outcome,
         members: &[Member],

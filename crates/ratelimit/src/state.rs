@@ -280,11 +280,70 @@ pub(crate) fn remaining(c: Counts, at: Instant, limits: &Limits) -> u16 {
     u64::from(limits.limit).saturating_sub(used) as u16
 }
 
+/// Windows up to this length (2^47 ns, 39 hours) take [`retry_after`]'s 64-bit path:
+/// `(L - cur - cost + 1) * window <= 65,535 * 2^47 < 2^63` and `2 * window` fit in a `u64`.
+const RETRY_FAST_WINDOW: u64 = 1 << 47;
+
 /// Nanoseconds from `at` until the key would admit `cost` (at most `L`) again if nothing else
 /// changed it (0 if it admits now), from the window rule: within the key's interval the previous
 /// interval's weight `floor(prev * (window - offset) / window)` falls as the offset grows; in the
 /// next interval the current count becomes `prev`; two intervals on, nothing is carried.
+///
+/// Computed in 64-bit integers when the caller is not behind the key and the window is at most
+/// [`RETRY_FAST_WINDOW`] (a 64-bit `div`, instead of a 128-bit division's library call on every
+/// drop), else in 128-bit integers ([`retry_after_wide`]); the two agree wherever the first
+/// applies (the `retry_after_fast_path_equals_wide` property test). Inlined, so that a drop's
+/// caller shares its roll with it.
+#[inline(always)]
 pub(crate) fn retry_after(c: Counts, at: Instant, limits: &Limits, cost: u16) -> u64 {
+    debug_assert!(cost <= limits.limit);
+    let w = limits.window_ns;
+    if w > RETRY_FAST_WINDOW || (-MAX_LAG..0).contains(&distance(c.interval, at.interval)) {
+        return retry_after_wide(c, at, limits, cost);
+    }
+    let (rolled, offset) = roll(c, at);
+    if admits(rolled, offset, limits, cost) {
+        return 0;
+    }
+    let limit = u64::from(limits.limit);
+    let cost = u64::from(cost);
+    // As in `retry_after_wide`, in `u64`: `limit - cur - cost + 1 <= 65,535` and `w <= 2^47`,
+    // so the product is below 2^63; `w + 1` and `2 * w` are below 2^48.
+    let first = |prev: u16, cur: u16, offset: u64| -> Option<u64> {
+        let cur = u64::from(cur);
+        if cur + cost > limit {
+            return None;
+        }
+        let prev = u64::from(prev);
+        if prev == 0 {
+            return Some(offset);
+        }
+        // `w + 1 - ceil(k w / prev)`, saturating at 0, without a division when `k >= prev`
+        // (a key at its limit in one interval, dropped in the next: `k = L - cost + 1` and
+        // `prev = L` for a cost of 1): `k = prev` gives `ceil(k w / prev) = w`, so 1; `k > prev`
+        // gives at least `w + ceil(w / prev) > w`, so 0.
+        let k = limit - cur - cost + 1;
+        let from = match k.cmp(&prev) {
+            std::cmp::Ordering::Greater => 0,
+            std::cmp::Ordering::Equal => 1,
+            std::cmp::Ordering::Less => (w + 1).saturating_sub((k * w).div_ceil(prev)),
+        };
+        let o = from.max(offset);
+        (o < w).then_some(o)
+    };
+    if let Some(o) = first(rolled.prev, rolled.cur, offset) {
+        return o - offset;
+    }
+    if let Some(o) = first(rolled.cur, 0, 0) {
+        return w - offset + o;
+    }
+    2 * w - offset
+}
+
+/// [`retry_after`] in 128-bit integers, for any window and a caller behind the key (the
+/// reference the 64-bit path is tested against).
+#[inline(never)]
+pub(crate) fn retry_after_wide(c: Counts, at: Instant, limits: &Limits, cost: u16) -> u64 {
     debug_assert!(cost <= limits.limit);
     let w = limits.window_ns;
     let (rolled, offset) = roll(c, at);
@@ -517,6 +576,75 @@ mod tests {
             &l,
         );
         assert_eq!(c.cur, COUNTER_MAX);
+    }
+
+    /// The 64-bit path of `retry_after` gives the 128-bit formula's value bit for bit, over
+    /// random windows (the fast path's largest, 2^47, and the smallest among them), limits,
+    /// costs, counts (saturated ones included), offsets (the window's first and last
+    /// nanosecond among them) and intervals of the key relative to the caller's (same, next,
+    /// older, behind, aliased).
+    #[cfg(not(miri))]
+    #[test]
+    fn retry_after_fast_path_equals_wide() {
+        use proptest::prelude::*;
+        let window = prop_oneof![
+            Just(1u64),
+            Just(2),
+            Just(RETRY_FAST_WINDOW),
+            Just(RETRY_FAST_WINDOW - 1),
+            Just(RETRY_FAST_WINDOW + 1),
+            Just(10 * SEC),
+            1..=RETRY_FAST_WINDOW,
+        ];
+        let limit = prop_oneof![
+            Just(1u16),
+            Just(COUNTER_MAX),
+            Just(COUNTER_MAX - 1),
+            1..=16u16,
+            1..=COUNTER_MAX,
+        ];
+        // Small counts meet small limits: `L - cur - cost + 1` equal to, above and below `prev`.
+        let count = prop_oneof![
+            Just(0u16),
+            Just(1),
+            Just(COUNTER_MAX),
+            0..=17u16,
+            any::<u16>()
+        ];
+        let shift = prop_oneof![
+            Just(0i64),
+            Just(1),
+            Just(2),
+            Just(-1),
+            Just(-(1 << 20)),
+            Just(-(1 << 20) - 1),
+            -3i64..=3,
+            any::<i64>(),
+        ];
+        let config = ProptestConfig::with_cases(20_000);
+        proptest!(config, |(
+            w in window,
+            limit in limit,
+            cost_seed: u16,
+            prev in count.clone(),
+            cur in count,
+            shift in shift,
+            interval in 0..=INTERVAL_MASK,
+            offset_seed in prop_oneof![Just(0u64), Just(u64::MAX), any::<u64>()],
+        )| {
+            let l = Limits::new(w, limit, (limit / 4).max(1));
+            let cost = 1 + cost_seed % limit;
+            let at = Instant {
+                interval: (i64::from(interval) + shift).rem_euclid(1 << INTERVAL_BITS) as u32,
+                offset: offset_seed % w,
+            };
+            let c = Counts { interval, prev, cur };
+            prop_assert_eq!(
+                retry_after(c, at, &l, cost),
+                retry_after_wide(c, at, &l, cost),
+                "w {} L {} cost {} {:?} {:?}", w, limit, cost, c, at
+            );
+        });
     }
 
     /// `retry_after` is the first nanosecond at which `admit` of the same cost succeeds again,

@@ -150,7 +150,11 @@
 //!   words again; equal counts both times were those counts throughout (a key's counts only
 //!   move forward: its interval never decreases, `cur` only grows within one, an evicted word
 //!   is final, an aborted marker restores the counts it replaced), so at that load every
-//!   earlier key admitted and the failing key did not.
+//!   earlier key admitted and the failing key did not. On a first attempt that found every
+//!   key tracked, the words are those its lookup steps read or wrote, one key after another
+//!   (a key whose word already showed the access: the read was its step), and the keys up to
+//!   the failing one, it included, are read again: the drop takes effect at the instant after
+//!   the last lookup step, when each of them held its word.
 //! - **Penalty**: as an admitted hit (one key) or an admitted group (several).
 //! - **Weighted admission**: as an admission of its cost.
 //!

@@ -2112,3 +2112,42 @@ fn linearizable_clock_a_hit_completes_a_node_whose_reservation_is_pending() {
         }
     });
 }
+
+/// A group dropped after a read-only attempt re-reads its failing key too (two CLOCK shards of
+/// 2, each one set of 4 ways, L = 2, window 1 s). Shard 0 holds a and z, each admitted twice in
+/// interval 1 (a over its limit, both reference bits set); shard 1 holds b, admitted once in
+/// interval 0. Thread 1's group {a, b} in interval 1 reads a (over) and b, then runs its
+/// lookup steps: a's word already shows the access (its read was the step), b's step rolls b
+/// to interval 1. Thread 2 admits a new key c into shard 0 (its sweep goes round and evicts a)
+/// and then admits b one interval behind. A group that takes a's word at its read and b's step
+/// after thread 2's operations must not drop on a: its decision comes after b's step, when a is
+/// gone, and every order that drops the group on a puts b's roll before thread 2's admission
+/// of b, which then counts in interval 1 (b ends at prev 1, cur 1, not prev 2, cur 0). So the
+/// drop reads a's word again after the last step, sees it evicted and starts over.
+#[test]
+fn linearizable_clock_a_dropped_group_rereads_its_failing_key() {
+    linearizable_racing(policy_config(Policy::Clock, 2, 4, 2), 0, 2, |l, i| {
+        // A key's shard is drawn from its app id.
+        let app = |shard| {
+            (1..=64u64)
+                .find(|&app| l.app_key(app, &peer(0)).shard() == shard)
+                .expect("two shards")
+        };
+        let (zero, b) = (app(0), l.app_key(app(1), &peer(0)));
+        let [a, z, c] = [0, 1, 2 + i].map(|p| l.app_key(zero, &peer(p)));
+        Scenario {
+            setup: vec![
+                Op::Admit(vec![a], 1, SEC),
+                Op::Admit(vec![a], 1, SEC),
+                Op::Admit(vec![z], 1, SEC),
+                Op::Admit(vec![z], 1, SEC),
+                admit(&[b], 1),
+            ],
+            threads: [
+                vec![Op::Admit(vec![a, b], 1, SEC)],
+                vec![Op::Admit(vec![c], 1, SEC), admit(&[b], 1)],
+            ],
+            keys: vec![a, b, c, z],
+        }
+    });
+}
