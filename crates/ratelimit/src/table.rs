@@ -1252,11 +1252,14 @@ impl Shard {
         loop {
             #[cfg(any(debug_assertions, loom))]
             GroupOp::assert_held(op, guard);
-            // The claim word first, then the status: a claim word equal to `expected` read
-            // before an undecided status is one of the eviction's lifetime, while its owner
-            // still holds the guard under which it loaded `expected`, so `X` has not been
-            // reused and `expected` means the owner's membership (I6). The status load is
-            // Acquire, so it is not performed before this one.
+            // The claim word first, then the status (Acquire, so not performed before this
+            // load): a claim word `expected` read before an undecided status is read while the
+            // eviction's owner still holds the guard under which it loaded `idle(X)`, so `X`'s
+            // address was not reused: it is `X` itself, in one of the set's ways (I6). Then `X`
+            // leaves its way, if ever, after our guard entered, so the address stays `X`'s
+            // while we hold it, and our compare-and-swap below lands only on `idle(X)` itself:
+            // the set's membership as the owner's scan saw it (I6), or a late claim if the
+            // record was decided meanwhile (I3).
             // Acquire: as in `get_or_insert`.
             let c = guard.protect(claim, Ordering::Acquire);
             if !GroupOp::undecided(op, guard) || c == mine {
