@@ -2006,9 +2006,9 @@ fn linearizable_clock_two_evicting_insertions_on_one_victim() {
 }
 
 /// A helper's late claim (CLOCK, capacity 2 in one set of 4 ways, L = 1; v and w tracked, bits
-/// clear; n and m new keys whose sweeps start at v's way): thread 1 inserts n, evicting v;
-/// thread 2 inserts m, whose sweep meets n's marker on v and helps that eviction; the main
-/// thread admits v again (dropped if v is still tracked: at its limit), which aborts the eviction if it finds the
+/// clear; n and m new keys whose sweeps start at v's way, 0): the main thread inserts n,
+/// evicting v; thread 1 inserts m, whose sweep meets n's marker on v and helps that eviction;
+/// thread 2 admits v again (dropped if v is still tracked: at its limit), which aborts the eviction if it finds the
 /// marker before the claim. The helper may load the claim word and the undecided status just
 /// before the abort and install the eviction's claim after it: a late claim on a failed
 /// eviction, which the owner may meet (its own claim then fails on it) and which must be taken
@@ -2018,30 +2018,35 @@ fn linearizable_clock_two_evicting_insertions_on_one_victim() {
 /// insertion admitted, two keys tracked, the structure valid.
 #[test]
 fn clock_a_helpers_late_claim_on_a_failed_eviction() {
-    check_with_bound(3, || {
+    loom::model(|| {
         let l = clock_limiter(1, 2, 4);
         let [v, w] = [0, 1].map(|i| l.app_key(1, &peer(i)));
         let start = |k: &AppKey| (((k.hash() >> 16) & 0xFFFF_FFFF) * 2) >> 32;
-        let fresh: Vec<AppKey> = (2..=255u8).map(|i| l.app_key(1, &peer(i))).collect();
-        let n = fresh[0];
-        let m = *fresh[1..]
-            .iter()
-            .find(|k| start(k) == start(&n))
-            .expect("a key with the same start way");
+        // v is in way 0 (the set's first key).
+        let mut from_v = (2..=255u8)
+            .map(|i| l.app_key(1, &peer(i)))
+            .filter(|k| start(k) == 0);
+        let n = from_v.next().expect("a key whose sweep starts at v's way");
+        let m = from_v
+            .next()
+            .expect("two keys whose sweeps start at v's way");
         assert!(l.admit_key(v, T0).is_admit());
         assert!(l.admit_key(w, T0).is_admit());
-        let owner = {
-            let l = l.clone();
-            thread::spawn(move || l.admit_key(n, T0))
-        };
         let helper = {
             let l = l.clone();
             thread::spawn(move || l.admit_key(m, T0))
         };
-        // Dropped while v is tracked (at its limit), admitted afresh once evicted.
-        let _ = l.admit_key(v, T0);
-        assert!(owner.join().unwrap().is_admit());
+        let hit = {
+            let l = l.clone();
+            // Dropped while v is tracked (at its limit), admitted afresh once evicted.
+            thread::spawn(move || drop(l.admit_key(v, T0)))
+        };
+        // The owner on the main thread, after the spawns: a schedule that stops it after its
+        // marker, the helper after its loads, and lets the hit run to its end, reaches the late
+        // claim within two preemptions.
+        assert!(l.admit_key(n, T0).is_admit());
         assert!(helper.join().unwrap().is_admit());
+        hit.join().unwrap();
         let s = l.stats();
         assert_eq!(s.entries, 2, "{s:?}");
         l.validate();
