@@ -338,11 +338,15 @@ impl GroupOp {
     /// replaced; the caller holds the hold it releases and has finished with the record: its
     /// own installs of the eviction's claim word, if any, were completed ([`crate::table`]'s
     /// `complete` returned after each).
+    #[inline]
     pub(crate) unsafe fn release(op: *mut Self, owner: bool, guard: &Guard<'_>) -> bool {
         guard.check(op);
         // SAFETY: the caller's hold keeps it allocated.
         let this = unsafe { &*op };
-        let last = if owner {
+        // The decision as the releasing access read it (the last holder's read-modify-write or
+        // load follows the decision in the word's modification order: a decision keeps the
+        // count, so a holder never releases an undecided record).
+        let (last, word) = if owner {
             // Acquire: pairs with the Release of the helpers' decrements, so that all they
             // did happens before our retirement. A decided word with no reference is final:
             // helpers take references only from an undecided word.
@@ -350,7 +354,7 @@ impl GroupOp {
             debug_assert_ne!(word & DECISION, UNDECIDED, "an eviction released undecided");
             loop {
                 if word < REF {
-                    break true;
+                    break (true, word);
                 }
                 // AcqRel (failure Acquire): Release passes our work on to the helper that
                 // retires; Acquire (on failure) sees the decrement that changed the count.
@@ -360,7 +364,7 @@ impl GroupOp {
                     Ordering::AcqRel,
                     Ordering::Acquire,
                 ) {
-                    Ok(_) => break false,
+                    Ok(_) => break (false, word),
                     Err(now) => word = now,
                 }
             }
@@ -370,7 +374,7 @@ impl GroupOp {
             // us, makes the owner's and other helpers' work happen before ours.
             let word = this.status.fetch_sub(REF, Ordering::AcqRel);
             debug_assert!(word >= REF, "a helper released a reference it did not hold");
-            word >> 3 == 1 && word & OWNER_DONE != 0
+            (word >> 3 == 1 && word & OWNER_DONE != 0, word)
         };
         if !last {
             return false;
@@ -382,8 +386,7 @@ impl GroupOp {
                 .swap(true, std::sync::atomic::Ordering::Relaxed),
             "an eviction record retired twice"
         );
-        // Relaxed: the Acquire above (or our own decision) ordered the decision before this.
-        let succeeded = this.status.load(Ordering::Relaxed) & DECISION == SUCCEEDED;
+        let succeeded = word & DECISION == SUCCEEDED;
         let node = this.insert;
         // SAFETY: (1) the record came from `Box::into_raw` and is retired once, by the last
         // holder; (2) its marker was replaced before the owner's release, and no claim word
