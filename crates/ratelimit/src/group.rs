@@ -37,7 +37,8 @@
 //!    (`FAILED`).
 //!
 //! Any other operation that finds a marker on a node it needs resolves it before reading the
-//! counts ([`resolve`]): if the group is undecided it decides it, `SUCCEEDED` when every entry
+//! counts ([`resolve`]; a CLOCK sweep that meets the marker of an eviction, a one-entry record
+//! with a new node, helps that eviction to its end instead: `table`'s "Progress"): if the group is undecided it decides it, `SUCCEEDED` when every entry
 //! is settled (all markers are in place, so the decision is valid at that instant) and `FAILED`
 //! otherwise (an abort: the owner takes its markers back and retries with a new operation), then
 //! it replaces the marker on *its* node with the decided value. So nobody ever reads a count that
@@ -62,16 +63,26 @@
 use std::cell::RefCell;
 
 use txgate_sync::reclaim::{Guard, Reclaim};
-use txgate_sync::sync::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use txgate_sync::sync::{AtomicU64, AtomicUsize, Ordering};
 
 use crate::node::{Node, Update};
 use crate::small_buf::SmallBuf;
 use crate::state::{self, Counts, Instant, Limits, MARKER, TOUCHED};
 use crate::table::Got;
 
-const UNDECIDED: u8 = 0;
-const SUCCEEDED: u8 = 1;
-const FAILED: u8 = 2;
+// A record's status word: the decision in its low two bits (`UNDECIDED -> SUCCEEDED | FAILED`,
+// once), and for an eviction the references helpers hold on it (above `OWNER_DONE`; module
+// docs of `table`, I5). A group never has helpers: its word is just the decision.
+const UNDECIDED: usize = 0;
+const SUCCEEDED: usize = 1;
+const FAILED: usize = 2;
+/// The decision bits of a status word.
+const DECISION: usize = 3;
+/// The eviction's owner is done with it: the helper whose release leaves no reference retires
+/// it.
+const OWNER_DONE: usize = 4;
+/// One helper's reference.
+const REF: usize = 8;
 
 /// An entry's `old` for a node evicted by the group's own lookups: its counts are final, so it
 /// needs no marker, and its admission is not stored (as for a key the group evicted itself in a
@@ -112,8 +123,10 @@ impl Entry {
 
 /// One group operation in flight (the multi-word compare-and-swap's descriptor).
 pub(crate) struct GroupOp {
-    /// `UNDECIDED` until decided once, by one compare-and-swap, then final.
-    status: AtomicU8,
+    /// The decision (`UNDECIDED` until decided once, by compare-and-swap, then final) in the low
+    /// two bits; for an eviction also `OWNER_DONE` and the count of helpers' references (`REF`
+    /// each), which a decision keeps.
+    status: AtomicUsize,
     /// Entries settled so far, in order (installed, or frozen). Invariant: only the owner
     /// advances it, after the entry's marker is in place.
     settled: AtomicUsize,
@@ -125,6 +138,10 @@ pub(crate) struct GroupOp {
     /// Evictions: the set's claim word before the claim (`idle(X)`), restored by an abort.
     /// Invariant: as `insert`.
     pub(crate) prev: *mut Node,
+    /// Debug builds and loom: set when the record is retired, so that a holder that finds it
+    /// retired (a hold released too early) fails an assertion (I5).
+    #[cfg(any(debug_assertions, loom))]
+    retired: std::sync::atomic::AtomicBool,
 }
 
 // SAFETY: the raw node pointers are only dereferenced under a guard that protects them (see the
@@ -181,14 +198,20 @@ impl GroupOp {
     pub(crate) fn new(nodes: impl IntoIterator<Item = *const Node>) -> *mut Self {
         let mut op = pooled().unwrap_or_else(|| {
             Box::new(GroupOp {
-                status: AtomicU8::new(UNDECIDED),
+                status: AtomicUsize::new(UNDECIDED),
                 settled: AtomicUsize::new(0),
                 entries: Vec::new(),
                 insert: std::ptr::null_mut(),
                 prev: std::ptr::null_mut(),
+                #[cfg(any(debug_assertions, loom))]
+                retired: std::sync::atomic::AtomicBool::new(false),
             })
         });
-        op.status = AtomicU8::new(UNDECIDED);
+        #[cfg(any(debug_assertions, loom))]
+        {
+            op.retired = std::sync::atomic::AtomicBool::new(false);
+        }
+        op.status = AtomicUsize::new(UNDECIDED);
         op.settled = AtomicUsize::new(0);
         op.entries.clear();
         op.entries.extend(nodes.into_iter().map(|node| Entry {
@@ -252,17 +275,147 @@ impl GroupOp {
     /// (the decision, by whoever made it).
     pub(crate) fn decide(op: *const Self, target: bool, guard: &Guard<'_>) -> bool {
         guard.check(op);
-        // SAFETY: called under a guard that loaded `op` from a claim word or owns it.
+        // SAFETY: called under a guard that loaded `op` from a claim word or a marker, or owns
+        // it (or holds a reference on it).
         let this = unsafe { &*op };
-        let target = if target { SUCCEEDED } else { FAILED };
-        // AcqRel (failure Acquire): as in `finish`.
-        match this
-            .status
-            .compare_exchange(UNDECIDED, target, Ordering::AcqRel, Ordering::Acquire)
-        {
-            Ok(_) => target == SUCCEEDED,
-            Err(now) => now == SUCCEEDED,
+        this.decide_status(if target { SUCCEEDED } else { FAILED }) == SUCCEEDED
+    }
+
+    /// Decides `target` if undecided, keeping the reference bits; returns the decision.
+    fn decide_status(&self, target: usize) -> usize {
+        // First try the word of a record no helper holds (one compare-and-swap, as for a
+        // group); a count in the word costs a retry.
+        let mut expected = UNDECIDED;
+        loop {
+            // AcqRel (failure Acquire): the single decision; Release publishes it with
+            // everything before it, Acquire (also on failure) sees another thread's decision.
+            match self.status.compare_exchange(
+                expected,
+                expected | target,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return target,
+                Err(now) if now & DECISION != UNDECIDED => return now & DECISION,
+                Err(now) => expected = now,
+            }
         }
+    }
+
+    /// A helper of an eviction (a sweep that met its marker, loaded under `guard`): takes a
+    /// reference on it if it is still undecided (`false`: it is decided; do not help it, and
+    /// do not release). While a reference is held the record, and its new node, stay
+    /// allocated (I5).
+    pub(crate) fn take_ref(op: *const Self, guard: &Guard<'_>) -> bool {
+        guard.check(op);
+        // SAFETY: the marker was loaded under `guard`; the record is retired only after every
+        // marker of it was replaced (I5), so it is allocated until `guard` drops.
+        let this = unsafe { &*op };
+        let mut word = UNDECIDED;
+        loop {
+            // Acquire (both): a decided word found here is acted on (its marker replaced with
+            // the decided value); the count needs only the atomicity of the read-modify-write.
+            match this.status.compare_exchange_weak(
+                word,
+                word + REF,
+                Ordering::Acquire,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return true,
+                Err(now) if now & DECISION != UNDECIDED => return false,
+                Err(now) => word = now,
+            }
+        }
+    }
+
+    /// Releases the caller's hold on the decided eviction `op` (the owner's, `owner`, or a
+    /// helper's reference from [`GroupOp::take_ref`]) and retires the record, and its new node
+    /// unless it succeeded (then the node is in its slot), if that hold was the last (I1, I5):
+    /// returns whether it did.
+    /// The owner's release is one load when no helper holds a reference (no read-modify-write).
+    ///
+    /// # Safety
+    ///
+    /// `op` is an eviction record from [`GroupOp::eviction`], decided, whose marker has been
+    /// replaced; the caller holds the hold it releases and has finished with the record: its
+    /// own installs of the eviction's claim word, if any, were completed ([`crate::table`]'s
+    /// `complete` returned after each).
+    #[inline]
+    pub(crate) unsafe fn release(op: *mut Self, owner: bool, guard: &Guard<'_>) -> bool {
+        guard.check(op);
+        // SAFETY: the caller's hold keeps it allocated.
+        let this = unsafe { &*op };
+        // The decision as the releasing access read it (the last holder's read-modify-write or
+        // load follows the decision in the word's modification order: a decision keeps the
+        // count, so a holder never releases an undecided record).
+        let (last, word) = if owner {
+            // Acquire: pairs with the Release of the helpers' decrements, so that all they
+            // did happens before our retirement. A decided word with no reference is final:
+            // helpers take references only from an undecided word.
+            let mut word = this.status.load(Ordering::Acquire);
+            debug_assert_ne!(word & DECISION, UNDECIDED, "an eviction released undecided");
+            loop {
+                if word < REF {
+                    break (true, word);
+                }
+                // AcqRel (failure Acquire): Release passes our work on to the helper that
+                // retires; Acquire (on failure) sees the decrement that changed the count.
+                match this.status.compare_exchange_weak(
+                    word,
+                    word | OWNER_DONE,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                ) {
+                    Ok(_) => break (false, word),
+                    Err(now) => word = now,
+                }
+            }
+        } else {
+            // AcqRel: Release makes this helper's work (its install and completion of the claim
+            // word) happen before the retirement by whoever releases last; Acquire, if that is
+            // us, makes the owner's and other helpers' work happen before ours.
+            let word = this.status.fetch_sub(REF, Ordering::AcqRel);
+            debug_assert!(word >= REF, "a helper released a reference it did not hold");
+            (word >> 3 == 1 && word & OWNER_DONE != 0, word)
+        };
+        if !last {
+            return false;
+        }
+        #[cfg(any(debug_assertions, loom))]
+        assert!(
+            !this
+                .retired
+                .swap(true, std::sync::atomic::Ordering::Relaxed),
+            "an eviction record retired twice"
+        );
+        let succeeded = word & DECISION == SUCCEEDED;
+        let node = this.insert;
+        // SAFETY: (1) the record came from `Box::into_raw` and is retired once, by the last
+        // holder; (2) its marker was replaced before the owner's release, and no claim word
+        // holds it: each install was by a holder (the owner's claim, a helper's) and each
+        // holder's completion moved the claim word past it before its release; no helper can
+        // take a reference any more (the record is decided), so no thread entering now can
+        // load it (I5).
+        unsafe { guard.retire(op) };
+        if !succeeded {
+            // SAFETY: (1) from `Box::into_raw`, retired once, here; (2) a failed eviction's new
+            // node was never in a slot, and only the record's claim word led to it (I1).
+            unsafe { guard.retire(node) };
+        }
+        true
+    }
+
+    /// Debug builds and loom: asserts that a holder's record is not retired (I5: a holder's
+    /// reference keeps it).
+    #[cfg(any(debug_assertions, loom))]
+    pub(crate) fn assert_held(op: *const Self, guard: &Guard<'_>) {
+        guard.check(op);
+        // SAFETY: the caller holds the record (or the assertion is about to fail on a record
+        // whose collector has not freed it: the holder's guard keeps it).
+        let retired = unsafe { &*op }
+            .retired
+            .load(std::sync::atomic::Ordering::Relaxed);
+        assert!(!retired, "a holder of an eviction record found it retired");
     }
 
     /// The victim, its planned word and the new node of an eviction.
@@ -290,7 +443,7 @@ impl GroupOp {
         // SAFETY: as in `decide`.
         let this = unsafe { &*op };
         // Acquire: pairs with the decision's Release.
-        let status = this.status.load(Ordering::Acquire);
+        let status = this.status.load(Ordering::Acquire) & DECISION;
         debug_assert_ne!(status, UNDECIDED);
         // Relaxed: as in `eviction_parts`.
         let value = this.entries[0].decided(status == SUCCEEDED);
@@ -365,7 +518,7 @@ impl GroupOp {
         // SAFETY: as in `install`.
         // Acquire: pairs with a resolver's AcqRel decision, so that the owner stops installing
         // markers on a record already aborted (an early exit only: `finish` decides, once).
-        unsafe { &*op }.status.load(Ordering::Acquire) == UNDECIDED
+        unsafe { &*op }.status.load(Ordering::Acquire) & DECISION == UNDECIDED
     }
 
     /// Owner: decides the operation (`SUCCEEDED` if still undecided, or `FAILED` with `fail`),
@@ -376,18 +529,7 @@ impl GroupOp {
         guard.check(op);
         // SAFETY: as in `install`.
         let this = unsafe { &*op };
-        let target = if fail { FAILED } else { SUCCEEDED };
-        // AcqRel: the single decision; Release publishes it with everything before it, Acquire
-        // (also on failure) sees a resolver's decision.
-        let status = match this.status.compare_exchange(
-            UNDECIDED,
-            target,
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        ) {
-            Ok(_) => target,
-            Err(now) => now,
-        };
+        let status = this.decide_status(if fail { FAILED } else { SUCCEEDED });
         for entry in &this.entries[..installed] {
             // Relaxed (in `decided` too): written by this thread.
             if entry.old.load(Ordering::Relaxed) == FROZEN {
@@ -429,7 +571,7 @@ pub(crate) fn resolve(node: &Node, word: u64, guard: &Guard<'_>) {
     // and the collector keeps it allocated until `guard` drops.
     let op = unsafe { &*ptr };
     // Acquire: pairs with the decision's Release.
-    let mut status = op.status.load(Ordering::Acquire);
+    let mut status = op.status.load(Ordering::Acquire) & DECISION;
     if status == UNDECIDED {
         // Acquire: pairs with the owner's Release after each install.
         let target = if op.settled.load(Ordering::Acquire) == op.entries.len() {
@@ -437,15 +579,7 @@ pub(crate) fn resolve(node: &Node, word: u64, guard: &Guard<'_>) {
         } else {
             FAILED
         };
-        // AcqRel (success and failure Acquire): as in `finish`.
-        status =
-            match op
-                .status
-                .compare_exchange(UNDECIDED, target, Ordering::AcqRel, Ordering::Acquire)
-            {
-                Ok(_) => target,
-                Err(now) => now,
-            };
+        status = op.decide_status(target);
     }
     let Some(entry) = op.entries.iter().find(|e| std::ptr::eq(e.node, node)) else {
         debug_assert!(false, "a marker's node is one of its entries");
@@ -459,6 +593,18 @@ pub(crate) fn resolve(node: &Node, word: u64, guard: &Guard<'_>) {
     let _ = node
         .state
         .compare_exchange(word, value, Ordering::Release, Ordering::Relaxed);
+}
+
+/// The eviction record whose marker is `word` (loaded from a node under `guard`), or `None` if
+/// the marker is a group's. A sweep helps an eviction instead of aborting it (`table`'s
+/// "Progress"); a group's marker it resolves.
+pub(crate) fn eviction_of(word: u64, guard: &Guard<'_>) -> Option<*mut GroupOp> {
+    debug_assert_ne!(word & MARKER, 0);
+    let ptr: *mut GroupOp = std::ptr::with_exposed_provenance_mut((word & !MARKER) as usize);
+    guard.check(ptr);
+    // SAFETY: as in `resolve`; `insert` is immutable while the record is shared, published by
+    // the marker's Release install, which the caller's load of the marker acquired.
+    (!unsafe { &*ptr }.insert.is_null()).then_some(ptr)
 }
 
 /// Backs off before the `attempt`-th retry of an aborted group (exponential, capped).

@@ -135,8 +135,9 @@
 //! - Groups of several apps take effect on all their keys at one instant: in CLOCK shards
 //!   through a multi-word compare-and-swap (see the `group` module source), in LRU shards under
 //!   their shards' locks. In CLOCK shards, operations on keys no group or eviction is applying
-//!   to are lock-free, except that two evicting insertions into one set can abort each other
-//!   (obstruction-free; the `table` module's "Progress"). A group in flight is aborted by any operation that needs one of its keys
+//!   to are lock-free, evicting insertions among themselves included (a CLOCK sweep that meets
+//!   another insertion's eviction finishes it instead of aborting it; the `table` module's
+//!   "Progress"). A group in flight is aborted by any operation that needs one of its keys
 //!   before all its keys are marked (rather than finished for it: that would mean touching its
 //!   other keys' nodes, which may already be reclaimed), so a group and operations on its keys
 //!   are only obstruction-free against each other: a group that keeps retrying (with exponential

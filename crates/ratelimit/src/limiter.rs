@@ -492,6 +492,17 @@ impl AppRateLimiter {
         v
     }
 
+    /// Evictions attempted so far in CLOCK shards (markers installed on victims; 0 for LRU
+    /// shards), for models that bound the retries of racing evictions (loom builds).
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn eviction_attempts(&self) -> usize {
+        match &self.shards {
+            Shards::Lru(_) => 0,
+            Shards::Clock(shards) => shards.iter().map(|s| s.eviction_attempts()).sum(),
+        }
+    }
+
     /// The `(prev, cur)` of a tracked key as stored (not rolled), for differential tests; does
     /// not refresh its recency.
     #[doc(hidden)]

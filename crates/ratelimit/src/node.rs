@@ -23,6 +23,19 @@ pub(crate) struct Node {
     pub(crate) adds: bool,
 }
 
+/// What a CLOCK sweep found at a node ([`Node::sweep`]).
+pub(crate) enum Swept {
+    /// Its reference bit was set; the sweep cleared it.
+    Cleared,
+    /// Its bit was clear in this word: the key had no access since a sweep last passed it (a
+    /// victim).
+    Victim(u64),
+    /// The node is evicted.
+    Evicted,
+    /// An eviction's marker (the record, and the marker word as loaded): to help.
+    Eviction(*mut group::GroupOp, u64),
+}
+
 /// The result of an update of a node's counts.
 pub(crate) enum Update<T> {
     /// The update ran on the node's current counts and returned this.
@@ -132,23 +145,25 @@ impl Node {
         }
     }
 
-    /// A CLOCK sweep passing the node: clears its reference bit, resolving a multi-word
-    /// operation on it first. `Ok(())`: the bit was set (now clear); `Err(word)`: it was clear
-    /// in `word` (the key had no access since a sweep last passed it: a victim); `None`: the
-    /// node is evicted.
-    pub(crate) fn sweep(&self, guard: &Guard<'_>) -> Option<Result<(), u64>> {
+    /// A CLOCK sweep passing the node: clears its reference bit, resolving a group operation on
+    /// it first; an eviction's marker it hands back ([`Swept::Eviction`]: the caller helps that
+    /// eviction instead of aborting it).
+    pub(crate) fn sweep(&self, guard: &Guard<'_>) -> Swept {
         let mut word = self.load();
         loop {
             if word & MARKER != 0 {
+                if let Some(op) = group::eviction_of(word, guard) {
+                    return Swept::Eviction(op, word);
+                }
                 group::resolve(self, word, guard);
                 word = self.load();
                 continue;
             }
             if word & EVICTED != 0 {
-                return None;
+                return Swept::Evicted;
             }
             if word & TOUCHED == 0 {
-                return Some(Err(word));
+                return Swept::Victim(word);
             }
             // Relaxed on success: the bit publishes nothing, and a group's drop decision does
             // not depend on it: the counts a sweep leaves were written before it, by a write
@@ -161,7 +176,7 @@ impl Node {
                 Ordering::Relaxed,
                 Ordering::SeqCst,
             ) {
-                Ok(_) => return Some(Ok(())),
+                Ok(_) => return Swept::Cleared,
                 Err(now) => word = now,
             }
         }

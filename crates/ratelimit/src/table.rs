@@ -44,10 +44,13 @@
 //!   - `E | 2` (an eviction record: a [`GroupOp`] of one entry, the victim): an insertion that evicts is in
 //!     flight.
 //!
-//!   `idle(X) -> N` and `idle(X) -> E | 2`: the planner's compare-and-swap (its owner). `N ->
-//!   idle(N)`: any thread that completes it, once `N` is in its way. `E | 2 -> idle(N)` (`N`
-//!   the new node) once `E` succeeded and `N` is in its way, `E | 2 -> idle(X)` (the word it
-//!   replaced) once `E` failed: any thread that completes it.
+//!   `idle(X) -> N` and `idle(X) -> E | 2`: the planner's compare-and-swap (its owner);
+//!   `idle(X) -> E | 2` also by a thread helping `E` (a CLOCK sweep that met `E`'s marker and
+//!   holds a reference on `E`), from the word `idle(X)` that `E`'s owner's scan saw, while `E`
+//!   is undecided (a helper's install may land just after `E` was decided `FAILED`: a *late*
+//!   claim, I3). `N -> idle(N)`: any thread that completes it, once `N` is in its way. `E | 2
+//!   -> idle(N)` (`N` the new node) once `E` succeeded and `N` is in its way, `E | 2 ->
+//!   idle(X)` (the word it replaced) once `E` failed: any thread that completes it.
 //! - **A slot** (one way): `null -> N` (an empty way's insertion, any completer) or `v -> N`
 //!   (an eviction's victim replaced by its new node, any completer, only after the eviction
 //!   succeeded). Never back to null; the thread whose compare-and-swap took `v` out retires it.
@@ -69,25 +72,41 @@
 //!   helper, while `R` is undecided. Nothing else changes the word: it never rises (a unit is
 //!   never given back; keys are only ever replaced), so once it is `0 << 1` it stays so (the
 //!   shard is *stable-full*).
-//! - **An operation record** ([`GroupOp`], a group or an eviction): `status` `UNDECIDED ->
-//!   SUCCEEDED | FAILED`, once, by compare-and-swap, by the owner or any thread that meets one of
-//!   its markers (or, for an eviction, its claim); `settled` advanced by the owner only (a group:
-//!   after each marker; an eviction: once its marker is in place and its claim held); retired by
-//!   its owner once no marker of it and no claim word leads to it.
+//! - **An operation record** ([`GroupOp`], a group or an eviction): its status word's decision
+//!   `UNDECIDED -> SUCCEEDED | FAILED`, once, by compare-and-swap, by the owner or any thread
+//!   that meets one of its markers (or, for an eviction, its claim, or a claim word that moved
+//!   past its owner's scan: a helper); `settled` advanced by the owner only (a group: after each
+//!   marker; an eviction: once its marker is in place and its claim held, by its owner). An
+//!   eviction's status word also counts the references of its helpers (taken by
+//!   compare-and-swap only while it is undecided, a decision keeps them, released after the
+//!   helper's completion of it) and an `OWNER_DONE` bit (set by its owner when it is done and
+//!   helpers still hold references). A group is retired by its owner once no marker of it is
+//!   left; an eviction, with its new node if it failed, by whichever of its owner and its
+//!   helpers releases last (I1, I5).
 //!
 //! ## Invariants
 //!
 //! - **I1** A node is published in one slot, once, and retired exactly once: by the thread
 //!   whose compare-and-swap took it out of its slot, or, for the new node of an eviction that
-//!   failed, by that eviction's owner. A record is retired once, by its owner.
+//!   failed (never in a slot), by the last holder of that eviction's record (I5). A group's
+//!   record is retired once, by its owner; an eviction's once, by its last holder. The new node
+//!   of an eviction whose marker was installed is never reused by its owner, even if the
+//!   eviction fails: a helper may have published it in the claim word.
 //! - **I2** While a set's claim word holds `N`, way `N.way` is empty or holds `N`, and no other
 //!   slot of the set changes: every change of a set's slots happens while its claim word holds
 //!   that change's claim. Each set's non-null slots are a prefix of its ways.
 //! - **I3** While a claim word holds `E | 2`, either `E` is decided `FAILED` (a use of its victim
-//!   or another planner's sweep may abort it between its marker and its claim) or `E`'s marker
-//!   is on its victim (installed before the claim); the victim is in `E`'s way, and no slot of the
-//!   set changes until `E` is decided; a failed `E` restores the claim word it replaced, with the
-//!   set's slots as they were. What completers rely on: an undecided `E` has its marker in place.
+//!   may abort it between its marker and its claim; a late claim lands on an `E` already
+//!   failed) or `E`'s marker is on its victim (installed before any claim) and the set's
+//!   membership is the one `E`'s owner's scan saw (whoever installed the claim did so from that
+//!   scan's word `idle(X)` while `E` was undecided, I6); the victim is in `E`'s way, and no
+//!   slot of the set changes until `E` is decided; a failed `E` restores the claim word it
+//!   replaced, with the set's slots as they were. What completers rely on: an undecided `E` has
+//!   its marker in place and holds the claim it was installed with (a claim word leaves `E | 2`
+//!   only after `E` is decided), so deciding it `SUCCEEDED` then is valid. A late claim (a
+//!   helper's install after `E` failed, the claim word being `idle(X)` again) is transient:
+//!   the next completer, the installer's own completion at the latest, finds `E` failed and
+//!   restores `idle(X)`.
 //! - **I4** An eviction commits the victim's word as planned: its marker replaces exactly that
 //!   word, so it succeeds only if no access wrote the word since the plan read it. Every access
 //!   writes a key's word unless the word already shows it (same interval, reference bit set),
@@ -95,7 +114,19 @@
 //!   eviction. A sweep's clearing of a bit is itself a step.
 //! - **I5** A marker's record stays allocated while any thread can load the marker: it is
 //!   retired only after every marker of it was replaced (seize frees it once every guard that
-//!   could have loaded one has dropped).
+//!   could have loaded one has dropped). An eviction's record `E`, and its new node `N` while
+//!   `E` is not known to have succeeded, also stay allocated while any thread can load `E | 2`
+//!   from the claim word: the owner and every helper hold `E` (helpers by a reference in the
+//!   status word, taken only while `E` is undecided) from before their first install of the
+//!   claim until their own completion of `E` returned, so after the claim word left their
+//!   install; only the last release retires `E` (and `N` if `E` failed). No install comes after
+//!   it: the owner's precede its release, and a helper installs only while holding a reference,
+//!   which it can take no more once `E` is decided (so an owner that finds `E` decided with no
+//!   reference retires at once, one load, no read-modify-write). So every load of `E | 2` or
+//!   `marker(E)` happens before the word moves past it for the last time, which happens before
+//!   the last release, which happens before the retirement: the loading thread's guard is one
+//!   seize waits for. A helper reads `E` before taking its reference under the guard with
+//!   which it loaded `marker(E)` while the marker was in place (so before the retirement).
 //! - **I6** `idle(X)` does not recur while a planner that loaded it holds its guard, except as
 //!   restored by a failed eviction, which changed no slot: so when a planner's claim succeeds, the
 //!   set's membership is the one its scan saw (the key is still missing, the planned way still
@@ -137,8 +168,8 @@
 //!   needs no unit.
 //! - **New key with an eviction, and the eviction**: one instant, while the victim's marker is
 //!   in place (its word unchanged since the plan, I4): the decision of the eviction's record
-//!   (`UNDECIDED -> SUCCEEDED`), with the claim held (the membership unchanged since the scan,
-//!   I6).
+//!   (`UNDECIDED -> SUCCEEDED`, by whichever thread completes its claim, a helper's included),
+//!   with the claim held (the membership unchanged since the scan, I3, I6).
 //! - **Group admitted**: the decision `UNDECIDED -> SUCCEEDED` (all markers in place); its
 //!   lookups are steps of their own before it (E2), or, on a first attempt that found every
 //!   key tracked and only read them, take effect with it: each marker replaced the word the
@@ -165,17 +196,27 @@
 //! insertion in flight in it, and any thread that needs a unit helps the reservation pending
 //! on the units word to its decision: each of its passes decides it, completes an insertion in
 //! flight, or moves the claim word, and it fails only when another insertion into its set
-//! completed, possibly before the reservation was installed: the owner's scan was stale). A group, or an eviction, in flight is aborted by any operation
-//! that needs its victim or one of its keys before it is settled; so a group and the operations
-//! on its keys, and an eviction and the uses of its victim, are only obstruction-free against
-//! each other (E3, a forced eviction after failed commits, is not used). That includes two
-//! evicting insertions into one set whose sweeps pick the same victim: each one's sweep meets
-//! the other's marker before its claim and aborts it, the aborted one's restored claim word lets
-//! it plan again, and in the worst schedule they can abort each other forever (a livelock no
-//! preemption-bounded model shows; `linearizable_clock_two_evicting_insertions_on_one_victim`
-//! checks the safety side). Helping, a sweep that installs the claim of the marker it meets
-//! (the record keeps the claim word it expects) instead of aborting it, would make them
-//! lock-free; it is not built.
+//! completed, possibly before the reservation was installed: the owner's scan was stale).
+//!
+//! Evicting insertions are lock-free among themselves too: a CLOCK sweep that meets an
+//! eviction's marker helps that eviction instead of aborting it (`help_eviction`: it takes a
+//! reference, claims the set for it while the claim word is still the owner's scan's word,
+//! completes what is in flight in the set first, decides it `FAILED` once that word is gone,
+//! and completes it), then plans again; the owner, its claim failing, does the same. Each pass
+//! of that loop decides the eviction, completes an insertion in flight or moves the claim word,
+//! so one of two evictions whose sweeps meet each other's markers always completes, and an
+//! eviction fails only when another insertion into its set completed (its plan was stale) or a
+//! use of its victim came first.
+//!
+//! What stays obstruction-free: a group and the operations on its keys (sweeps that meet a
+//! group's marker included), and an eviction and the uses of its victim (E3, a forced eviction
+//! after failed commits, is not used). A group in flight, or an eviction not yet claimed, is
+//! aborted by any operation that needs one of its keys (its victim) before it is settled. A
+//! sweep cannot cheaply help a group's marker (that means finishing the group: installing its
+//! markers on its other keys, whose nodes the sweep may not dereference, the group module's
+//! reclamation argument), nor skip a key under one: the key's reference bit is held inside the
+//! marker's record, and a sweep that skipped it would leave it set where the sequential CLOCK
+//! model cleared it (a sweep step of its own, E1). So it aborts the group, as any access does.
 //!
 //! ## Known limits
 //!
@@ -198,7 +239,7 @@ use txgate_sync::reclaim::Guard;
 use txgate_sync::sync::{AtomicPtr, AtomicU8, AtomicUsize, Ordering};
 
 use crate::group::GroupOp;
-use crate::node::{Node, Update};
+use crate::node::{Node, Swept, Update};
 use crate::state::{self, Counts};
 
 /// Ways per set of a larger shard (with the claim word, 32 words: four cache lines). With two
@@ -454,11 +495,16 @@ pub(crate) struct Shard {
     units: AtomicPtr<Reservation>,
     /// Keys tracked (exact when no insertion is in flight).
     entries: AtomicUsize,
-    /// Under loom: the hashes of the keys evicted, in the order their owners saw them commit,
-    /// for the model checker (a plain mutex: loom runs one thread at a time and none blocks
+    /// Under loom: the hashes of the keys evicted, each pushed by its eviction's owner once it
+    /// learnt the eviction succeeded (possibly completed by a helper first; the checker sorts
+    /// them), for the model checker (a plain mutex: loom runs one thread at a time and none blocks
     /// while holding it).
     #[cfg(loom)]
     victims: std::sync::Mutex<Vec<u64>>,
+    /// Under loom: evictions attempted (markers installed on a victim), for models that bound
+    /// the retries of racing evictions (a plain atomic: it adds no interleavings).
+    #[cfg(loom)]
+    attempts: std::sync::atomic::AtomicUsize,
 }
 
 impl Shard {
@@ -505,6 +551,8 @@ impl Shard {
             entries: AtomicUsize::new(0),
             #[cfg(loom)]
             victims: std::sync::Mutex::new(Vec::new()),
+            #[cfg(loom)]
+            attempts: std::sync::atomic::AtomicUsize::new(0),
         };
         for set in 0..sets {
             // Relaxed: not shared yet.
@@ -525,6 +573,12 @@ impl Shard {
     #[cfg(loom)]
     pub(crate) fn victims(&self) -> Vec<u64> {
         self.victims.lock().expect("not poisoned").clone()
+    }
+
+    /// Under loom: the evictions this shard attempted (see `attempts`).
+    #[cfg(loom)]
+    pub(crate) fn eviction_attempts(&self) -> usize {
+        self.attempts.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// All words, as one slice.
@@ -841,38 +895,51 @@ impl Shard {
                 c = guard.protect(claim, Ordering::Acquire);
                 continue;
             }
+            #[cfg(loom)]
+            self.attempts
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            // From here a sweep that meets the marker may claim the set for the eviction and
+            // complete it (`help_eviction`): the new node may be published by another thread at
+            // any time, so it is never reused; the record and, if the eviction fails, the node
+            // go to the collector through the last release of the record (I1, I5).
             // AcqRel on success: Release publishes the operation and the new node to whoever
             // loads the claim (I3); Acquire orders our completion after it. SeqCst on failure:
             // as above.
-            if let Err(now) =
-                claim.compare_exchange(c, tag_eviction(op), Ordering::AcqRel, Ordering::SeqCst)
-            {
-                // Another insertion claimed the set: take the marker back (nobody decides it
-                // `SUCCEEDED`: it is not settled) and plan again on the newer claim word.
-                let _ = GroupOp::decide(op, false, guard);
-                GroupOp::replace(op, victim_node, guard);
-                // SAFETY: (1) from `Box::into_raw`, retired once; (2) its only marker is
-                // replaced and it was never in a claim word: no thread entering now can load it.
-                unsafe { guard.retire(op) };
-                // SAFETY: the claim failed: resolvers of the marker never read the new node, so
-                // it is still ours alone.
-                unused = Some(unsafe { Box::from_raw(ptr) });
-                c = now;
-                continue;
-            }
-            // The marker is in place and the claim held: the eviction may be decided
-            // `SUCCEEDED` (by us in `complete`, or by any thread that meets it).
-            GroupOp::settle(op, guard);
-            let evicted = self.complete(set, tag_eviction(op), guard);
-            // SAFETY: (1) from `Box::into_raw`, retired once; (2) `complete` returned after the
-            // marker was replaced and the claim word moved past the operation (I3), so no thread
-            // entering now can load it.
-            unsafe { guard.retire(op) };
+            let evicted = match claim.compare_exchange(
+                c,
+                tag_eviction(op),
+                Ordering::AcqRel,
+                Ordering::SeqCst,
+            ) {
+                Err(now) if now != tag_eviction(op) => {
+                    // Another insertion holds the set, or a helper claimed it for us and it moved
+                    // on already: help the set on, and claim it if the set comes back to our
+                    // scan's word while the eviction is undecided; else it is decided (possibly
+                    // `SUCCEEDED` by a helper: the new node is in its way).
+                    self.drive(set, op, guard)
+                }
+                _ => {
+                    // The marker is in place and the claim held (ours, or a helper's for us): the
+                    // eviction may be decided `SUCCEEDED` (by us in `complete`, or by any thread
+                    // that meets it).
+                    GroupOp::settle(op, guard);
+                    self.complete(set, tag_eviction(op), guard)
+                }
+            };
+            // SAFETY: `complete` (also at the end of `drive`) returned after the record was
+            // decided, its marker replaced and our install of its claim, if any, completed; the
+            // owner's hold is ours to release.
+            let retired = unsafe { GroupOp::release(op, true, guard) };
+            #[cfg(any(debug_assertions, loom))]
+            self.assert_claim_gone(set, op, retired);
+            #[cfg(not(any(debug_assertions, loom)))]
+            let _ = retired;
             if evicted {
                 #[cfg(loom)]
                 self.victims.lock().expect("not poisoned").push(victim_key);
                 return Got {
-                    // SAFETY: our node, placed in its way by the completion.
+                    // SAFETY: our node, placed in its way by the completion; it leaves its slot
+                    // (and is retired) only after our guard entered.
                     node: unsafe { self.deref(ptr, guard) },
                     inserted: true,
                     victim: Some(Victim {
@@ -882,11 +949,8 @@ impl Shard {
                     evicted: 1,
                 };
             }
-            // Aborted: the victim was used first. The new node was published through the
-            // operation, so it goes to the collector; plan again.
-            // SAFETY: (1) from `Box::into_raw`, retired once; (2) it was never in a slot and the
-            // claim word no longer leads to it.
-            unsafe { guard.retire(ptr) };
+            // Aborted: the victim was used first, or the plan went stale. The new node goes to
+            // the collector with the record; plan again.
             // Acquire: as in `get_or_insert`.
             c = guard.protect(claim, Ordering::Acquire);
         }
@@ -1097,8 +1161,9 @@ impl Shard {
     }
 
     /// The victim in a full set of `len` nodes, for new key `key`: its way, node and counts
-    /// word (the one its eviction must still find, I4). `None` if a node is found evicted: the
-    /// planner's scan is stale.
+    /// word (the one its eviction must still find, I4). `None` if a node is found evicted (the
+    /// planner's scan is stale), or after helping another insertion's eviction that the sweep
+    /// met ([`Shard::help_eviction`]): plan again.
     fn victim(
         &self,
         set: usize,
@@ -1121,12 +1186,112 @@ impl Shard {
             // SAFETY: loaded under `guard` from our slot; the prefix is non-null.
             let node = unsafe { self.deref(ptr, guard) };
             match node.sweep(guard) {
-                None => return None,
-                Some(Ok(())) => {}
-                Some(Err(word)) => return Some((way, ptr.cast_const(), word)),
+                Swept::Evicted => return None,
+                Swept::Cleared => {}
+                Swept::Victim(word) => return Some((way, ptr.cast_const(), word)),
+                Swept::Eviction(op, marker) => {
+                    // Another insertion's eviction of this key, in flight: finish it (the set
+                    // changes), then plan again.
+                    self.help_eviction(set, op, node, marker, guard);
+                    return None;
+                }
             }
             way = if way + 1 == len { 0 } else { way + 1 };
         }
+    }
+
+    /// A sweep met the marker `marker` of eviction `op` on `node` (a key of `set`): helps that
+    /// eviction to its end instead of aborting it, so that of two evictions whose sweeps meet
+    /// each other's marker one always completes (module docs, "Progress"). If the record is
+    /// already decided only its marker is resolved (as `group::resolve` does).
+    #[cold]
+    #[inline(never)]
+    fn help_eviction(
+        &self,
+        set: usize,
+        op: *mut GroupOp,
+        node: &Node,
+        marker: u64,
+        guard: &Guard<'_>,
+    ) {
+        // The marker was loaded under `guard` while in place: `op` is allocated until `guard`
+        // drops (I5), so the reference can be taken (or refused) safely.
+        if !GroupOp::take_ref(op, guard) {
+            crate::group::resolve(node, marker, guard);
+            return;
+        }
+        self.drive(set, op, guard);
+        // SAFETY: `drive` decided the eviction (its `complete` decides) and replaced its marker,
+        // and our installs of its claim, if any, were completed by it; we hold a reference.
+        let retired = unsafe { GroupOp::release(op, false, guard) };
+        #[cfg(any(debug_assertions, loom))]
+        self.assert_claim_gone(set, op, retired);
+        #[cfg(not(any(debug_assertions, loom)))]
+        let _ = retired;
+    }
+
+    /// Debug builds and loom: once eviction `op` is retired, no claim word holds it (I5: every
+    /// install was by a holder and was completed before its release).
+    #[cfg(any(debug_assertions, loom))]
+    fn assert_claim_gone(&self, set: usize, op: *mut GroupOp, retired: bool) {
+        // Relaxed: a check of this thread's own view; the holders' completions happen before
+        // the last release (its Acquire), so the claim word has moved past `op` in it.
+        if retired && self.claim(set).load(Ordering::Relaxed) == tag_eviction(op) {
+            panic!("an eviction was retired while the claim word still held it");
+        }
+    }
+
+    /// Drives eviction `op` of `set` (the caller's own, or one it holds a reference on) to its
+    /// decision: installs its claim on its owner's behalf while the claim word still holds the
+    /// word the owner's scan saw, completes insertions in flight in the set first, and decides
+    /// it `FAILED` once the claim word moved past that word; then completes it. Returns whether
+    /// it succeeded. Each pass decides, completes an insertion in flight, or moves the claim
+    /// word, so it ends (lock-free).
+    fn drive(&self, set: usize, op: *mut GroupOp, guard: &Guard<'_>) -> bool {
+        let claim = self.claim(set);
+        let mine = tag_eviction(op);
+        guard.check(op);
+        // SAFETY: the caller owns `op` or holds a reference on it (I5).
+        let expected = unsafe { &*op }.prev;
+        loop {
+            #[cfg(any(debug_assertions, loom))]
+            GroupOp::assert_held(op, guard);
+            // The claim word first, then the status (Acquire, so not performed before this
+            // load): a claim word `expected` read before an undecided status is read while the
+            // eviction's owner still holds the guard under which it loaded `idle(X)`, so `X`'s
+            // address was not reused: it is `X` itself, in one of the set's ways (I6). Then `X`
+            // leaves its way, if ever, after our guard entered, so the address stays `X`'s
+            // while we hold it, and our compare-and-swap below lands only on `idle(X)` itself:
+            // the set's membership as the owner's scan saw it (I6), or a late claim if the
+            // record was decided meanwhile (I3).
+            // Acquire: as in `get_or_insert`.
+            let c = guard.protect(claim, Ordering::Acquire);
+            if !GroupOp::undecided(op, guard) || c == mine {
+                break;
+            }
+            if c == expected {
+                // The set's membership is the one the owner's scan saw and the marker is in
+                // place (the record is undecided): claim the set for the eviction (I3). If the
+                // record is decided `FAILED` before this lands, the claim is a late one, which
+                // `complete` below (or any completer) takes back; the references keep the
+                // record and its node allocated while it is there (I5). AcqRel on success:
+                // Release passes the record and its node (acquired with the marker) on to whoever
+                // loads the claim, Acquire orders our completion after it. Relaxed on failure:
+                // the claim word is loaded again.
+                let _ = claim.compare_exchange(c, mine, Ordering::AcqRel, Ordering::Relaxed);
+            } else if is_claim(c) {
+                // Another insertion in flight in the set: complete it first.
+                self.complete(set, c, guard);
+            } else {
+                // `idle(Y)`, `Y` not the owner's `X`: an insertion completed in the set since
+                // the owner's scan, and `idle(X)` never recurs while the record is undecided
+                // (I6): its plan is stale.
+                let _ = GroupOp::decide(op, false, guard);
+                break;
+            }
+        }
+        // Decided, or its claim seen in place: complete it (idempotent when decided).
+        self.complete(set, mine, guard)
     }
 
     /// Carries out the insertion that claim word `c` names (an empty way's node, or an eviction
@@ -1198,8 +1363,11 @@ impl Shard {
         let node = unsafe { self.deref(n, guard) };
         let way = usize::from(node.way);
         let slot = self.slot(set, way);
-        // Undecided, so the claim still holds `c` and the marker is in place (I3): decide.
-        // (The owner settles or aborts before it completes, so this is a helper's decision.)
+        // Undecided, so the claim still holds `c` and the marker is in place (I3): decide. (The
+        // caller loaded `c` from the claim word or installed it; a claim word leaves `c` only
+        // after the record is decided, whoever installed it: the owner, or a helper, which
+        // installs only while the record is undecided and the set's membership the owner's,
+        // I6. Callers that never saw `c` in place call this only on a decided record.)
         let evicts = GroupOp::decide(op, true, guard);
         // Acquire: as in `scan`.
         let v = guard.protect(slot, Ordering::Acquire);

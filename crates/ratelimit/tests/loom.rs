@@ -801,6 +801,17 @@ fn linearizable_within(
     config: Config,
     scenario: impl Fn(&AppRateLimiter) -> Scenario + Send + Sync + 'static,
 ) -> usize {
+    linearizable_then(bound, config, scenario, |_| {})
+}
+
+/// [`linearizable_within`], also running `after` on the limiter at the end of every execution
+/// (before the checker).
+fn linearizable_then(
+    bound: Option<usize>,
+    config: Config,
+    scenario: impl Fn(&AppRateLimiter) -> Scenario + Send + Sync + 'static,
+    after: impl Fn(&AppRateLimiter) + Send + Sync + 'static,
+) -> usize {
     let histories = std::sync::Arc::new(std::sync::Mutex::new(std::collections::BTreeSet::new()));
     let seen = histories.clone();
     let mut builder = loom::model::Builder::new();
@@ -846,6 +857,7 @@ fn linearizable_within(
             .unwrap()
             .insert(format!("{got:?} {outcome:?} {victims:?}"));
         l.validate();
+        after(&l);
         // E2: a group of two keys or more is its lookup steps, then its admit-or-drop step,
         // each a step of its own; it may first have run the lookups of one attempt that another
         // operation aborted (a prefix of its keys, one more step).
@@ -1956,26 +1968,88 @@ fn clock_a_stale_helper_never_reinstates_a_replaced_node() {
 /// Two evicting insertions into one CLOCK set that plan the same victim (capacity 2 in one set
 /// of 4 ways, L = 1; v and w tracked with their reference bits clear; m and n new keys whose
 /// sweeps start at the same way). Each planner installs its eviction's marker on the victim
-/// before it claims the set, and the other's sweep, meeting that marker, aborts it, so the two
-/// can abort each other's plans round after round (insertions into one set are obstruction-free
-/// among themselves, not lock-free; a preemption bound cannot show that). Safety is what this
-/// checks: each key admitted once, each eviction CLOCK's choice at its instant.
+/// before it claims the set; a sweep that meets the other's marker helps that eviction to its
+/// end instead of aborting it, so one of them always completes: in every execution at most
+/// three evictions are attempted (markers installed: one each, and one more by a planner whose
+/// scan came after the other's insertion completed but whose claim word was loaded before, a
+/// stale plan that fails on the claim). Aborting instead lets each abort the other's plan in
+/// turn (four attempts within two preemptions, and no bound on the rounds). Also each key
+/// admitted once, each eviction CLOCK's choice at its instant.
 #[test]
 fn linearizable_clock_two_evicting_insertions_on_one_victim() {
-    linearizable(clock_shard(1, 2, 4), |l| {
-        let [v, w] = keys(l);
+    linearizable_then(
+        None,
+        clock_shard(1, 2, 4),
+        |l| {
+            let [v, w] = keys(l);
+            let start = |k: &AppKey| (((k.hash() >> 16) & 0xFFFF_FFFF) * 2) >> 32;
+            let fresh: Vec<AppKey> = (2..=255u8).map(|i| l.app_key(1, &peer(i))).collect();
+            let m = fresh[0];
+            let n = *fresh[1..]
+                .iter()
+                .find(|k| start(k) == start(&m))
+                .expect("a key with the same start way");
+            Scenario {
+                setup: vec![admit(&[v], 1), admit(&[w], 1)],
+                threads: [vec![admit(&[m], 1)], vec![admit(&[n], 1)]],
+                keys: vec![v, w, m, n],
+            }
+        },
+        |l| {
+            let attempts = l.eviction_attempts();
+            assert!(
+                attempts <= 3,
+                "{attempts} evictions attempted for two insertions"
+            );
+        },
+    );
+}
+
+/// A helper's late claim (CLOCK, capacity 2 in one set of 4 ways, L = 1; v and w tracked, bits
+/// clear; n and m new keys whose sweeps start at v's way, 0): the main thread inserts n,
+/// evicting v; thread 1 inserts m, whose sweep meets n's marker on v and helps that eviction;
+/// thread 2 admits v again (dropped if v is still tracked: at its limit), which aborts the eviction if it finds the
+/// marker before the claim. The helper may load the claim word and the undecided status just
+/// before the abort and install the eviction's claim after it: a late claim on a failed
+/// eviction, which the owner may meet (its own claim then fails on it) and which must be taken
+/// back before the record, and the new node it names, are retired (the references; a holder
+/// that finds its record retired, or a record retired with its claim in place, fails an
+/// assertion, and loom's collector stand-in poisons retired records). Every execution: each
+/// insertion admitted, two keys tracked, the structure valid.
+#[test]
+fn clock_a_helpers_late_claim_on_a_failed_eviction() {
+    loom::model(|| {
+        let l = clock_limiter(1, 2, 4);
+        let [v, w] = [0, 1].map(|i| l.app_key(1, &peer(i)));
         let start = |k: &AppKey| (((k.hash() >> 16) & 0xFFFF_FFFF) * 2) >> 32;
-        let fresh: Vec<AppKey> = (2..=255u8).map(|i| l.app_key(1, &peer(i))).collect();
-        let m = fresh[0];
-        let n = *fresh[1..]
-            .iter()
-            .find(|k| start(k) == start(&m))
-            .expect("a key with the same start way");
-        Scenario {
-            setup: vec![admit(&[v], 1), admit(&[w], 1)],
-            threads: [vec![admit(&[m], 1)], vec![admit(&[n], 1)]],
-            keys: vec![v, w, m, n],
-        }
+        // v is in way 0 (the set's first key).
+        let mut from_v = (2..=255u8)
+            .map(|i| l.app_key(1, &peer(i)))
+            .filter(|k| start(k) == 0);
+        let n = from_v.next().expect("a key whose sweep starts at v's way");
+        let m = from_v
+            .next()
+            .expect("two keys whose sweeps start at v's way");
+        assert!(l.admit_key(v, T0).is_admit());
+        assert!(l.admit_key(w, T0).is_admit());
+        let helper = {
+            let l = l.clone();
+            thread::spawn(move || l.admit_key(m, T0))
+        };
+        let hit = {
+            let l = l.clone();
+            // Dropped while v is tracked (at its limit), admitted afresh once evicted.
+            thread::spawn(move || drop(l.admit_key(v, T0)))
+        };
+        // The owner on the main thread, after the spawns: a schedule that stops it after its
+        // marker, the helper after its loads, and lets the hit run to its end, reaches the late
+        // claim within two preemptions.
+        assert!(l.admit_key(n, T0).is_admit());
+        assert!(helper.join().unwrap().is_admit());
+        hit.join().unwrap();
+        let s = l.stats();
+        assert_eq!(s.entries, 2, "{s:?}");
+        l.validate();
     });
 }
 
