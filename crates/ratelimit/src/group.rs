@@ -246,7 +246,9 @@ impl GroupOp {
         guard: &Guard<'_>,
     ) -> bool {
         guard.check(op);
-        // SAFETY: the owner's operation stays allocated until the owner retires it.
+        // SAFETY: only the operation's owner calls this, before its end: a record is retired
+        // only at or after its owner's end (by the owner, or by the last helper holding a
+        // reference to an eviction record, I5).
         let this = unsafe { &*op };
         // Relaxed (both): published by the install below. A success makes the word final.
         this.entries[0].old.store(word, Ordering::Relaxed);
@@ -265,7 +267,7 @@ impl GroupOp {
     /// may decide it `SUCCEEDED`.
     pub(crate) fn settle(op: *const Self, guard: &Guard<'_>) {
         guard.check(op);
-        // SAFETY: as in `install_victim`; a helper calls it under the guard that loaded `op`.
+        // SAFETY: as in `install_victim` (only the owner calls it, once its claim is held).
         let this = unsafe { &*op };
         // Release: a resolver that reads it (Acquire) decides on a settled operation.
         this.settled.store(this.entries.len(), Ordering::Release);
@@ -481,7 +483,9 @@ impl GroupOp {
         guard: &Guard<'_>,
     ) -> bool {
         guard.check(op);
-        // SAFETY: the owner's operation stays allocated until the owner retires it.
+        // SAFETY: only the operation's owner calls this, before its end: a record is retired
+        // only at or after its owner's end (by the owner, or by the last helper holding a
+        // reference to an eviction record, I5).
         let this = unsafe { &*op };
         debug_assert!(std::ptr::eq(this.entries[i].node, node));
         debug_assert_eq!(old & (MARKER | state::EVICTED), 0);

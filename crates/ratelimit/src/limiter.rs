@@ -503,6 +503,17 @@ impl AppRateLimiter {
         }
     }
 
+    /// Under loom: the evictions that CLOCK sweeps have helped so far, for models that check
+    /// what follows a help.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn eviction_helps(&self) -> usize {
+        match &self.shards {
+            Shards::Lru(_) => 0,
+            Shards::Clock(shards) => shards.iter().map(|s| s.eviction_helps()).sum(),
+        }
+    }
+
     /// The `(prev, cur)` of a tracked key as stored (not rolled), for differential tests; does
     /// not refresh its recency.
     #[doc(hidden)]

@@ -202,11 +202,12 @@
 //! eviction's marker helps that eviction instead of aborting it (`help_eviction`: it takes a
 //! reference, claims the set for it while the claim word is still the owner's scan's word,
 //! completes what is in flight in the set first, decides it `FAILED` once that word is gone,
-//! and completes it), then plans again; the owner, its claim failing, does the same. Each pass
-//! of that loop decides the eviction, completes an insertion in flight or moves the claim word,
-//! so one of two evictions whose sweeps meet each other's markers always completes, and an
-//! eviction fails only when another insertion into its set completed (its plan was stale) or a
-//! use of its victim came first.
+//! and completes it), then plans again, its sweep going on from the way after the bits it
+//! cleared; the owner, its claim failing, does the same. Each pass of that loop decides the
+//! eviction, completes an insertion in flight or moves the claim word, so one of two evictions
+//! whose sweeps meet each other's markers always completes, and an eviction fails only when
+//! another insertion into its set completed (its plan was stale) or a use of its victim came
+//! first.
 //!
 //! What stays obstruction-free: a group and the operations on its keys (sweeps that meet a
 //! group's marker included), and an eviction and the uses of its victim (E3, a forced eviction
@@ -220,9 +221,10 @@
 //!
 //! ## Known limits
 //!
-//! - A CLOCK sweep that is abandoned (its claim failed, or the key turned out present) leaves
-//!   the bits it cleared, and the insertion's next sweep starts again at its start way: those
-//!   clearings are sweep steps (E1) of an insertion that does not happen, or that restarts.
+//! - A CLOCK sweep that is abandoned (the key turned out present) leaves the bits it cleared:
+//!   those clearings are sweep steps (E1) of an insertion that does not happen. (An insertion
+//!   that plans again, after a failed claim, a stale plan or a help, goes on sweeping from the
+//!   way after the bits it cleared, as the model's one sweep does.)
 //!   The loom checker interleaves the sweep steps of one sweep per new key
 //!   (`Model::sweep_step`, up to three per operation: before a single key's insertion, or
 //!   before a group's lookups of its new keys) and at most one aborted attempt per group, not
@@ -505,6 +507,10 @@ pub(crate) struct Shard {
     /// the retries of racing evictions (a plain atomic: it adds no interleavings).
     #[cfg(loom)]
     attempts: std::sync::atomic::AtomicUsize,
+    /// Under loom: evictions a sweep helped (`help_eviction` calls that took a reference), for
+    /// models that check what follows a help (a plain atomic: it adds no interleavings).
+    #[cfg(loom)]
+    helps: std::sync::atomic::AtomicUsize,
 }
 
 impl Shard {
@@ -553,6 +559,8 @@ impl Shard {
             victims: std::sync::Mutex::new(Vec::new()),
             #[cfg(loom)]
             attempts: std::sync::atomic::AtomicUsize::new(0),
+            #[cfg(loom)]
+            helps: std::sync::atomic::AtomicUsize::new(0),
         };
         for set in 0..sets {
             // Relaxed: not shared yet.
@@ -579,6 +587,12 @@ impl Shard {
     #[cfg(loom)]
     pub(crate) fn eviction_attempts(&self) -> usize {
         self.attempts.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Under loom: the evictions this shard's sweeps helped (see `helps`).
+    #[cfg(loom)]
+    pub(crate) fn eviction_helps(&self) -> usize {
+        self.helps.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// All words, as one slice.
@@ -776,6 +790,7 @@ impl Shard {
         // A node allocated for an insertion whose claim failed, reused by the retry (never one
         // that an eviction published: see below).
         let mut unused: Option<Box<Node>> = None;
+        let mut swept = 0usize;
         loop {
             if is_claim(c) {
                 self.complete(set, c, guard);
@@ -798,7 +813,7 @@ impl Shard {
             // The plan: the first empty way, or a victim (module docs).
             let (way, unit, plan) = match self.room(len, guard) {
                 Room::Way(unit) => (len, unit, None),
-                Room::Evict => match self.victim(set, len, key, guard) {
+                Room::Evict => match self.victim(set, len, key, &mut swept, guard) {
                     Some((way, victim, word)) => (way, None, Some((victim, word))),
                     None => {
                         // A stale plan (the set changed under the scan): look again.
@@ -1163,12 +1178,18 @@ impl Shard {
     /// The victim in a full set of `len` nodes, for new key `key`: its way, node and counts
     /// word (the one its eviction must still find, I4). `None` if a node is found evicted (the
     /// planner's scan is stale), or after helping another insertion's eviction that the sweep
-    /// met ([`Shard::help_eviction`]): plan again.
+    /// met ([`Shard::help_eviction`]): plan again. `swept`: the reference bits this insertion's
+    /// sweep has cleared so far, over all its plans; the sweep goes on that many ways after its
+    /// start way and adds the bits it clears now. The sequential CLOCK model's sweep is one pass
+    /// that goes on from the way after its last step; a replan that started over would pass the
+    /// ways it cleared again and could take a key whose bit it cleared itself, which no
+    /// sequential order evicts (E1).
     fn victim(
         &self,
         set: usize,
         len: usize,
         key: u64,
+        swept: &mut usize,
         guard: &Guard<'_>,
     ) -> Option<(usize, *const Node, u64)> {
         debug_assert!(len > 0);
@@ -1178,6 +1199,7 @@ impl Shard {
         // bits it passes (each clearing a step of its own, I4). If every bit was set, the start
         // way's key goes once its bit reads clear (the sweep goes round again).
         let start = ((((key >> 16) & 0xFFFF_FFFF) * len as u64) >> 32) as usize;
+        let start = (start + *swept) % len;
         let mut way = start;
         loop {
             // Acquire: as in `scan`.
@@ -1187,7 +1209,7 @@ impl Shard {
             let node = unsafe { self.deref(ptr, guard) };
             match node.sweep(guard) {
                 Swept::Evicted => return None,
-                Swept::Cleared => {}
+                Swept::Cleared => *swept += 1,
                 Swept::Victim(word) => return Some((way, ptr.cast_const(), word)),
                 Swept::Eviction(op, marker) => {
                     // Another insertion's eviction of this key, in flight: finish it (the set
@@ -1220,6 +1242,9 @@ impl Shard {
             crate::group::resolve(node, marker, guard);
             return;
         }
+        #[cfg(loom)]
+        self.helps
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.drive(set, op, guard);
         // SAFETY: `drive` decided the eviction (its `complete` decides) and replaced its marker,
         // and our installs of its claim, if any, were completed by it; we hold a reference.

@@ -812,6 +812,21 @@ fn linearizable_then(
     scenario: impl Fn(&AppRateLimiter) -> Scenario + Send + Sync + 'static,
     after: impl Fn(&AppRateLimiter) + Send + Sync + 'static,
 ) -> usize {
+    linearizable_when(bound, config, scenario, move |l| {
+        after(l);
+        true
+    })
+}
+
+/// [`linearizable_then`] whose `when` (run at the end of every execution, before the checker)
+/// also says whether to check the execution's history (review: to check only the executions
+/// that took one path).
+fn linearizable_when(
+    bound: Option<usize>,
+    config: Config,
+    scenario: impl Fn(&AppRateLimiter) -> Scenario + Send + Sync + 'static,
+    when: impl Fn(&AppRateLimiter) -> bool + Send + Sync + 'static,
+) -> usize {
     let histories = std::sync::Arc::new(std::sync::Mutex::new(std::collections::BTreeSet::new()));
     let seen = histories.clone();
     let mut builder = loom::model::Builder::new();
@@ -857,7 +872,9 @@ fn linearizable_then(
             .unwrap()
             .insert(format!("{got:?} {outcome:?} {victims:?}"));
         l.validate();
-        after(&l);
+        if !when(&l) {
+            return;
+        }
         // E2: a group of two keys or more is its lookup steps, then its admit-or-drop step,
         // each a step of its own; it may first have run the lookups of one attempt that another
         // operation aborted (a prefix of its keys, one more step).
@@ -2039,7 +2056,9 @@ fn clock_a_helpers_late_claim_on_a_failed_eviction() {
         let hit = {
             let l = l.clone();
             // Dropped while v is tracked (at its limit), admitted afresh once evicted.
-            thread::spawn(move || drop(l.admit_key(v, T0)))
+            thread::spawn(move || {
+                let _ = l.admit_key(v, T0);
+            })
         };
         // The owner on the main thread, after the spawns: a schedule that stops it after its
         // marker, the helper after its loads, and lets the hit run to its end, reaches the late
@@ -2224,4 +2243,199 @@ fn linearizable_clock_a_dropped_group_rereads_its_failing_key() {
             keys: vec![a, b, c, z],
         }
     });
+}
+
+// A CLOCK sweep that meets another insertion's eviction marker helps that eviction to its end,
+// then plans again: its sweep goes on from the way after the bits it cleared, as the model's
+// single sweep does (starting over would pass those ways a second time and take a key whose
+// bit the sweep itself cleared).
+
+/// The way of a CLOCK set holding two keys at which a new key's sweep starts (hash bits 16..48
+/// of the key pick it, `table.rs`).
+fn start_way(k: &AppKey) -> u64 {
+    (((k.hash() >> 16) & 0xFFFF_FFFF) * 2) >> 32
+}
+
+/// New keys whose sweeps start at `way` of a CLOCK set holding two keys, in the order of their
+/// peers.
+fn sweeping_from(l: &AppRateLimiter, way: u64) -> impl Iterator<Item = AppKey> + '_ {
+    (2..=255u8)
+        .map(|i| l.app_key(1, &peer(i)))
+        .filter(move |k| start_way(k) == way)
+}
+
+/// Whether any execution of a model helped an eviction (set by the models' `when`).
+fn helped_flag() -> (
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+    impl Fn(&AppRateLimiter) -> bool + Send + Sync + 'static,
+) {
+    let helped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = helped.clone();
+    (helped, move |l: &AppRateLimiter| {
+        if l.eviction_helps() > 0 {
+            seen.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        true
+    })
+}
+
+/// One set of 4 ways holding v (way 0, reference bit set) and w (way 1, bit clear), L = 2. The
+/// main thread inserts n, whose sweep starts at w's way (w is its victim); thread 1 inserts m,
+/// whose sweep starts at v's way: it clears v's bit, meets n's marker on w, helps that eviction
+/// to its end and plans again. The model's sweep goes on after its steps: after n evicted w, m
+/// takes n (or m evicts w first and n then takes m); no order evicts both v and w. A sweep that
+/// started over from its start way after helping (or after a failed marker install, or a stale
+/// claim) would find v's bit clear and evict it.
+#[test]
+fn linearizable_clock_a_sweep_goes_on_after_it_helps() {
+    let (helped, when) = helped_flag();
+    linearizable_when(None, clock_shard(2, 2, 4), sweep_goes_on, when);
+    assert!(
+        helped.load(std::sync::atomic::Ordering::Relaxed),
+        "no execution helped an eviction"
+    );
+}
+
+/// The scenario of [`linearizable_clock_a_sweep_goes_on_after_it_helps`].
+fn sweep_goes_on(l: &AppRateLimiter) -> Scenario {
+    let [v, w] = keys(l);
+    let n = sweeping_from(l, 1).next().expect("a key starting at w");
+    let m = sweeping_from(l, 0).next().expect("a key starting at v");
+    Scenario {
+        // v and w admitted (bits clear: new keys), then v hit (its bit set).
+        setup: vec![admit(&[v], 1), admit(&[w], 1), admit(&[v], 1)],
+        threads: [vec![admit(&[n], 1)], vec![admit(&[m], 1)]],
+        keys: vec![v, w, n, m],
+    }
+}
+
+/// [`linearizable_clock_a_sweep_goes_on_after_it_helps`] with the checker run only on the
+/// executions in which a sweep helped an eviction (the shard's help counter under loom): the
+/// helping path's own replan, apart from the older ones (a failed marker install, a stale
+/// claim).
+#[test]
+fn linearizable_clock_a_sweep_goes_on_after_it_helps_helped_executions_only() {
+    linearizable_when(None, clock_shard(2, 2, 4), sweep_goes_on, |l| {
+        l.eviction_helps() > 0
+    });
+}
+
+/// The same new key inserted by two threads at once into a full CLOCK set (capacity 2, one set
+/// of 4 ways, L = 1): the second thread's sweep may meet the first's eviction marker and help
+/// it; it must then find the key tracked (one admission, one drop), never insert it twice.
+#[test]
+fn linearizable_clock_one_new_key_inserted_twice() {
+    linearizable(clock_shard(1, 2, 4), |l| {
+        let [v, w, n] = keys(l);
+        Scenario {
+            setup: vec![admit(&[v], 1), admit(&[w], 1)],
+            threads: [vec![admit(&[n], 1)], vec![admit(&[n], 1)]],
+            keys: vec![v, w, n],
+        }
+    });
+}
+
+/// The sweeps of the late-claim model start at v's way: each of its two new keys, inserted
+/// alone after the set-up, evicts v (the key in way 0), not w.
+#[test]
+fn clock_late_claim_keys_start_at_v() {
+    for which in 0..2 {
+        let evicted_v = once(move || {
+            let l = clock_limiter(1, 2, 4);
+            let [v, w] = [0, 1].map(|i| l.app_key(1, &peer(i)));
+            let key = sweeping_from(&l, 0).nth(which).unwrap();
+            assert!(l.admit_key(v, T0).is_admit());
+            assert!(l.admit_key(w, T0).is_admit());
+            assert!(l.admit_key(key, T0).is_admit());
+            l.counts(v).is_none() && l.counts(w).is_some()
+        });
+        assert!(
+            evicted_v,
+            "key {which} of the late-claim model does not evict v"
+        );
+    }
+}
+
+/// A group's lookup of its new key meets another insertion's eviction (capacity 2 in one set of
+/// 4 ways, L = 2; v and w tracked, bits clear; thread 1 inserts n; thread 2 admits the group
+/// {w, m}, m new with n's start way): its sweep may meet n's marker and finish that eviction,
+/// or find its plan gone stale, before its own insertion evicts. A lookup that swept again from
+/// its start way after a stale plan evicted w twice.
+#[test]
+fn linearizable_clock_a_groups_new_key_meets_an_eviction() {
+    linearizable(clock_shard(2, 2, 4), |l| {
+        let [v, w] = keys(l);
+        let fresh: Vec<AppKey> = (2..=255u8).map(|i| l.app_key(1, &peer(i))).collect();
+        let n = fresh[0];
+        let m = *fresh[1..]
+            .iter()
+            .find(|k| start_way(k) == start_way(&n))
+            .expect("a key with the same start way");
+        Scenario {
+            setup: vec![admit(&[v], 1), admit(&[w], 1)],
+            threads: [vec![admit(&[n], 1)], vec![admit(&[w, m], 1)]],
+            keys: vec![v, w, n, m],
+        }
+    });
+}
+
+/// A group's new key helps an eviction, with sweeps that clear no bit before they plan again:
+/// one set of 4 ways holding v (way 0) and w (way 1), both bits clear, L = 2. The main thread
+/// inserts n, evicting v (its sweep starts at v's way); thread 1 admits the group {w, m}, m new
+/// with its sweep also starting at v's way: the group's lookup of m meets n's marker on v and
+/// helps (or plans v itself first), then evicts by CLOCK; w's bit, set by the group's lookup,
+/// is never swept.
+#[test]
+fn linearizable_clock_a_groups_new_key_helps_an_eviction() {
+    let (helped, when) = helped_flag();
+    linearizable_when(
+        None,
+        clock_shard(2, 2, 4),
+        |l| {
+            let [v, w] = keys(l);
+            let mut at_v = sweeping_from(l, 0);
+            let n = at_v.next().expect("a key starting at v");
+            let m = at_v.next().expect("two keys starting at v");
+            Scenario {
+                setup: vec![admit(&[v], 1), admit(&[w], 1)],
+                threads: [vec![admit(&[n], 1)], vec![admit(&[w, m], 1)]],
+                keys: vec![v, w, n, m],
+            }
+        },
+        when,
+    );
+    assert!(
+        helped.load(std::sync::atomic::Ordering::Relaxed),
+        "no execution helped an eviction"
+    );
+}
+
+/// A helped eviction followed by a use of its victim on the helper's thread (one set of 4 ways
+/// holding v (way 0) and w (way 1), both bits clear, L = 1; n and m start at v's way). The main
+/// thread inserts n (evicting v); thread 1 inserts m (its sweep may meet n's marker and help)
+/// and then admits v (a new key again if evicted, else dropped at its limit). The helper's
+/// completion of n's eviction is its instant: v's admission after it must find v new.
+#[test]
+fn linearizable_clock_a_helper_then_uses_the_victim() {
+    let (helped, when) = helped_flag();
+    linearizable_when(
+        None,
+        clock_shard(1, 2, 4),
+        |l| {
+            let [v, w] = keys(l);
+            let mut at_v = sweeping_from(l, 0);
+            let n = at_v.next().expect("a key starting at v");
+            let m = at_v.next().expect("two keys starting at v");
+            Scenario {
+                setup: vec![admit(&[v], 1), admit(&[w], 1)],
+                threads: [vec![admit(&[n], 1)], vec![admit(&[m], 1), admit(&[v], 1)]],
+                keys: vec![v, w, n, m],
+            }
+        },
+        when,
+    );
+    assert!(
+        helped.load(std::sync::atomic::Ordering::Relaxed),
+        "no execution helped an eviction"
+    );
 }
