@@ -70,8 +70,16 @@ pub struct Model {
     victims: Vec<(u32, u64)>,
     /// Per key hash, the sweep steps a pending CLOCK insertion of it has taken
     /// ([`Model::sweep_step`]): its eviction's sweep goes on from there.
-    sweeps: HashMap<u64, usize>,
+    sweeps: Sweeps,
 }
+
+/// The sweep steps of pending CLOCK insertions, per key hash ([`Model::sweep_step`]). A model
+/// holds one set; a checker that interleaves the steps of several operations gives each its
+/// own with [`Model::swap_sweeps`], since a sweep belongs to one insertion: two insertions of
+/// one key, in flight at once, each sweep from their start way, and one's steps never move the
+/// other's position (E1 in the crate docs).
+#[derive(Clone, Debug, Default)]
+pub struct Sweeps(HashMap<u64, usize>);
 
 impl Model {
     /// A model of a limiter built from `config`.
@@ -101,7 +109,7 @@ impl Model {
             tick: 0,
             stats: Stats::default(),
             victims: Vec::new(),
-            sweeps: HashMap::new(),
+            sweeps: Sweeps::default(),
         })
     }
 
@@ -329,7 +337,7 @@ impl Model {
         if len < shard.ways && (len == 0 || shard.units > 0) {
             return false;
         }
-        let done = self.sweeps.get(&key.hash).copied().unwrap_or(0);
+        let done = self.sweeps.0.get(&key.hash).copied().unwrap_or(0);
         let start = ((((key.hash >> 16) & 0xFFFF_FFFF) * len as u64) >> 32) as usize;
         let e = shard
             .entries
@@ -339,8 +347,28 @@ impl Model {
             return false;
         }
         e.touched = false;
-        self.sweeps.insert(key.hash, done + 1);
+        self.sweeps.0.insert(key.hash, done + 1);
         true
+    }
+
+    /// Swaps the model's pending sweep steps with `sweeps`: before and after the steps of one
+    /// operation, a checker swaps in that operation's own (empty for a new operation), so that
+    /// each insertion sweeps on from its own steps only.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use txgate_ratelimit::Config;
+    /// use txgate_ratelimit::model::{Model, Sweeps};
+    ///
+    /// let mut model = Model::new(&Config::default()).unwrap();
+    /// let mut mine = Sweeps::default();
+    /// model.swap_sweeps(&mut mine); // this operation's steps go in
+    /// // ... `sweep_step`s and the operation itself ...
+    /// model.swap_sweeps(&mut mine); // and come out again
+    /// ```
+    pub fn swap_sweeps(&mut self, sweeps: &mut Sweeps) {
+        std::mem::swap(&mut self.sweeps, sweeps);
     }
 
     /// The keys evicted so far, in order, as `(shard, hash)`.
@@ -381,7 +409,7 @@ impl Model {
             false
         };
         // The sweep steps this insertion already took (`sweep_step`).
-        let done = self.sweeps.remove(&key.hash).unwrap_or(0);
+        let done = self.sweeps.0.remove(&key.hash).unwrap_or(0);
         let counts = Counts {
             interval: at.interval,
             prev: 0,

@@ -813,6 +813,24 @@ impl Shard {
             // The plan: the first empty way, or a victim (module docs).
             let (way, unit, plan) = match self.room(len, guard) {
                 Room::Way(unit) => (len, unit, None),
+                // A set with room in its ways evicts only because the shard's units are gone;
+                // its scan may be older than the last unit's taking (by an insertion into this
+                // set). The claim word still as scanned once the units read `0` (final, I7)
+                // fixes the set's length for good: a non-empty set grows only by a unit, and
+                // no set shrinks. So the sweep runs over the set's real length, as the model's
+                // (a sweep over a stale length clears bits the model cannot place, E1).
+                Room::Evict
+                    if len < self.ways && {
+                        // Acquire: as in `get_or_insert`; after the Acquire load of the units word
+                        // in `room`, so a unit taken for this set shows as a claim word moved on.
+                        let now = guard.protect(claim, Ordering::Acquire);
+                        let moved = now != c;
+                        c = now;
+                        moved
+                    } =>
+                {
+                    continue;
+                }
                 Room::Evict => match self.victim(set, len, key, &mut swept, guard) {
                     Some((way, victim, word)) => (way, None, Some((victim, word))),
                     None => {
@@ -1071,10 +1089,13 @@ impl Shard {
             // Every set may hold one key without a unit.
             return Room::Way(None);
         }
-        // Relaxed: a count is only a plan (the install's compare-and-swap checks it), and `0`
-        // is final (I7); a pending word is loaded again under the guard before its record is
-        // read.
-        match reservation(self.units.load(Ordering::Relaxed)) {
+        // Acquire: a `0` read here (final, I7) may send the caller to evict in a set with room
+        // in its ways, which it does only if the set's claim word is still as scanned
+        // (`insert`); the Acquire pairs with the Release of the resolution that wrote the `0`,
+        // which follows the last unit's claim, so that claim word, or a later one, is what the
+        // caller then loads. Otherwise a count is only a plan (the install's compare-and-swap
+        // checks it); a pending word is loaded again under the guard before its record is read.
+        match reservation(self.units.load(Ordering::Acquire)) {
             Err(0) => Room::Evict,
             Err(free) => Room::Way(Some(free)),
             Ok(_) => self.help_pending(guard),
@@ -1162,10 +1183,11 @@ impl Shard {
         let taken = status == SUCCEEDED;
         let free = if taken { rec.free - 1 } else { rec.free };
         // AcqRel on success: Acquire orders our retirement of the record, if ours, after the
-        // resolution. The Release is conservative: a thread that reads the new count (Relaxed,
-        // in `room`) acts on it only through compare-and-swaps of the units word and of claim
-        // words, which order what it then reads (no loom model fails with Relaxed here).
-        // Relaxed on failure: resolved by another thread.
+        // resolution. Release: a thread whose Acquire load in `room` reads the new count
+        // happens after the decision, so after the claim word held the node (for `SUCCEEDED`):
+        // its later load of that set's claim word sees that claim or a later word (a `0` that
+        // sends it to evict is checked that way, `insert`). Relaxed on failure: resolved by
+        // another thread.
         let _ = self.units.compare_exchange(
             pending(r),
             units_word(free),

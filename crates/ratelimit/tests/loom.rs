@@ -701,7 +701,7 @@ twins! {
 // victims under loom). A group is its lookup steps and its decision
 // step, preceded perhaps by the lookups of one aborted attempt (E2 in the crate docs).
 
-use txgate_ratelimit::model::Model;
+use txgate_ratelimit::model::{Model, Sweeps};
 
 /// An operation of the check: a weighted admission at `T0 + dt`, or a penalty at `T0`.
 #[derive(Clone, Debug)]
@@ -987,6 +987,9 @@ fn linearizable_when(
                         // they made (with the lookup that made each).
                         let mut seen: [Vec<txgate_ratelimit::model::Seen>; 2] = [vec![], vec![]];
                         let mut made: [Vec<(usize, (u32, u64))>; 2] = [vec![], vec![]];
+                        // Per thread, the sweep steps of its operation in flight (a sweep
+                        // belongs to one insertion: E1).
+                        let mut sweeps: [Sweeps; 2] = Default::default();
                         let same = (0..n0 + n1).all(|i| {
                             let t = (order >> i & 1) as usize;
                             let (op, step) = st[t][next[t]];
@@ -996,7 +999,8 @@ fn linearizable_when(
                                 Op::Admit(k, c, dt) => (k, Some(*c), *dt),
                                 Op::Penalize(k) => (k, None, 0),
                             };
-                            match step {
+                            m.swap_sweeps(&mut sweeps[t]);
+                            let ok = match step {
                                 Step::Whole => on_model(&mut m, op_) == got[t][op],
                                 Step::Sweep(j) => {
                                     let key = m.group_keys(k)[j].0;
@@ -1037,7 +1041,13 @@ fn linearizable_when(
                                         None => m.penalize_step(&seen[t], &own, T0).is_some(),
                                     }
                                 }
+                            };
+                            m.swap_sweeps(&mut sweeps[t]);
+                            if matches!(step, Step::Whole | Step::Decide) {
+                                // The operation ended: its sweep, if it took any steps, too.
+                                sweeps[t] = Sweeps::default();
                             }
+                            ok
                         });
                         same && (
                             m.tracked_keys(),
@@ -2438,4 +2448,66 @@ fn linearizable_clock_a_helper_then_uses_the_victim() {
         helped.load(std::sync::atomic::Ordering::Relaxed),
         "no execution helped an eviction"
     );
+}
+
+/// The set's length changes between an insertion's scan and its plan. One set of 4 ways holding
+/// a (way 0, reference bit set) and one spare unit (capacity 2, L = 2). The main thread inserts
+/// k, whose sweep in a set of two keys starts at way 1; thread 1 inserts b, which takes the
+/// unit. Sequentially k either takes the unit (no eviction) or comes after b, its sweep
+/// starting at b's way (b's bit clear): b goes, never a. An insertion that scanned the set
+/// holding a alone and read the units `0` after b took the last one must not sweep a set of one
+/// key (clearing a's bit, then evicting a on its replan over two keys): it checks that the
+/// set's claim word is still as scanned first.
+#[test]
+fn linearizable_clock_a_sweep_runs_over_the_sets_real_length() {
+    linearizable(clock_shard(2, 2, 4), |l| {
+        let [a, b] = keys(l);
+        let k = sweeping_from(l, 1).next().expect("a key starting at way 1");
+        Scenario {
+            setup: vec![admit(&[a], 1), admit(&[a], 1)],
+            threads: [vec![admit(&[k], 1)], vec![admit(&[b], 1)]],
+            keys: vec![a, b, k],
+        }
+    });
+}
+
+/// [`linearizable_clock_a_sweep_runs_over_the_sets_real_length`] through a group's lookup of
+/// its new key (the same insertion path): the main thread admits the group {a, k} (L = 3).
+#[test]
+fn linearizable_clock_a_groups_sweep_runs_over_the_sets_real_length() {
+    linearizable(clock_shard(3, 2, 4), |l| {
+        let [a, b] = keys(l);
+        let k = sweeping_from(l, 1).next().expect("a key starting at way 1");
+        Scenario {
+            setup: vec![admit(&[a], 1), admit(&[a], 1)],
+            threads: [vec![admit(&[a, k], 1)], vec![admit(&[b], 1)]],
+            keys: vec![a, b, k],
+        }
+    });
+}
+
+/// Two insertions of one new key in flight at once each have their own sweep. One set of 4
+/// ways holding x (way 0) and y (way 1), both reference bits set (capacity 2, L = 2); k's sweep
+/// starts at way 0, m's at way 1. The main thread inserts k; thread 1 inserts k and then m. The
+/// main thread's sweep may clear x's bit and stop; thread 1's k (its own sweep from way 0)
+/// evicts x, and its m (clearing y, then taking k at way 0) evicts k; the main thread's sweep
+/// goes on at y, now clear, and evicts it. Sequentially that is the main thread's insertion of
+/// k after thread 1's operations, its sweep's first step (clearing x) taken before them.
+#[test]
+fn linearizable_clock_two_insertions_of_one_key_sweep_apart() {
+    linearizable(clock_shard(2, 2, 4), |l| {
+        let [x, y] = keys(l);
+        let k = sweeping_from(l, 0).next().expect("a key starting at way 0");
+        let m = sweeping_from(l, 1).next().expect("a key starting at way 1");
+        Scenario {
+            setup: vec![
+                admit(&[x], 1),
+                admit(&[y], 1),
+                admit(&[x], 1),
+                admit(&[y], 1),
+            ],
+            threads: [vec![admit(&[k], 1)], vec![admit(&[k], 1), admit(&[m], 1)]],
+            keys: vec![x, y, k, m],
+        }
+    });
 }
