@@ -225,10 +225,10 @@
 //!   those clearings are sweep steps (E1) of an insertion that does not happen. (An insertion
 //!   that plans again, after a failed claim, a stale plan or a help, goes on sweeping from the
 //!   way after the bits it cleared, as the model's one sweep does.)
-//!   The loom checker interleaves the sweep steps of one sweep per new key
-//!   (`Model::sweep_step`, up to three per operation: before a single key's insertion, or
-//!   before a group's lookups of its new keys) and at most one aborted attempt per group, not
-//!   these.
+//!   The loom checker interleaves the sweep steps of one sweep per insertion of a new key,
+//!   each operation's own (`Model::sweep_step`, `model::Sweeps`; up to three per operation:
+//!   before a single key's insertion, or before a group's lookups of its new keys) and at most
+//!   one aborted attempt per group, not these.
 //! - What rests on addresses not being reused while a guard that loaded them lives (I6, I7:
 //!   `idle(X)` not recurring, a reservation's or record's word not recurring) is argued from
 //!   seize's guarantee, not model-checked: loom's stand-in for the collector never reuses an
