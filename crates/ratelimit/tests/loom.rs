@@ -2274,19 +2274,35 @@ fn sweeping_from(l: &AppRateLimiter, way: u64) -> impl Iterator<Item = AppKey> +
         .filter(move |k| start_way(k) == way)
 }
 
-/// Whether any execution of a model helped an eviction (set by the models' `when`).
-fn helped_flag() -> (
-    std::sync::Arc<std::sync::atomic::AtomicBool>,
-    impl Fn(&AppRateLimiter) -> bool + Send + Sync + 'static,
+/// [`linearizable_when`] over every execution of `scenario`, which must also help an eviction
+/// in at least one of them (the shard's help counter under loom): a model of the help path that
+/// never takes it proves nothing.
+fn linearizable_helped(
+    config: Config,
+    scenario: impl Fn(&AppRateLimiter) -> Scenario + Send + Sync + 'static,
 ) {
     let helped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let seen = helped.clone();
-    (helped, move |l: &AppRateLimiter| {
+    linearizable_when(None, config, scenario, move |l| {
         if l.eviction_helps() > 0 {
             seen.store(true, std::sync::atomic::Ordering::Relaxed);
         }
         true
-    })
+    });
+    assert!(
+        helped.load(std::sync::atomic::Ordering::Relaxed),
+        "no execution helped an eviction"
+    );
+}
+
+/// v and w (the set-up's first two keys: way 0 and way 1 of a CLOCK set of 4 ways) and two new
+/// keys whose sweeps start at v's way.
+fn v_w_and_two_from_v(l: &AppRateLimiter) -> [AppKey; 4] {
+    let [v, w] = keys(l);
+    let mut at_v = sweeping_from(l, 0);
+    let n = at_v.next().expect("a key starting at v");
+    let m = at_v.next().expect("two keys starting at v");
+    [v, w, n, m]
 }
 
 /// One set of 4 ways holding v (way 0, reference bit set) and w (way 1, bit clear), L = 2. The
@@ -2298,12 +2314,7 @@ fn helped_flag() -> (
 /// claim) would find v's bit clear and evict it.
 #[test]
 fn linearizable_clock_a_sweep_goes_on_after_it_helps() {
-    let (helped, when) = helped_flag();
-    linearizable_when(None, clock_shard(2, 2, 4), sweep_goes_on, when);
-    assert!(
-        helped.load(std::sync::atomic::Ordering::Relaxed),
-        "no execution helped an eviction"
-    );
+    linearizable_helped(clock_shard(2, 2, 4), sweep_goes_on);
 }
 
 /// The scenario of [`linearizable_clock_a_sweep_goes_on_after_it_helps`].
@@ -2397,27 +2408,14 @@ fn linearizable_clock_a_groups_new_key_meets_an_eviction() {
 /// is never swept.
 #[test]
 fn linearizable_clock_a_groups_new_key_helps_an_eviction() {
-    let (helped, when) = helped_flag();
-    linearizable_when(
-        None,
-        clock_shard(2, 2, 4),
-        |l| {
-            let [v, w] = keys(l);
-            let mut at_v = sweeping_from(l, 0);
-            let n = at_v.next().expect("a key starting at v");
-            let m = at_v.next().expect("two keys starting at v");
-            Scenario {
-                setup: vec![admit(&[v], 1), admit(&[w], 1)],
-                threads: [vec![admit(&[n], 1)], vec![admit(&[w, m], 1)]],
-                keys: vec![v, w, n, m],
-            }
-        },
-        when,
-    );
-    assert!(
-        helped.load(std::sync::atomic::Ordering::Relaxed),
-        "no execution helped an eviction"
-    );
+    linearizable_helped(clock_shard(2, 2, 4), |l| {
+        let [v, w, n, m] = v_w_and_two_from_v(l);
+        Scenario {
+            setup: vec![admit(&[v], 1), admit(&[w], 1)],
+            threads: [vec![admit(&[n], 1)], vec![admit(&[w, m], 1)]],
+            keys: vec![v, w, n, m],
+        }
+    });
 }
 
 /// A helped eviction followed by a use of its victim on the helper's thread (one set of 4 ways
@@ -2427,27 +2425,14 @@ fn linearizable_clock_a_groups_new_key_helps_an_eviction() {
 /// completion of n's eviction is its instant: v's admission after it must find v new.
 #[test]
 fn linearizable_clock_a_helper_then_uses_the_victim() {
-    let (helped, when) = helped_flag();
-    linearizable_when(
-        None,
-        clock_shard(1, 2, 4),
-        |l| {
-            let [v, w] = keys(l);
-            let mut at_v = sweeping_from(l, 0);
-            let n = at_v.next().expect("a key starting at v");
-            let m = at_v.next().expect("two keys starting at v");
-            Scenario {
-                setup: vec![admit(&[v], 1), admit(&[w], 1)],
-                threads: [vec![admit(&[n], 1)], vec![admit(&[m], 1), admit(&[v], 1)]],
-                keys: vec![v, w, n, m],
-            }
-        },
-        when,
-    );
-    assert!(
-        helped.load(std::sync::atomic::Ordering::Relaxed),
-        "no execution helped an eviction"
-    );
+    linearizable_helped(clock_shard(1, 2, 4), |l| {
+        let [v, w, n, m] = v_w_and_two_from_v(l);
+        Scenario {
+            setup: vec![admit(&[v], 1), admit(&[w], 1)],
+            threads: [vec![admit(&[n], 1)], vec![admit(&[m], 1), admit(&[v], 1)]],
+            keys: vec![v, w, n, m],
+        }
+    });
 }
 
 /// The set's length changes between an insertion's scan and its plan. One set of 4 ways holding
