@@ -222,9 +222,11 @@
 //! ## Known limits
 //!
 //! - A CLOCK sweep that is abandoned (the key turned out present) leaves the bits it cleared:
-//!   those clearings are sweep steps (E1) of an insertion that does not happen. (An insertion
-//!   that plans again, after a failed claim, a stale plan or a help, goes on sweeping from the
-//!   way after the bits it cleared, as the model's one sweep does.)
+//!   those clearings are sweep steps (E1) of an insertion that does not happen. If the key is
+//!   then evicted before the caller's access, the caller looks it up again, and that insertion
+//!   sweeps afresh from its start way. (An insertion that plans again, after a failed claim, a
+//!   stale plan or a help, goes on sweeping from the way after the bits it cleared, as the
+//!   model's one sweep does.)
 //!   The loom checker interleaves the sweep steps of one sweep per insertion of a new key,
 //!   each operation's own (`Model::sweep_step`, `model::Sweeps`; up to three per operation:
 //!   before a single key's insertion, or before a group's lookups of its new keys) and at most
