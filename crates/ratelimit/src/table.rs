@@ -229,8 +229,9 @@
 //!   model's one sweep does.)
 //!   The loom checker interleaves the sweep steps of one sweep per insertion of a new key,
 //!   each operation's own (`Model::sweep_step`, `model::Sweeps`; up to three per operation:
-//!   before a single key's insertion, or before a group's lookups of its new keys) and at most
-//!   one aborted attempt per group, not these.
+//!   before a single key's insertion, or before a group's lookups of its new keys), a single
+//!   key's sweep abandoned where its key is tracked (a fresh insertion then starts over), and
+//!   at most one aborted attempt per group; not a group's abandoned sweeps.
 //! - What rests on addresses not being reused while a guard that loaded them lives (I6, I7:
 //!   `idle(X)` not recurring, a reservation's or record's word not recurring) is argued from
 //!   seize's guarantee, not model-checked: loom's stand-in for the collector never reuses an
