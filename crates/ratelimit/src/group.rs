@@ -20,8 +20,9 @@
 //! already shows the access needs no step beyond that read). If a key refuses the admission,
 //! the group is dropped on those words once the words of the keys before it (and, for words
 //! left by the steps, its own) read the same again ([`decide_drop`]): no record, no marker, no
-//! compare-and-swap beyond the lookups' own writes (under attack most group checks are drops). Only a group that admits (or a penalty) pays for
-//! the multi-word compare-and-swap ([`commit`]):
+//! compare-and-swap beyond the lookups' own writes (under attack most group checks are drops).
+//! Only a group that admits (or a penalty) pays for the multi-word compare-and-swap
+//! ([`commit`]):
 //!
 //! 1. The owner builds a [`GroupOp`] (one entry per node) and, in the
 //!    limiter's canonical key order, replaces each node's counts word `w` with a *marker* (the

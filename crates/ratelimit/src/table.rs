@@ -813,27 +813,25 @@ impl Shard {
             };
             #[cfg(any(debug_assertions, loom))]
             self.check_free_word(set, c, guard);
-            // The plan: the first empty way, or a victim (module docs).
-            let (way, unit, plan) = match self.room(len, guard) {
-                Room::Way(unit) => (len, unit, None),
-                // A set with room in its ways evicts only because the shard's units are gone;
-                // its scan may be older than the last unit's taking (by an insertion into this
-                // set). The claim word still as scanned once the units read `0` (final, I7)
-                // fixes the set's length for good: a non-empty set grows only by a unit, and
-                // no set shrinks. So the sweep runs over the set's real length, as the model's
-                // (a sweep over a stale length clears bits the model cannot place, E1).
-                Room::Evict
-                    if len < self.ways && {
-                        // Acquire: as in `get_or_insert`; after the Acquire load of the units word
-                        // in `room`, so a unit taken for this set shows as a claim word moved on.
-                        let now = guard.protect(claim, Ordering::Acquire);
-                        let moved = now != c;
-                        c = now;
-                        moved
-                    } =>
-                {
+            let room = self.room(len, guard);
+            // A set with room in its ways evicts only because the shard's units are gone; its
+            // scan may be older than the last unit's taking (by an insertion into this set).
+            // The claim word still as scanned once the units read `0` (final, I7) fixes the
+            // set's length for good: a non-empty set grows only by a unit, and no set shrinks.
+            // So the sweep runs over the set's real length, as the model's (a sweep over a
+            // stale length clears bits the model cannot place, E1).
+            if matches!(room, Room::Evict) && len < self.ways {
+                // Acquire: as in `get_or_insert`; after the Acquire load of the units word in
+                // `room`, so a unit taken for this set shows as a claim word moved on.
+                let now = guard.protect(claim, Ordering::Acquire);
+                if now != c {
+                    c = now;
                     continue;
                 }
+            }
+            // The plan: the first empty way, or a victim (module docs).
+            let (way, unit, plan) = match room {
+                Room::Way(unit) => (len, unit, None),
                 Room::Evict => match self.victim(set, len, key, &mut swept, guard) {
                     Some((way, victim, word)) => (way, None, Some((victim, word))),
                     None => {
