@@ -656,6 +656,20 @@ struct Key {
 /// A group's state words, one per key.
 type Words = SmallBuf<u64, INLINE>;
 
+/// What a group does to one key whose word admits it, worked out once from the word read.
+#[derive(Clone, Copy)]
+struct Plan {
+    /// The word as the key's lookup leaves it (the entry's `old`).
+    old: u64,
+    /// `old` with the group applied (the entry's `new`).
+    new: u64,
+    /// For an admission, the admissions the key has left after the group.
+    left: u16,
+}
+
+/// Each key's [`Plan`], one per key.
+type Plans = SmallBuf<Plan, INLINE>;
+
 /// Runs a group of `n >= 2` distinct keys in canonical order. `find(i)` is key `i`'s node if
 /// its shard tracks it (a scan, no write); `look_up(i)` is key `i`'s lookup step (E2): it finds
 /// or creates the key (`Shard::get_or_insert` with fresh counts, evictions counted by the
@@ -683,8 +697,9 @@ pub(crate) fn run<'g>(
     // Filled afresh by each attempt (kept across attempts so that no attempt copies them).
     let mut keys = SmallBuf::new();
     let mut words = SmallBuf::new();
+    let mut plans = SmallBuf::new();
     if find_all(n, &mut find, &mut keys) {
-        match try_found(g, keys.as_slice(), &mut words, guard) {
+        match try_found(g, keys.as_slice(), &mut words, &mut plans, guard) {
             Found::Applied(outcome) => return outcome,
             // A key refuses: the lookup steps on the nodes found (each leaving the word it
             // read or wrote in `words`), then the drop decided on those words, validated (or,
@@ -698,6 +713,7 @@ pub(crate) fn run<'g>(
                         g,
                         keys.as_slice(),
                         &mut words,
+                        &mut plans,
                         Some(over.filter(|_| same)),
                         guard,
                     )
@@ -715,7 +731,7 @@ pub(crate) fn run<'g>(
     }
     loop {
         look_up_all(n, &mut look_up, &mut keys);
-        if let Some(outcome) = try_once(g, keys.as_slice(), &mut words, guard) {
+        if let Some(outcome) = try_once(g, keys.as_slice(), &mut words, &mut plans, guard) {
             return outcome;
         }
         backoff(attempt);
@@ -783,14 +799,20 @@ enum Found {
 
 /// A read-only attempt over tracked keys (`keys`, none frozen): reads the words and, if every
 /// key admits, commits with entries that hold each word as its lookup leaves it.
-fn try_found(g: &Group<'_>, keys: &[Key], words: &mut Words, guard: &Guard<'_>) -> Found {
+fn try_found(
+    g: &Group<'_>,
+    keys: &[Key],
+    words: &mut Words,
+    plans: &mut Plans,
+    guard: &Guard<'_>,
+) -> Found {
     if snapshot(keys, words, guard).is_none() {
         return Found::Aborted;
     }
-    if let Some(i) = first_over(g, words.as_slice()) {
+    if let Err(i) = plan_all(g, words.as_slice(), true, plans) {
         return Found::Over(Some(i));
     }
-    match commit(g, keys, words, true, guard) {
+    match commit(g, keys, words, plans.as_slice(), true, guard) {
         Commit::Applied(outcome) => Found::Applied(outcome),
         Commit::Over => Found::Over(None),
         Commit::Aborted => Found::Aborted,
@@ -872,6 +894,16 @@ fn snapshot(keys: &[Key], words: &mut Words, guard: &Guard<'_>) -> Option<()> {
     Some(())
 }
 
+/// Each key's [`Plan`] on `words` into `plans` (`touch`: as in [`commit`]); `Err(i)` at the
+/// first key (canonical order) that refuses the admission (the key [`first_over`] finds).
+fn plan_all(g: &Group<'_>, words: &[u64], touch: bool, plans: &mut Plans) -> Result<(), usize> {
+    plans.clear();
+    for (i, &word) in words.iter().enumerate() {
+        plans.push(plan(g, word, touch).ok_or(i)?);
+    }
+    Ok(())
+}
+
 /// The first key (canonical order) whose counts refuse an admission of the group's cost.
 fn first_over(g: &Group<'_>, words: &[u64]) -> Option<usize> {
     if g.kind != Kind::Admit {
@@ -883,9 +915,15 @@ fn first_over(g: &Group<'_>, words: &[u64]) -> Option<usize> {
 }
 
 /// One attempt: `None` to look the keys up again.
-fn try_once(g: &Group<'_>, keys: &[Key], words: &mut Words, guard: &Guard<'_>) -> Option<Outcome> {
+fn try_once(
+    g: &Group<'_>,
+    keys: &[Key],
+    words: &mut Words,
+    plans: &mut Plans,
+    guard: &Guard<'_>,
+) -> Option<Outcome> {
     snapshot(keys, words, guard)?;
-    decide(g, keys, words, None, guard)
+    decide(g, keys, words, plans, None, guard)
 }
 
 /// Decides an attempt on `words`, each key's word as its lookup step left it: dropped on them,
@@ -897,12 +935,13 @@ fn decide(
     g: &Group<'_>,
     keys: &[Key],
     words: &mut Words,
+    plans: &mut Plans,
     stepped: Option<Option<usize>>,
     guard: &Guard<'_>,
 ) -> Option<Outcome> {
     let over = match stepped {
         Some(Some(i)) => Some(i),
-        _ => first_over(g, words.as_slice()),
+        _ => plan_all(g, words.as_slice(), false, plans).err(),
     };
     if let Some(i) = over {
         return decide_drop(
@@ -914,7 +953,7 @@ fn decide(
             guard,
         );
     }
-    match commit(g, keys, words, false, guard) {
+    match commit(g, keys, words, plans.as_slice(), false, guard) {
         Commit::Applied(outcome) => Some(outcome),
         Commit::Over => {
             snapshot(keys, words, guard)?;
@@ -975,14 +1014,16 @@ enum Commit {
 }
 
 /// Applies the group to every key at one instant with a [`GroupOp`]: the owner's half of the
-/// multi-word compare-and-swap in the module docs. `words`: the snapshot the keys admitted on.
-/// `touch`: the lookups have not run (every key was found by a read): each entry's `old` is
-/// the word as its lookup leaves it ([`touched`]), so that the lookup takes effect with the
-/// record's decision (or with the restore of an abort).
+/// multi-word compare-and-swap in the module docs. `words`: the snapshot the keys admitted on,
+/// and `plans` each key's [`Plan`] on it ([`plan_all`]). `touch`: the lookups have not run
+/// (every key was found by a read): each entry's `old` is the word as its lookup leaves it
+/// ([`touched`]), so that the lookup takes effect with the record's decision (or with the
+/// restore of an abort).
 fn commit(
     g: &Group<'_>,
     keys: &[Key],
     words: &mut Words,
+    plans: &[Plan],
     touch: bool,
     guard: &Guard<'_>,
 ) -> Commit {
@@ -996,7 +1037,8 @@ fn commit(
             GroupOp::freeze(op, i, guard);
             left = left.min(remaining(g, word));
         } else {
-            match settle(g, op, i, key, &mut words.as_mut_slice()[i], touch, guard) {
+            let word = &mut words.as_mut_slice()[i];
+            match settle(g, op, i, key, word, plans[i], touch, guard) {
                 Ok(l) => {
                     left = left.min(l);
                     installed = i + 1;
@@ -1028,49 +1070,72 @@ fn commit(
     stopped.unwrap_or(Commit::Aborted)
 }
 
-/// Settles entry `i` of `op` on key `key`, whose word `*word` admitted when last read: installs
-/// the marker, re-reading the word (and checking it again) as often as another operation
-/// changes it. `touch`: as in [`commit`]. `Ok(admissions the key has left after the group)`;
-/// `Err(Over)`: the key no longer admits; `Err(Aborted)`: it was evicted.
+/// Settles entry `i` of `op` on key `key`, whose word `*word` admitted when last read, with
+/// `planned` its [`Plan`]: installs the marker, re-reading the word (and planning again) as
+/// often as another operation changes it. `touch`: as in [`commit`].
+/// `Ok(admissions the key has left after the group)`; `Err(Over)`: the key no longer admits;
+/// `Err(Aborted)`: it was evicted.
+#[allow(clippy::too_many_arguments)]
 fn settle(
     g: &Group<'_>,
     op: *const GroupOp,
     i: usize,
     key: &Key,
     word: &mut u64,
+    planned: Plan,
     touch: bool,
     guard: &Guard<'_>,
 ) -> Result<u16, Commit> {
     let node = node(key, guard);
+    let mut p = planned;
     loop {
-        // The entry's `old`: the word as the lookup leaves it (rolled, and its reference bit as
-        // the lookup and any sweep since left it; with `touch` the lookup itself, applied
-        // here). The admission applies to it, an abort restores it. The install expects the
-        // word as read, so it fails if any operation wrote the word since.
-        let old = if touch { touched(*word, g.at) } else { *word };
-        let (new, left) = next(g, old).ok_or(Commit::Over)?;
-        if GroupOp::install(op, i, node, *word, (old, new), guard) {
-            return Ok(left);
+        // The install expects the word as read, so it fails if any operation wrote the word
+        // since; the entry's `old` is what an abort restores.
+        if GroupOp::install(op, i, node, *word, (p.old, p.new), guard) {
+            return Ok(p.left);
         }
         *word = read(key, guard).ok_or(Commit::Aborted)?;
+        p = plan(g, *word, touch).ok_or(Commit::Over)?;
     }
 }
 
-/// The word of a key whose word is `old` (neither marker nor evicted) after the group, and
-/// for an admission the admissions it has left; `None` if it does not admit. The reference bit
-/// stays as `old` has it (set for a key that was found, clear for one the group's lookup
-/// created: a new key's bit starts clear).
-fn next(g: &Group<'_>, old: u64) -> Option<(u64, u16)> {
+/// The [`Plan`] for a key whose word is `word` (neither marker nor evicted); `None` if it does
+/// not admit. The entry's `old` is the word as the lookup leaves it: with `touch` the lookup
+/// itself, applied here (rolled to the group's instant, reference bit set), else `word` as the
+/// lookup step left it (the reference bit as the lookup and any sweep since left it). `new` is
+/// `old` with the group applied, its reference bit as `old` has it (set for a key that was
+/// found, clear for one the group's lookup created: a new key's bit starts clear).
+#[inline]
+fn plan(g: &Group<'_>, word: u64, touch: bool) -> Option<Plan> {
+    // One roll for all three words: rolling rolled counts again changes neither the counts nor
+    // the offset the estimate uses (`state::roll`).
+    let (rolled, offset) = state::roll(state::counts(word), g.at);
+    let old = if touch {
+        state::pack(rolled) | TOUCHED
+    } else {
+        word
+    };
+    let bit = old & TOUCHED;
     match g.kind {
         Kind::Admit => {
-            let (new, left) = state::check(old, g.at, g.limits, g.cost).ok()?;
-            Some(((new & !TOUCHED) | (old & TOUCHED), left))
+            let used = state::used(rolled, offset, g.limits) + u64::from(g.cost);
+            let limit = u64::from(g.limits.limit);
+            (used <= limit).then(|| Plan {
+                old,
+                new: state::pack(state::Counts {
+                    // `cur + cost <= L <= 65,535`: no overflow.
+                    cur: rolled.cur + g.cost,
+                    ..rolled
+                }) | bit,
+                left: (limit - used) as u16,
+            })
         }
         // A penalty's answer is not used.
-        Kind::Penalize => {
-            let c = state::penalize(state::counts(old), g.at, g.limits);
-            Some((state::pack(c) | (old & TOUCHED), 0))
-        }
+        Kind::Penalize => Some(Plan {
+            old,
+            new: state::pack(state::penalize(rolled, g.at, g.limits)) | bit,
+            left: 0,
+        }),
     }
 }
 

@@ -471,6 +471,32 @@ impl AppRateLimiter {
         keys
     }
 
+    /// The tracked keys whose CLOCK reference bit is set, as `(shard, hash)`, sorted (loom
+    /// builds; for the model checker, to compare with `model::Model::referenced_keys`); empty
+    /// for exact-LRU shards, which keep no bits. Call only when no operation is in flight.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn referenced_keys(&self) -> Vec<(u32, u64)> {
+        let mut keys: Vec<(u32, u64)> = match &self.shards {
+            Shards::Lru(_) => Vec::new(),
+            Shards::Clock(shards) => {
+                let guard = self.collector.enter();
+                shards
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(i, shard)| {
+                        shard
+                            .referenced_keys(&guard)
+                            .map(move |k| (i as u32, k))
+                            .collect::<Vec<_>>()
+                    })
+                    .collect()
+            }
+        };
+        keys.sort_unstable();
+        keys
+    }
+
     /// The keys evicted so far, as `(shard, hash)`, sorted (loom builds; for the model checker,
     /// to compare with `model::Model::victims`).
     #[cfg(loom)]

@@ -287,6 +287,26 @@ impl Model {
         }
     }
 
+    /// The tracked keys whose CLOCK reference bit is set, as `(shard, hash)`, sorted; empty for
+    /// exact-LRU shards (the rule there is recency, which keeps no bit).
+    pub fn referenced_keys(&self) -> Vec<(u32, u64)> {
+        let mut keys: Vec<(u32, u64)> = self
+            .shards
+            .iter()
+            .enumerate()
+            .filter(|(_, shard)| !shard.lru)
+            .flat_map(|(i, shard)| {
+                shard
+                    .entries
+                    .iter()
+                    .filter(|(_, e)| e.touched)
+                    .map(move |(&k, _)| (i as u32, k))
+            })
+            .collect();
+        keys.sort_unstable();
+        keys
+    }
+
     /// Current `(prev, cur)` of a tracked key, unrolled.
     pub fn counts(&self, key: &AppKey) -> Option<(u16, u16)> {
         self.shards[self.shard_index(key)]

@@ -221,6 +221,13 @@ pub(crate) fn admits(c: Counts, offset: u64, limits: &Limits, cost: u16) -> bool
     limits.weighted(c.prev, offset) + u64::from(c.cur) + u64::from(cost) <= u64::from(limits.limit)
 }
 
+/// The sliding-window estimate of rolled counts at `offset`: `prev * (window - offset) / window +
+/// cur` (floor division), at most `2 * 65,535`.
+#[inline]
+pub(crate) fn used(c: Counts, offset: u64, limits: &Limits) -> u64 {
+    limits.weighted(c.prev, offset) + u64::from(c.cur)
+}
+
 /// Counts after an admission of weight `cost` at `at` if the window allows it, else `None`.
 #[inline]
 pub(crate) fn admit(c: Counts, at: Instant, limits: &Limits, cost: u16) -> Option<Counts> {

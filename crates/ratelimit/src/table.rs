@@ -1462,6 +1462,29 @@ impl Shard {
             })
     }
 
+    /// The keys whose reference bit is set; call only when no operation is in flight (no
+    /// marker is left on a node then).
+    #[cfg(loom)]
+    pub(crate) fn referenced_keys<'g>(
+        &'g self,
+        guard: &'g Guard<'_>,
+    ) -> impl Iterator<Item = u64> + 'g {
+        (0..self.sets)
+            .flat_map(move |set| (0..self.ways).map(move |way| self.slot(set, way)))
+            .filter_map(move |slot| {
+                // Acquire: as in `scan`.
+                let slot = guard.protect(slot, Ordering::Acquire);
+                if slot.is_null() {
+                    return None;
+                }
+                // SAFETY: loaded under `guard` from our slot.
+                let node = unsafe { self.deref(untag(slot), guard) };
+                let word = node.load();
+                assert_eq!(word & state::MARKER, 0, "a marker left on a quiescent node");
+                (word & state::TOUCHED != 0).then_some(node.key)
+            })
+    }
+
     /// Checks the shard's invariants; call only when no operation is in flight (after a stress
     /// trial, a fuzz step). Panics with the broken invariant.
     #[cfg(any(test, fuzzing, loom))]

@@ -735,7 +735,9 @@ fn on_model(m: &mut Model, op: &Op) -> Option<Decision> {
 }
 
 /// The tracked keys and the stored counts of `keys`.
-type Outcome = (Vec<(u32, u64)>, Vec<Option<(u16, u16)>>);
+/// The tracked keys, the compared keys' counts and the keys whose reference bit is set (E1:
+/// a sweep clears a bit only in a step the sequential model takes too).
+type Outcome = (Vec<(u32, u64)>, Vec<Option<(u16, u16)>>, Vec<(u32, u64)>);
 
 /// A scenario: the set-up run first on one thread, the two threads' operations, and the keys
 /// whose counts are compared.
@@ -864,6 +866,7 @@ fn linearizable_when(
         let outcome: Outcome = (
             l.tracked_keys(),
             s.keys.iter().map(|k| l.counts(*k)).collect(),
+            l.referenced_keys(),
         );
         // The keys the real operations evicted (the set-up's included), as a sorted list: the
         // sequential order must evict the same keys, as often.
@@ -1074,6 +1077,7 @@ fn linearizable_when(
                         same && (
                             m.tracked_keys(),
                             s.keys.iter().map(|k| m.counts(k)).collect(),
+                            m.referenced_keys(),
                         ) == outcome
                             && {
                                 let mut v = m.victims().to_vec();
