@@ -1149,3 +1149,104 @@ fn remaining(g: &Group<'_>, word: u64) -> u16 {
     };
     state::remaining(after, g.at, g.limits)
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::{Group, Kind, plan};
+    use crate::state::{self, Counts, Limits, MAX_LAG, TOUCHED};
+
+    /// A key's plan equals the window rule applied on its own: the word's counts rolled to the
+    /// group's instant, admitted (or penalized) by `state`'s functions, the entry's `old` the
+    /// lookup's word (rolled and touched, or as read), the bit of `new` as `old` has it, and the
+    /// admissions left those of the counts after the group; no plan exactly when the window
+    /// refuses. Over keys behind, current, one interval on, stale and far ahead, counts at and
+    /// around the limit, and both reference bits.
+    #[test]
+    fn a_plan_is_the_window_rule_on_the_word_read() {
+        let window = 10_000_000_000;
+        let (mut admitted, mut refused) = (0, 0);
+        // Under miri (which runs this pure arithmetic a thousand times slower) one limit and one
+        // instant.
+        let (limits_, nows) = if cfg!(miri) {
+            (&[3u16][..], &[T0 + window / 3][..])
+        } else {
+            (
+                &[1u16, 3, 10, 65_535][..],
+                &[T0, T0 + 1, T0 + window / 3, T0 + window - 1][..],
+            )
+        };
+        for &limit in limits_ {
+            let limits = Limits::new(window, limit, (limit / 4).max(1));
+            for &now in nows {
+                let at = limits.instant(now);
+                for d in [-MAX_LAG - 1, -MAX_LAG, -5, -1, 0, 1, 2, 7] {
+                    let interval = (at.interval as i64 - i64::from(d)) as u32 & ((1 << 29) - 1);
+                    for (prev, cur) in counts_around(limit) {
+                        let c = Counts {
+                            interval,
+                            prev,
+                            cur,
+                        };
+                        for bit in [0, TOUCHED] {
+                            let word = state::pack(c) | bit;
+                            for kind in [Kind::Admit, Kind::Penalize] {
+                                for cost in [1, 2, limit].into_iter().filter(|&k| k <= limit) {
+                                    let g = Group {
+                                        kind,
+                                        cost,
+                                        at,
+                                        limits: &limits,
+                                    };
+                                    for touch in [false, true] {
+                                        let rolled = state::roll(c, at).0;
+                                        let old = if touch {
+                                            state::pack(rolled) | TOUCHED
+                                        } else {
+                                            word
+                                        };
+                                        let after = match kind {
+                                            Kind::Admit => state::admit(c, at, &limits, cost),
+                                            Kind::Penalize => Some(state::penalize(c, at, &limits)),
+                                        };
+                                        let got =
+                                            plan(&g, word, touch).map(|p| (p.old, p.new, p.left));
+                                        let want = after.map(|a| {
+                                            let left = match kind {
+                                                Kind::Admit => state::remaining(a, at, &limits),
+                                                Kind::Penalize => 0,
+                                            };
+                                            (old, state::pack(a) | (old & TOUCHED), left)
+                                        });
+                                        assert_eq!(
+                                            got, want,
+                                            "L {limit}, now {now}, {c:?}, bit {bit:x}, {kind:?}, \
+                                             cost {cost}, touch {touch}"
+                                        );
+                                        if got.is_some() {
+                                            admitted += 1;
+                                        } else {
+                                            refused += 1;
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // Both outcomes are compared, many times each.
+        let least = if cfg!(miri) { 100 } else { 1_000 };
+        assert!(admitted > least && refused > least, "{admitted} {refused}");
+    }
+
+    const T0: u64 = 1_700_000_000 * 1_000_000_000;
+
+    /// `(prev, cur)` pairs at, below and around `limit`.
+    fn counts_around(limit: u16) -> Vec<(u16, u16)> {
+        let near = [0, 1, limit / 2, limit.saturating_sub(2), limit - 1, limit];
+        near.iter()
+            .flat_map(|&p| near.iter().map(move |&c| (p, c)))
+            .collect()
+    }
+}

@@ -529,6 +529,17 @@ impl AppRateLimiter {
         }
     }
 
+    /// Under loom: the reference bits the calling thread's CLOCK sweeps have cleared so far,
+    /// for the model checker, to match with `model::Model::cleared` (0 for LRU shards).
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn cleared_by_this_thread(&self) -> usize {
+        match &self.shards {
+            Shards::Lru(_) => 0,
+            Shards::Clock(shards) => shards.iter().map(|s| s.cleared_by_this_thread()).sum(),
+        }
+    }
+
     /// Under loom: the evictions that CLOCK sweeps have helped so far, for models that check
     /// what follows a help.
     #[cfg(loom)]

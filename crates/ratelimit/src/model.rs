@@ -71,6 +71,9 @@ pub struct Model {
     /// Per key hash, the sweep steps a pending CLOCK insertion of it has taken
     /// ([`Model::sweep_step`]): its eviction's sweep goes on from there.
     sweeps: Sweeps,
+    /// Reference bits cleared so far by CLOCK sweeps (sweep steps and the clearings of the
+    /// insertions' own sweeps).
+    cleared: u64,
 }
 
 /// The sweep steps of pending CLOCK insertions, per key hash ([`Model::sweep_step`]). A model
@@ -110,6 +113,7 @@ impl Model {
             stats: Stats::default(),
             victims: Vec::new(),
             sweeps: Sweeps::default(),
+            cleared: 0,
         })
     }
 
@@ -368,6 +372,7 @@ impl Model {
         }
         e.touched = false;
         self.sweeps.0.insert(key.hash, done + 1);
+        self.cleared += 1;
         true
     }
 
@@ -389,6 +394,13 @@ impl Model {
     /// ```
     pub fn swap_sweeps(&mut self, sweeps: &mut Sweeps) {
         std::mem::swap(&mut self.sweeps, sweeps);
+    }
+
+    /// The reference bits CLOCK sweeps have cleared so far: one per [`Model::sweep_step`] and
+    /// one per bit an insertion's eviction clears on its way to its victim (E1: each clearing
+    /// is a step of the model), so that a checker can match them with the table's clearings.
+    pub fn cleared(&self) -> u64 {
+        self.cleared
     }
 
     /// The keys evicted so far, in order, as `(shard, hash)`.
@@ -469,6 +481,7 @@ impl Model {
                     break;
                 }
                 e.touched = false;
+                self.cleared += 1;
                 way = if way + 1 == len { 0 } else { way + 1 };
             }
             chosen

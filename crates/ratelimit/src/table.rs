@@ -231,7 +231,9 @@
 //!   each operation's own (`Model::sweep_step`, `model::Sweeps`; up to three per operation:
 //!   before a single key's insertion, or before a group's lookups of its new keys), a single
 //!   key's sweep abandoned where its key is tracked (a fresh insertion then starts over), and
-//!   at most one aborted attempt per group; not a group's abandoned sweeps.
+//!   at most one aborted attempt per group; not a group's abandoned sweeps. It compares the
+//!   reference bits left at the end and, per operation, the bits its sweeps cleared with the
+//!   model's clearings (a loom-only count), so a clearing that is no model step fails it.
 //! - What rests on addresses not being reused while a guard that loaded them lives (I6, I7:
 //!   `idle(X)` not recurring, a reservation's or record's word not recurring) is argued from
 //!   seize's guarantee, not model-checked: loom's stand-in for the collector never reuses an
@@ -514,6 +516,11 @@ pub(crate) struct Shard {
     /// models that check what follows a help (a plain atomic: it adds no interleavings).
     #[cfg(loom)]
     helps: std::sync::atomic::AtomicUsize,
+    /// Under loom: per thread, the reference bits its sweeps cleared (`Swept::Cleared`), for a
+    /// checker that matches each clearing with a step of the sequential model (a plain mutex, as
+    /// `victims`).
+    #[cfg(loom)]
+    cleared: std::sync::Mutex<Vec<(txgate_sync::sync::thread::ThreadId, usize)>>,
 }
 
 impl Shard {
@@ -564,6 +571,8 @@ impl Shard {
             attempts: std::sync::atomic::AtomicUsize::new(0),
             #[cfg(loom)]
             helps: std::sync::atomic::AtomicUsize::new(0),
+            #[cfg(loom)]
+            cleared: std::sync::Mutex::new(Vec::new()),
         };
         for set in 0..sets {
             // Relaxed: not shared yet.
@@ -590,6 +599,28 @@ impl Shard {
     #[cfg(loom)]
     pub(crate) fn eviction_attempts(&self) -> usize {
         self.attempts.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Under loom: one more reference bit cleared by the calling thread's sweep.
+    #[cfg(loom)]
+    fn count_cleared(&self) {
+        let me = txgate_sync::sync::thread::current().id();
+        let mut cleared = self.cleared.lock().unwrap();
+        match cleared.iter_mut().find(|(t, _)| *t == me) {
+            Some((_, n)) => *n += 1,
+            None => cleared.push((me, 1)),
+        }
+    }
+
+    /// Under loom: the reference bits the calling thread's sweeps have cleared in this shard.
+    #[cfg(loom)]
+    pub(crate) fn cleared_by_this_thread(&self) -> usize {
+        let me = txgate_sync::sync::thread::current().id();
+        let cleared = self.cleared.lock().unwrap();
+        cleared
+            .iter()
+            .find(|(t, _)| *t == me)
+            .map_or(0, |(_, n)| *n)
     }
 
     /// Under loom: the evictions this shard's sweeps helped (see `helps`).
@@ -1232,7 +1263,11 @@ impl Shard {
             let node = unsafe { self.deref(ptr, guard) };
             match node.sweep(guard) {
                 Swept::Evicted => return None,
-                Swept::Cleared => *swept += 1,
+                Swept::Cleared => {
+                    *swept += 1;
+                    #[cfg(loom)]
+                    self.count_cleared();
+                }
                 Swept::Victim(word) => return Some((way, ptr.cast_const(), word)),
                 Swept::Eviction(op, marker) => {
                     // Another insertion's eviction of this key, in flight: finish it (the set

@@ -748,7 +748,11 @@ struct Scenario {
 }
 
 /// Runs `scenario` (built on the limiter of `config`) under loom and checks that some
-/// interleaving of the two threads' operations on the model gives what the limiter gave.
+/// interleaving of the two threads' operations on the model gives what the limiter gave: every
+/// decision, the tracked keys, the compared keys' counts, the keys whose CLOCK reference bit is
+/// set, the victims, and for each operation the number of reference bits its sweeps cleared
+/// (E1: each clearing is a step of the model, so a stray clearing fails even where the end
+/// state hides it).
 fn linearizable(config: Config, scenario: fn(&AppRateLimiter) -> Scenario) {
     linearizable_within(None, config, scenario);
 }
@@ -845,24 +849,30 @@ fn linearizable_when(
         // thread at a time and switches only at its own operations, so a plain atomic (which
         // adds no interleavings) orders the stamps as the execution ran.
         let clock = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        // Per operation: its decision, its span and the reference bits its sweeps cleared.
         let run = |l: &AppRateLimiter, ops: &[Op], clock: &std::sync::atomic::AtomicUsize| {
-            ops.iter()
-                .map(|op| {
-                    let start = clock.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let got = on_limiter(l, op);
-                    let end = clock.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    (got, (start, end))
-                })
-                .unzip::<_, _, Vec<_>, Vec<_>>()
+            let (mut got, mut spans, mut cleared) = (Vec::new(), Vec::new(), Vec::new());
+            for op in ops {
+                let before = l.cleared_by_this_thread();
+                let start = clock.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                got.push(on_limiter(l, op));
+                let end = clock.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                spans.push((start, end));
+                cleared.push(l.cleared_by_this_thread() - before);
+            }
+            (got, spans, cleared)
         };
         let t = {
             let (l, ops, clock) = (l.clone(), s.threads[1].clone(), clock.clone());
             thread::spawn(move || run(&l, &ops, &clock))
         };
-        let (mine, my_spans) = run(&l, &s.threads[0], &clock);
-        let (theirs, their_spans) = t.join().unwrap();
+        let (mine, my_spans, my_cleared) = run(&l, &s.threads[0], &clock);
+        let (theirs, their_spans, their_cleared) = t.join().unwrap();
         let got = [mine, theirs];
         let spans = [my_spans, their_spans];
+        // E1: every bit a sweep clears is a step of the sequential model, so each operation's
+        // clearings are as many as its steps clear in the model.
+        let cleared = [my_cleared, their_cleared];
         let outcome: Outcome = (
             l.tracked_keys(),
             s.keys.iter().map(|k| l.counts(*k)).collect(),
@@ -1004,6 +1014,9 @@ fn linearizable_when(
                         // Per thread, the sweep steps of its operation in flight (a sweep
                         // belongs to one insertion: E1).
                         let mut sweeps: [Sweeps; 2] = Default::default();
+                        // Per thread and operation, the bits its steps cleared in the model.
+                        let mut model_cleared =
+                            [vec![0; s.threads[0].len()], vec![0; s.threads[1].len()]];
                         let same = (0..n0 + n1).all(|i| {
                             let t = (order >> i & 1) as usize;
                             let (op, step) = st[t][next[t]];
@@ -1014,6 +1027,7 @@ fn linearizable_when(
                                 Op::Penalize(k) => (k, None, 0),
                             };
                             m.swap_sweeps(&mut sweeps[t]);
+                            let cleared_before = m.cleared();
                             let ok = match step {
                                 Step::Whole => on_model(&mut m, op_) == got[t][op],
                                 Step::Sweep(j) => {
@@ -1068,17 +1082,19 @@ fn linearizable_when(
                                 }
                             };
                             m.swap_sweeps(&mut sweeps[t]);
+                            model_cleared[t][op] += (m.cleared() - cleared_before) as usize;
                             if matches!(step, Step::Whole | Step::Decide) {
                                 // The operation ended: its sweep, if it took any steps, too.
                                 sweeps[t] = Sweeps::default();
                             }
                             ok
                         });
-                        same && (
-                            m.tracked_keys(),
-                            s.keys.iter().map(|k| m.counts(k)).collect(),
-                            m.referenced_keys(),
-                        ) == outcome
+                        same && model_cleared == cleared
+                            && (
+                                m.tracked_keys(),
+                                s.keys.iter().map(|k| m.counts(k)).collect(),
+                                m.referenced_keys(),
+                            ) == outcome
                             && {
                                 let mut v = m.victims().to_vec();
                                 v.sort_unstable();
@@ -1089,7 +1105,8 @@ fn linearizable_when(
         });
         assert!(
             explained,
-            "no sequential order gives {got:?} ending in {outcome:?}, evicting {victims:?}"
+            "no sequential order gives {got:?} ending in {outcome:?}, evicting {victims:?}, \
+             clearing {cleared:?} reference bits per operation"
         );
     });
     histories.lock().map(|h| h.len()).unwrap()
