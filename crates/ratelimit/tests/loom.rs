@@ -734,7 +734,6 @@ fn on_model(m: &mut Model, op: &Op) -> Option<Decision> {
     }
 }
 
-/// The tracked keys and the stored counts of `keys`.
 /// The tracked keys, the compared keys' counts and the keys whose reference bit is set (E1:
 /// a sweep clears a bit only in a step the sequential model takes too).
 type Outcome = (Vec<(u32, u64)>, Vec<Option<(u16, u16)>>, Vec<(u32, u64)>);
