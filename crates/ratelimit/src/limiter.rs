@@ -485,10 +485,7 @@ impl AppRateLimiter {
                     .iter()
                     .enumerate()
                     .flat_map(|(i, shard)| {
-                        shard
-                            .referenced_keys(&guard)
-                            .map(move |k| (i as u32, k))
-                            .collect::<Vec<_>>()
+                        shard.referenced_keys(&guard).map(move |k| (i as u32, k))
                     })
                     .collect()
             }

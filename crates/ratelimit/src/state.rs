@@ -218,7 +218,7 @@ pub(crate) fn is_stale(c: Counts, at: Instant) -> bool {
 #[inline]
 pub(crate) fn admits(c: Counts, offset: u64, limits: &Limits, cost: u16) -> bool {
     // `weighted <= prev <= 65,535`, so the sum cannot overflow.
-    limits.weighted(c.prev, offset) + u64::from(c.cur) + u64::from(cost) <= u64::from(limits.limit)
+    used(c, offset, limits) + u64::from(cost) <= u64::from(limits.limit)
 }
 
 /// The sliding-window estimate of rolled counts at `offset`: `prev * (window - offset) / window +

@@ -1487,13 +1487,18 @@ impl Shard {
 
     /// The hashes of the keys in this shard, in slot order.
     pub(crate) fn keys<'g>(&'g self, guard: &'g Guard<'_>) -> impl Iterator<Item = u64> + 'g {
+        self.nodes(guard).map(|node| node.key)
+    }
+
+    /// The nodes in the shard's slots, loaded under `guard`.
+    fn nodes<'g>(&'g self, guard: &'g Guard<'_>) -> impl Iterator<Item = &'g Node> + 'g {
         (0..self.sets)
             .flat_map(move |set| (0..self.ways).map(move |way| self.slot(set, way)))
             .filter_map(move |slot| {
                 // Acquire: as in `scan`.
                 let slot = guard.protect(slot, Ordering::Acquire);
                 // SAFETY: loaded under `guard` from our slot.
-                (!slot.is_null()).then(|| unsafe { self.deref(untag(slot), guard) }.key)
+                (!slot.is_null()).then(|| unsafe { self.deref(untag(slot), guard) })
             })
     }
 
@@ -1504,20 +1509,11 @@ impl Shard {
         &'g self,
         guard: &'g Guard<'_>,
     ) -> impl Iterator<Item = u64> + 'g {
-        (0..self.sets)
-            .flat_map(move |set| (0..self.ways).map(move |way| self.slot(set, way)))
-            .filter_map(move |slot| {
-                // Acquire: as in `scan`.
-                let slot = guard.protect(slot, Ordering::Acquire);
-                if slot.is_null() {
-                    return None;
-                }
-                // SAFETY: loaded under `guard` from our slot.
-                let node = unsafe { self.deref(untag(slot), guard) };
-                let word = node.load();
-                assert_eq!(word & state::MARKER, 0, "a marker left on a quiescent node");
-                (word & state::TOUCHED != 0).then_some(node.key)
-            })
+        self.nodes(guard).filter_map(|node| {
+            let word = node.load();
+            assert_eq!(word & state::MARKER, 0, "a marker left on a quiescent node");
+            (word & state::TOUCHED != 0).then_some(node.key)
+        })
     }
 
     /// Checks the shard's invariants; call only when no operation is in flight (after a stress
