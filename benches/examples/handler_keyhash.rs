@@ -25,39 +25,29 @@ use std::time::Duration;
 
 use foldhash::SharedSeed;
 use foldhash::quality::FoldHasher;
+use txgate_benches::thread_cpu;
 use txgate_ratelimit::{AppRateLimiter, Config, Origin};
 
 fn time(rounds: usize, pairs: &[(u64, Origin)], mut f: impl FnMut(u64, &Origin) -> u64) -> f64 {
     (0..rounds)
         .map(|_| {
-            let start = thread_cpu();
+            // The thread's CPU time, or the wall clock where there is no thread CPU clock.
+            let (cpu, wall) = (thread_cpu(), std::time::Instant::now());
             let mut carry = 0u64;
             for (app, origin) in pairs {
                 carry = f(*app ^ (carry & 1), origin);
             }
             black_box(carry);
-            thread_cpu().saturating_sub(start)
+            match (cpu, thread_cpu()) {
+                (Some(start), Some(end)) => end.saturating_sub(start),
+                _ => wall.elapsed(),
+            }
         })
         .min()
         .unwrap_or(Duration::ZERO)
         .as_secs_f64()
         * 1e9
         / pairs.len() as f64
-}
-
-/// The calling thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`).
-#[cfg(unix)]
-fn thread_cpu() -> Duration {
-    let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
-        .expect("the thread CPU clock");
-    Duration::new(t.tv_sec() as u64, t.tv_nsec() as u32)
-}
-
-/// No thread CPU clock off Unix: the wall clock since the first call.
-#[cfg(not(unix))]
-fn thread_cpu() -> Duration {
-    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-    START.get_or_init(std::time::Instant::now).elapsed()
 }
 
 fn main() {

@@ -2,7 +2,9 @@
 //! keys).
 //!
 //! # Modules
-//! - This file: [`random_u64s`] and [`random_ids`], seeded pre-hashed keys and 32-byte ids.
+//! - This file: [`random_u64s`] and [`random_ids`], seeded pre-hashed keys and 32-byte ids;
+//!   [`thread_cpu`], the calling thread's CPU time, for probes that must not count waiting for a
+//!   core.
 //! - [`mutex_limiter`]: [`MutexLimiter`](mutex_limiter::MutexLimiter), go-algorand's
 //!   mutex-and-LRU `appRateLimiter` design in Rust, the ratelimit benches' baseline.
 //! - [`eviction`]: the `new_key_eviction` stream (2^21 operations over 2^20 pairs against 2^16
@@ -10,6 +12,8 @@
 
 pub mod eviction;
 pub mod mutex_limiter;
+
+use std::time::Duration;
 
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 
@@ -23,4 +27,24 @@ pub fn random_u64s(n: usize, seed: u64) -> Vec<u64> {
 pub fn random_ids(n: usize, seed: u64) -> Vec<[u8; 32]> {
     let mut rng = SmallRng::seed_from_u64(seed);
     (0..n).map(|_| rng.random()).collect()
+}
+
+/// The calling thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`): the time it ran, not the time it
+/// waited for a core, so a loaded machine's scheduling does not enter a probe's figure. `None`
+/// off Unix, where the probes fall back to the wall clock.
+///
+/// # Panics
+///
+/// If the kernel refuses the thread CPU clock (every Linux and BSD since 2.6 / 2008 has it).
+#[cfg(unix)]
+pub fn thread_cpu() -> Option<Duration> {
+    let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
+        .expect("the thread CPU clock");
+    Some(Duration::new(t.tv_sec() as u64, t.tv_nsec() as u32))
+}
+
+/// See the Unix version: no thread CPU clock here.
+#[cfg(not(unix))]
+pub fn thread_cpu() -> Option<Duration> {
+    None
 }

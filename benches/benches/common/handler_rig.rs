@@ -153,19 +153,10 @@ impl Drop for Producer {
     }
 }
 
-/// The calling thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`): time it ran, not time it waited
-/// for a core, so a loaded machine's scheduling does not enter a variant's figure.
-#[cfg(unix)]
+/// The calling thread's CPU time; zero where there is no thread CPU clock (the A/B pass then
+/// reports wall-clock ratios only).
 fn thread_cpu() -> Duration {
-    let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
-        .expect("the thread CPU clock");
-    Duration::new(t.tv_sec() as u64, t.tv_nsec() as u32)
-}
-
-/// No thread CPU clock off Unix: zero (the A/B pass then reports wall-clock ratios only).
-#[cfg(not(unix))]
-fn thread_cpu() -> Duration {
-    Duration::ZERO
+    txgate_benches::thread_cpu().unwrap_or_default()
 }
 
 /// What one iteration took.

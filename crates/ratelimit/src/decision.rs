@@ -205,12 +205,17 @@ impl ManualClock {
     /// Moves the time on by `by`, saturating at `u64::MAX` nanoseconds.
     pub fn advance(&self, by: Duration) {
         let by = saturating_ns(by);
-        // Relaxed: as in `set`; `fetch_update` keeps concurrent advances from being lost.
-        let _ = self
-            .now_ns
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
-                Some(t.saturating_add(by))
-            });
+        // Relaxed: as in `set`. A compare-and-swap loop (a saturating add has no single atomic
+        // instruction) keeps concurrent advances from being lost.
+        let mut t = self.now_ns.load(Ordering::Relaxed);
+        while let Err(now) = self.now_ns.compare_exchange_weak(
+            t,
+            t.saturating_add(by),
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        ) {
+            t = now;
+        }
     }
 }
 
@@ -230,4 +235,32 @@ impl<C: Clock + ?Sized> Clock for Arc<C> {
 /// `d` in nanoseconds, saturated at `u64::MAX` (584 years).
 fn saturating_ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// `advance` adds exactly, loses no concurrent advance and saturates at `u64::MAX`.
+    #[test]
+    fn manual_clock_advances_add_up_and_saturate() {
+        let clock = Arc::new(ManualClock::new(1_000));
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                let c = Arc::clone(&clock);
+                std::thread::spawn(move || {
+                    for _ in 0..1_000 {
+                        c.advance(Duration::from_nanos(3));
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(clock.now_ns(), 1_000 + 2 * 1_000 * 3);
+        clock.set(u64::MAX - 5);
+        clock.advance(Duration::from_nanos(10));
+        assert_eq!(clock.now_ns(), u64::MAX);
+    }
 }

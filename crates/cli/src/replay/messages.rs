@@ -36,16 +36,19 @@ pub(super) struct TrafficMsg {
     pub(super) bytes: Vec<u8>,
 }
 
-/// Synthesized traffic over `args.traffic_seconds` from `start_ns`: honest messages at
-/// `honest_rate` per second, cycling through the latest blocks' groups as new transactions
-/// (note `traffic {i}`, validity from latest - 5 for MaxTxnLife rounds, from the first sender's
-/// peer); [`RESEND_SHARE`] of them resend a committed group byte for byte and
-/// [`DUPLICATE_SHARE`] repeat the previous new honest message from another peer, up to 50 ms
-/// after it. Spam: `spam_rate`
-/// per second from one peer ([`SPAM_PEER`]) calling the blocks' most called app. Arrival times
-/// are uniform over the span (so the classes compete for backlog slots at random), merged in
-/// time order. Classes: 0 honest (new groups), 1 spam, 2 resent (exact resends and duplicates,
-/// which dedup and the committed check drop whatever the limiter does).
+/// Synthesized traffic over `args.traffic_seconds` from `start_ns`, in time order:
+///
+/// - honest: `honest_rate` messages per second, cycling through the latest blocks' groups as
+///   new transactions (note `traffic {i}`, valid from latest - 5 for MaxTxnLife rounds, from
+///   the first sender's peer); [`RESEND_SHARE`] of them resend a committed group byte for byte,
+///   and [`DUPLICATE_SHARE`] repeat the previous new honest message from another peer, up to
+///   50 ms after it;
+/// - spam: `spam_rate` messages per second from one peer ([`SPAM_PEER`]) calling the blocks'
+///   most called app.
+///
+/// Arrival times are uniform over the span, so the classes compete for backlog slots at random.
+/// Classes: 0 honest (new groups), 1 spam, 2 resent (exact resends and duplicates, which dedup
+/// and the committed check drop whatever the limiter does).
 pub(super) fn synthesize(
     args: &ReplayArgs,
     ing: &Ingested,
