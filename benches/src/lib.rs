@@ -35,7 +35,7 @@ pub fn random_ids(n: usize, seed: u64) -> Vec<[u8; 32]> {
 ///
 /// # Panics
 ///
-/// If the kernel refuses the thread CPU clock (every Linux and BSD since 2.6 / 2008 has it).
+/// If the kernel refuses the thread CPU clock (POSIX.1-2001; Linux has it since 2.6.12).
 #[cfg(unix)]
 pub fn thread_cpu() -> Option<Duration> {
     let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
