@@ -51,11 +51,12 @@
 //!   write transaction per round, then the bloom published) and the lookups (`lookup_txid`,
 //!   `find_txid`, `block`, `round_bloom`).
 //! - `store/open.rs`: `Ledger::open`: configuration and format checks, formats 1 and 2 opened as 3,
-//!   pruning at open, the window's blooms loaded or rebuilt ([`store::OpenReport`]).
+//!   pruning at open, the window's blooms loaded, built from index rows or rebuilt ([`store::OpenReport`]).
 //! - `store/index.rs`: a round's bloom and txid index row **built** from its block
-//!   (`build_round_bloom`, `build_round_index`), and the searches of every format's rows.
-//! - `store/rows.rs`: a round's bloom and index rows **persisted** (`persist_round_rows`), pruning,
-//!   the network's rows and the network check.
+//!   (`build_round_bloom`, `build_round_index`), its bloom from its index row
+//!   (`bloom_of_index_row`), and the searches of every format's rows.
+//! - `store/rows.rs`: a round's index row (its bloom row without the index) **persisted**
+//!   (`persist_round_rows`), pruning, the network's rows and the network check.
 //! - `store/blocks.rs`: the block codec, and the one read of a stored block.
 //! - `store/tables.rs`: the database file, format version, tables and keys (private).
 //! - `store/window.rs`: the lock-free in-memory window of round blooms (seize-reclaimed).

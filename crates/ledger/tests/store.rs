@@ -15,9 +15,9 @@ use txgate_ledger::{Round, Txid};
 use txgate_testkit::rng::SplitMix64;
 use txgate_testkit::{data_file, real_round_txids};
 
-/// The `blooms` table, named as the store's format documents it, to damage a row (the store's
-/// table definitions are private).
-const BLOOMS: TableDefinition<'static, u64, &[u8]> = TableDefinition::new("blooms");
+/// The `round_txids` table (the txid index), named as the store's format documents it, to
+/// damage a row (the store's table definitions are private).
+const ROUND_TXIDS: TableDefinition<'static, u64, &[u8]> = TableDefinition::new("round_txids");
 
 /// Round -> txids in block order.
 type RoundTxids = HashMap<Round, Vec<Txid>>;
@@ -182,42 +182,59 @@ fn dataset2_hits_in_every_kept_round_read_no_block() {
     ));
 }
 
-/// A real-block ledger reopens with its blooms loaded (none rebuilt); a damaged bloom row is
-/// rebuilt from its block (decoded with the real codec), reported, and answers stay exact.
+/// A real-block ledger reopens with its blooms built from its index rows (none rebuilt); a
+/// damaged index row is rebuilt from its block (decoded with the real codec), reported, and
+/// answers stay exact.
 #[test]
 #[cfg_attr(txgate_no_data, ignore = "real data missing: set TXGATE_DATA")]
 fn dataset2_reopen_loads_blooms_and_rebuilds_a_damaged_one() {
     let (blocks, txids) = dataset2();
     let (dir, ledger) = replay(LedgerConfig::default(), &blocks);
+    let before: Vec<Vec<u8>> = (0..=377)
+        .map(|r| ledger.round_bloom(r).unwrap().unwrap().to_bytes())
+        .collect();
     drop(ledger);
     let ledger = Ledger::open(dir.path(), LedgerConfig::default()).unwrap();
     let report = ledger.open_report();
     assert_eq!((report.first, report.latest), (Some(0), Some(377)));
     assert_eq!(report.blooms_loaded, 378);
+    assert_eq!(report.blooms_from_index, 378);
     assert!(report.rebuilt.is_empty());
+    // The blooms built from the index rows are the ones built from the blocks at add.
+    for (r, bytes) in before.iter().enumerate() {
+        assert_eq!(
+            &ledger.round_bloom(r as u64).unwrap().unwrap().to_bytes(),
+            bytes
+        );
+    }
     drop(ledger);
-    // The busiest round's bloom row: flip a byte of the header's magic.
+    // The busiest round's index row: cut its last byte.
     let (&busy, _) = txids.iter().max_by_key(|(_, ids)| ids.len()).unwrap();
-    {
+    let len = {
         let db = Database::create(dir.path().join(DB_FILE)).unwrap();
         let txn = db.begin_write().unwrap();
-        {
-            let mut t = txn.open_table(BLOOMS).unwrap();
-            let mut bytes = t.get(busy).unwrap().unwrap().value().to_vec();
-            bytes[0] ^= 0xFF;
-            t.insert(busy, bytes.as_slice()).unwrap();
-        }
+        let len = {
+            let mut t = txn.open_table(ROUND_TXIDS).unwrap();
+            let bytes = t.get(busy).unwrap().unwrap().value().to_vec();
+            t.insert(busy, &bytes[..bytes.len() - 1]).unwrap();
+            bytes.len() - 1
+        };
         txn.commit().unwrap();
-    }
+        len
+    };
     let ledger = Ledger::open(dir.path(), LedgerConfig::default()).unwrap();
     let report = ledger.open_report();
     assert_eq!(report.blooms_loaded, 377);
     assert_eq!(report.rebuilt.len(), 1);
     assert_eq!(report.rebuilt[0].round, busy);
-    assert!(matches!(
+    assert_eq!(
         report.rebuilt[0].reason,
-        RebuildReason::Corrupt(_)
-    ));
+        RebuildReason::CorruptIndex { len }
+    );
+    assert_eq!(
+        ledger.round_bloom(busy).unwrap().unwrap().to_bytes(),
+        before[busy as usize]
+    );
     for (i, id) in txids[&busy].iter().enumerate() {
         assert_eq!(
             ledger.find_txid(id, 0..=377).unwrap(),

@@ -4,7 +4,9 @@
 //! sorted rows ([`search_format_1_row`]).
 //!
 //! A txid index row (format 3, table `round_txids`) is the round's txids, [`TXID_BYTES`] each,
-//! in payset order: a hit reads this one row and no block.
+//! in payset order: a hit reads this one row and no block. The row also holds everything the
+//! round's bloom is built from, so a round with this row has no bloom row: its bloom is built
+//! from the row when the ledger opens ([`bloom_of_index_row`]).
 //!
 //! A format-2 compact row is one entry of [`PREFIX_ENTRY_BYTES`] per txn plus a header, in the
 //! `txid_prefixes` table; a match of its 4-byte prefix is verified against the txid of the
@@ -53,7 +55,43 @@ pub(super) fn build_round_bloom(
     block: &Block,
     round: Round,
 ) -> Result<AnyBloom, LedgerError> {
-    let count = block.txns.len();
+    bloom_of_txids(
+        config,
+        seed,
+        round,
+        block.txns.iter().map(|txn| txn.txid.as_bytes()),
+    )
+}
+
+/// The bloom of a `round_txids` row's txids: the bloom [`build_round_bloom`] gives for the block
+/// the row was built from (same txids, same order, so the same bits), or `None` when the row is
+/// malformed (its length is not a whole number of txids, or it numbers 2^32 or more: a damaged
+/// file, whose block answers instead, as in [`search_txids`]).
+///
+/// # Errors
+///
+/// [`LedgerError::Bloom`].
+pub(super) fn bloom_of_index_row(
+    config: &LedgerConfig,
+    seed: u64,
+    round: Round,
+    row: &[u8],
+) -> Result<Option<AnyBloom>, LedgerError> {
+    let (txids, rest) = row.as_chunks::<TXID_BYTES>();
+    if !rest.is_empty() || u32::try_from(txids.len()).is_err() {
+        return Ok(None);
+    }
+    bloom_of_txids(config, seed, round, txids.iter()).map(Some)
+}
+
+/// The bloom of `txids` (32 bytes each), sized from their count.
+fn bloom_of_txids<'a>(
+    config: &LedgerConfig,
+    seed: u64,
+    round: Round,
+    txids: impl ExactSizeIterator<Item = &'a [u8; TXID_BYTES]>,
+) -> Result<AnyBloom, LedgerError> {
+    let count = txids.len();
     if u32::try_from(count).is_err() {
         return Err(LedgerError::TooManyTxns { round, count });
     }
@@ -62,8 +100,8 @@ pub(super) fn build_round_bloom(
             .seed(seed)
             .build_any(config.bloom_layout)
             .map_err(|source| LedgerError::Bloom { round, source })?;
-    for txn in &block.txns {
-        bloom.insert(Bytes(txn.txid.as_bytes()));
+    for txid in txids {
+        bloom.insert(Bytes(txid));
     }
     Ok(bloom)
 }

@@ -15,8 +15,8 @@ use super::config::LedgerConfig;
 use super::error::{At, LedgerError};
 use super::genesis::Genesis;
 use super::index::{
-    PrefixIndex, build_round_bloom, build_round_index, search_format_1_row, search_prefixes,
-    search_txids,
+    PrefixIndex, bloom_of_index_row, build_round_bloom, build_round_index, search_format_1_row,
+    search_prefixes, search_txids,
 };
 use super::open::OpenReport;
 use super::rows::{check_network, persist_round_rows, prune, write_genesis};
@@ -469,10 +469,13 @@ impl Ledger {
         Ok(stored_block(&blocks, round)?.value().to_vec())
     }
 
-    /// The bloom filter of `round`'s txids as the ledger persisted it (checksum verified), for
-    /// measuring its false-positive rate or shipping it to a peer. `Ok(None)` when the round has
-    /// no stored bloom: it was added while blooms were disabled. (A ledger reopened with blooms
-    /// disabled still answers with the blooms stored before.)
+    /// The bloom filter of `round`'s txids as the ledger keeps it, for measuring its
+    /// false-positive rate or shipping it to a peer: for a round of the window, the bloom its
+    /// lookups probe; for an older round, its bloom row (checksum verified) or, for a round added
+    /// with the txid index on (which stores no bloom row), the bloom built from its index row in
+    /// the configured layout and false-positive rate (from its block if that row is damaged).
+    /// `Ok(None)` when the round has neither row: it was added while blooms were disabled. (A
+    /// ledger reopened with blooms disabled still answers with the rows stored before.)
     ///
     /// ```
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -495,17 +498,35 @@ impl Ledger {
     /// [`LedgerError::BeyondLatest`], [`LedgerError::NotKept`], [`LedgerError::Store`];
     /// [`LedgerError::StoredBloom`] when the stored bytes do not load (a damaged row: opening
     /// with blooms enabled checks and rebuilds only the window's rounds, so an older archival
-    /// round, or any round of a ledger opened with blooms disabled, can be damaged here).
+    /// round, or any round of a ledger opened with blooms disabled, can be damaged here);
+    /// building from a damaged index row's block: [`LedgerError::Missing`],
+    /// [`LedgerError::Decode`], [`LedgerError::Bloom`].
     pub fn round_bloom(&self, round: Round) -> Result<Option<AnyBloom>, LedgerError> {
+        if let Probe::Hit(entry) = self.window.reader().get(round)
+            && let Some(bloom) = &*entry
+        {
+            return Ok(Some(bloom.clone()));
+        }
         let txn = self.read()?;
         self.check_kept(&txn, round)?;
         let blooms = txn.open_table(BLOOMS).at(round)?;
-        let Some(row) = blooms.get(round).at(round)? else {
+        if let Some(row) = blooms.get(round).at(round)? {
+            return AnyBloom::from_bytes(row.value())
+                .map(Some)
+                .map_err(|source| LedgerError::StoredBloom { round, source });
+        }
+        let index = txn.open_table(ROUND_TXIDS).at(round)?;
+        let Some(row) = index.get(round).at(round)? else {
             return Ok(None);
         };
-        AnyBloom::from_bytes(row.value())
-            .map(Some)
-            .map_err(|source| LedgerError::StoredBloom { round, source })
+        if let Some(bloom) = bloom_of_index_row(&self.config, self.seed, round, row.value())? {
+            return Ok(Some(bloom));
+        }
+        let blocks = txn.open_table(BLOCKS).at(round)?;
+        let block = self
+            .codec
+            .decode_stored(stored_block(&blocks, round)?.value(), round)?;
+        build_round_bloom(&self.config, self.seed, &block, round).map(Some)
     }
 
     /// The bloom of `block` (tagged as `round`) in the configured layout and the ledger's seed,

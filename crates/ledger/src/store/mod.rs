@@ -2,13 +2,15 @@
 //!
 //! A [`Ledger`] is a directory holding one [redb](https://docs.rs/redb/2) database
 //! (`ledger.redb`). Each round is added by [`Ledger::add_block`] in one write transaction that
-//! holds the round's raw block bytes, its bloom filter of txids (an
-//! [`AnyBloom`](txgate_bloom::AnyBloom) in the configured block layout, sized from the round's
-//! transaction count and the configured false-positive rate) and its txid index row, so a crash
+//! holds the round's raw block bytes and its txid index row, so a crash
 //! leaves a round wholly present or wholly absent (each commit is durable when `add_block`
 //! returns, unless [`LedgerConfig::sync_every`] batches the syncs). After the commit the round's
-//! bloom is published to an in-memory window of the last MaxTxnLife + 1 rounds that readers
-//! query without locks.
+//! bloom filter of txids (an [`AnyBloom`](txgate_bloom::AnyBloom) in the configured block
+//! layout, sized from the round's transaction count and the configured false-positive rate) is
+//! published to an in-memory window of the last MaxTxnLife + 1 rounds that readers query
+//! without locks. The bloom is not stored: the index row holds the txids it is built from, and
+//! [`Ledger::open`] builds the window's blooms from those rows. (With the txid index disabled,
+//! a bloom row is stored instead.)
 //!
 //! [`Ledger::lookup_txid`] answers "is this txid in round R?": the round's bloom answers "no"
 //! without touching the database; a "maybe" goes to the exact index (the round's txids), which
@@ -25,7 +27,7 @@
 //! |-----------------|-------------|--------------------------------------------------------|
 //! | `meta`          | `&str`      | `u64`: format, bloom seed, first and latest round, ... |
 //! | `blocks`        | round `u64` | raw block bytes, as given to `add_block`               |
-//! | `blooms`        | round `u64` | `AnyBloom::to_bytes`: either layout, XXH3-checksummed  |
+//! | `blooms`        | round `u64` | `AnyBloom::to_bytes` of a round without an index row   |
 //! | `round_txids`   | round `u64` | the round's txid index: its txids, in payset order     |
 //! | `txid_prefixes` | round `u64` | format 2's compact txid index (read only; see below)   |
 //! | `txids`         | round `u64` | format 1's txid index (read only; see below)           |
@@ -40,6 +42,16 @@
 //! round is one range delete. The row is built from the decoded block's txids, which the
 //! decoder computed anyway; it costs 32 bytes per txn on disk (a 1,000-payment round's block is
 //! about 250 KB, its row 32 KB, its bloom at 0.1 % about 1.8 KB).
+//!
+//! A round with an index row has no bloom row: storing the bloom as well cost each
+//! `add_block` a second table's pages in its commit (about 15 KB written, several per cent of
+//! a synced add on a 1,000-txn round), while rebuilding the window's blooms from the index rows
+//! costs [`Ledger::open`] one read of each row (32 MB for 1,001 rounds of 1,000 txns). Bloom rows
+//! are kept for rounds added without the index, and those an earlier format-3 build wrote
+//! still load as they are; a round whose bloom and index rows are both missing or damaged is
+//! rebuilt from its block at open ([`RebuildReason`]). The layout on disk is unchanged, so a
+//! build from before this rule still opens such a ledger: it rebuilds each window round's
+//! missing bloom row from its block (slower to open, the same answers).
 //!
 //! Earlier formats, and why format 3 replaced them:
 //!
@@ -62,9 +74,10 @@
 //! - `ledger.rs`: [`Ledger`]: its state and invariants, [`Ledger::add_decoded_block`] (one
 //!   write transaction per round, then the bloom published to the window) and the lookups.
 //! - `open.rs`: [`Ledger::open`]: configuration and format checks, formats 1 and 2 opened as 3,
-//!   pruning at open, loading the window's blooms and rebuilding missing or corrupt ones
-//!   ([`OpenReport`]).
-//! - `index.rs`: a round's bloom and txid index row built from its block
+//!   pruning at open, loading the window's blooms (from bloom rows, or built from index rows) and
+//!   rebuilding missing or corrupt ones ([`OpenReport`]).
+//! - `index.rs`: a round's bloom and txid index row built from its block, its bloom from its
+//!   index row
 //!   (`build_round_bloom`, `build_round_index`), and the searches of every format's rows.
 //! - `rows.rs`: a round's rows persisted (`persist_round_rows`), rounds pruned, the network's rows
 //!   and the network check.

@@ -12,6 +12,7 @@ use super::blocks::{Codec, stored_block};
 use super::config::LedgerConfig;
 use super::error::{At, DbError, LedgerError};
 use super::genesis::Genesis;
+use super::index::bloom_of_index_row;
 use super::ledger::{Ledger, WriterState};
 use super::rows::{persist_round_rows, prune, read_genesis};
 use super::tables::{
@@ -29,8 +30,12 @@ pub struct OpenReport {
     pub first: Option<Round>,
     /// Latest round (`None`: empty ledger).
     pub latest: Option<Round>,
-    /// Blooms loaded from the database into the window.
+    /// Blooms loaded from the database into the window: from their bloom rows, or built from
+    /// their txid index rows ([`OpenReport::blooms_from_index`]).
     pub blooms_loaded: u64,
+    /// Of [`OpenReport::blooms_loaded`], those built from the round's txid index row (a round
+    /// added with the index on stores no bloom row: its txids are in the index row).
+    pub blooms_from_index: u64,
     /// Blooms (and index rows) of window rounds that were missing or corrupt, rebuilt from
     /// their blocks (and written back), in round order.
     pub rebuilt: Vec<RebuiltBloom>,
@@ -44,7 +49,7 @@ pub struct OpenReport {
 pub struct RebuiltBloom {
     /// The round.
     pub round: Round,
-    /// Why: no bloom row, or the row did not load.
+    /// Why: no bloom row (nor an index row to build it from), or the row did not load.
     pub reason: RebuildReason,
 }
 
@@ -52,8 +57,15 @@ pub struct RebuiltBloom {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum RebuildReason {
-    /// The round had no bloom row (e.g. its blocks were added with blooms disabled).
+    /// The round had neither a bloom row nor a `round_txids` index row (e.g. its blocks were
+    /// added with blooms disabled).
     Missing,
+    /// The round had no bloom row, and its txid index row is malformed (its length, in bytes,
+    /// is not a whole number of 32-byte txids: a damaged file).
+    CorruptIndex {
+        /// The row's length in bytes.
+        len: usize,
+    },
     /// [`AnyBloom::from_bytes`] rejected the row: damaged bytes fail its checksum
     /// ([`LoadError::ChecksumMismatch`]).
     Corrupt(LoadError),
@@ -80,7 +92,9 @@ impl Ledger {
     /// Opens the ledger in directory `dir`, creating the directory and the database if needed
     /// (as redb's `Database::create` does for its file). With blooms enabled, the blooms of the
     /// window's rounds are loaded from the database (not rebuilt); a missing or corrupt one is
-    /// rebuilt from its block, written back and listed in [`Ledger::open_report`]. With
+    /// rebuilt from its block, written back and listed in [`Ledger::open_report`]. A round
+    /// added with the txid index on has no bloom row: its bloom is built from its index row's
+    /// txids (about 32 KB read and 1,000 insertions for a 1,000-txn round). With
     /// `archival` false, rounds that left the window are pruned at open too.
     ///
     /// # Errors
@@ -211,7 +225,9 @@ impl Ledger {
             let stored = StoredRows::open(txn)?;
             for round in start..=latest {
                 let mut loaded = stored.bloom(round, self.seed)?;
-                if loaded.is_ok() && needs_index(round) && !stored.has_index(round)? {
+                if matches!(loaded, Err(RebuildReason::Missing)) {
+                    loaded = self.bloom_of_index(&stored, round)?;
+                } else if loaded.is_ok() && needs_index(round) && !stored.has_index(round)? {
                     loaded = Err(RebuildReason::MissingIndex);
                 }
                 blooms.push(loaded.map_err(|reason| RebuiltBloom { round, reason }));
@@ -231,6 +247,30 @@ impl Ledger {
                 .at(None)?;
         }
         Ok(blooms)
+    }
+
+    /// The bloom of a round without a bloom row, built from its `round_txids` row (counted in
+    /// the report), or why it must be rebuilt from its block: no such row
+    /// ([`RebuildReason::Missing`]; format 1 and 2 index rows hold too little) or a malformed
+    /// one.
+    fn bloom_of_index(
+        &mut self,
+        stored: &StoredRows<'_>,
+        round: Round,
+    ) -> Result<Result<AnyBloom, RebuildReason>, LedgerError> {
+        let Some(row) = stored.index[0].get(round).at(round)? else {
+            return Ok(Err(RebuildReason::Missing));
+        };
+        let row = row.value();
+        Ok(
+            match bloom_of_index_row(&self.config, self.seed, round, row)? {
+                Some(bloom) => {
+                    self.open_report.blooms_from_index += 1;
+                    Ok(bloom)
+                }
+                None => Err(RebuildReason::CorruptIndex { len: row.len() }),
+            },
+        )
     }
 
     /// A round's loaded bloom, counted in the report; or, for one that did not load, the bloom
@@ -257,13 +297,17 @@ impl Ledger {
         // promise holds for every round it covers.
         let (bloom, index) = self.build_round_rows(&block, round, true)?;
         persist_round_rows(txn, round, &bloom, index.as_deref())?;
+        // The index row now stands for the bloom: a bloom row left from before (damaged, of
+        // another seed, or without its index row) goes.
+        txn.open_table(BLOOMS).at(round)?.remove(round).at(round)?;
         self.open_report.rebuilt.push(rebuilt);
         Ok(Some(bloom))
     }
 }
 
 /// The tables [`Ledger::load_window`] reads for each round of the window: its bloom and its
-/// index row in any format. Dropped before a rebuild writes (redb opens a table once per write
+/// index row in any format (the bloom of a round without a bloom row is built from its
+/// `round_txids` row). Dropped before a rebuild writes (redb opens a table once per write
 /// transaction at a time).
 struct StoredRows<'t> {
     blooms: redb::Table<'t, u64, &'static [u8]>,

@@ -1,4 +1,5 @@
-//! A round's rows: the bloom and index rows written with it ([`persist_round_rows`]), the deletes
+//! A round's rows: the index row (or, without the index, the bloom row) written with it
+//! ([`persist_round_rows`]), the deletes
 //! of rounds that leave the window ([`prune`]), and the `chain` table's network rows with the check
 //! that a block belongs to the ledger's network ([`check_network`]).
 
@@ -15,23 +16,30 @@ use super::tables::{
 };
 use crate::Round;
 
-/// Writes a round's bloom row and, when given, its txid index row (idempotent:
-/// rewriting a round writes the same rows).
+/// Writes a round's txid index row when given, else its bloom row (idempotent: rewriting a
+/// round writes the same row). A round with an index row gets no bloom row: the bloom is built
+/// from the index row's txids when the ledger opens, so each round's add writes one row beside
+/// its block instead of two (a table's row costs the commit its pages on the path from the
+/// table's root, several KiB, besides the row itself).
 pub(super) fn persist_round_rows(
     txn: &WriteTransaction,
     round: Round,
     bloom: &AnyBloom,
     index: Option<&[u8]>,
 ) -> Result<(), LedgerError> {
-    let mut blooms = txn.open_table(BLOOMS).at(round)?;
-    blooms
-        .insert(round, bloom.to_bytes().as_slice())
-        .at(round)?;
-    if let Some(index) = index {
-        txn.open_table(ROUND_TXIDS)
-            .at(round)?
-            .insert(round, index)
-            .at(round)?;
+    match index {
+        Some(index) => {
+            txn.open_table(ROUND_TXIDS)
+                .at(round)?
+                .insert(round, index)
+                .at(round)?;
+        }
+        None => {
+            txn.open_table(BLOOMS)
+                .at(round)?
+                .insert(round, bloom.to_bytes().as_slice())
+                .at(round)?;
+        }
     }
     Ok(())
 }

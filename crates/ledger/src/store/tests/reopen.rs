@@ -3,6 +3,10 @@
 
 use super::*;
 
+/// Rounds added with the txid index have no bloom row: their blooms are built from their index
+/// rows at open. Bloom rows an earlier build wrote load as they are; a damaged one, one of
+/// another seed, or a round with no row to build from is rebuilt from its block, reported, and
+/// leaves an index row alone.
 #[test]
 fn reopen_loads_blooms_and_rebuilds_corrupt_or_missing_ones() {
     let dir = tempfile::tempdir().unwrap();
@@ -13,20 +17,26 @@ fn reopen_loads_blooms_and_rebuilds_corrupt_or_missing_ones() {
         assert_eq!(report.blooms_loaded, 0);
         fill(&l, 0..=29, &mut rng, |r| r as usize % 5 + 1)
     };
+    assert_eq!(bloom_row_rounds(dir.path()), Vec::<Round>::new());
     let (l, report) = open(dir.path(), config.clone());
     assert_eq!(report.latest, Some(29));
     assert_eq!(report.blooms_loaded, 10, "the window is rounds 20..=29");
+    assert_eq!(report.blooms_from_index, 10);
     assert_eq!(report.rebuilt, vec![]);
     assert_eq!(report.bloom_seed, DEFAULT_BLOOM_SEED);
+    let bytes_25 = l.round_bloom(25).unwrap().unwrap().to_bytes();
     drop(l);
-    // Damage round 25's bloom row, delete round 27's, give round 28 a valid filter with
-    // another seed, damage round 3's (outside the window).
-    let bytes_25 = {
+    // Bloom rows as an earlier build wrote them, then: damage round 25's, delete round 27's
+    // (its index row stays), give round 28 a valid filter with another seed, damage round 3's
+    // (outside the window); delete round 26's bloom and index rows; cut round 24's index row
+    // short and delete its bloom row.
+    add_legacy_bloom_rows(dir.path(), &config);
+    assert_eq!(bloom_row(dir.path(), 25), bytes_25);
+    let cut_24 = {
         let db = Database::create(dir.path().join(DB_FILE)).unwrap();
         let txn = db.begin_write().unwrap();
-        let bytes_25 = {
+        let cut_24 = {
             let mut t = txn.open_table(BLOOMS).unwrap();
-            let bytes_25 = t.get(25).unwrap().unwrap().value().to_vec();
             t.insert(25, &bytes_25[..bytes_25.len() - 1]).unwrap();
             t.remove(27).unwrap();
             let other_seed = BloomBuilder::with_num_blocks(1)
@@ -35,47 +45,63 @@ fn reopen_loads_blooms_and_rebuilds_corrupt_or_missing_ones() {
                 .unwrap();
             t.insert(28, &other_seed.to_bytes()[..]).unwrap();
             t.insert(3, &b"junk"[..]).unwrap();
-            bytes_25
+            t.remove(26).unwrap();
+            t.remove(24).unwrap();
+            let mut index = txn.open_table(ROUND_TXIDS).unwrap();
+            index.remove(26).unwrap();
+            let row = index.get(24).unwrap().unwrap().value().to_vec();
+            index.insert(24, &row[..row.len() - 1]).unwrap();
+            row.len() - 1
         };
         txn.commit().unwrap();
-        bytes_25
+        cut_24
     };
     let (l, report) = open(dir.path(), config.clone());
-    assert_eq!(report.blooms_loaded, 7);
+    assert_eq!(report.blooms_loaded, 6);
+    assert_eq!(report.blooms_from_index, 1, "round 27");
     let rounds: Vec<_> = report.rebuilt.iter().map(|r| r.round).collect();
-    assert_eq!(rounds, vec![25, 27, 28]);
-    assert!(matches!(
+    assert_eq!(rounds, vec![24, 25, 26, 28]);
+    assert_eq!(
         report.rebuilt[0].reason,
+        RebuildReason::CorruptIndex { len: cut_24 }
+    );
+    assert!(matches!(
+        report.rebuilt[1].reason,
         RebuildReason::Corrupt(_)
     ));
-    assert_eq!(report.rebuilt[1].reason, RebuildReason::Missing);
+    assert_eq!(report.rebuilt[2].reason, RebuildReason::Missing);
     assert_eq!(
-        report.rebuilt[2].reason,
+        report.rebuilt[3].reason,
         RebuildReason::WrongSeed {
             found: DEFAULT_BLOOM_SEED ^ 1
         }
     );
     assert_lookups(&l, &model);
     drop(l);
-    // The rebuilt blooms were written back, byte-identical (deterministic seed).
+    // The rebuilds wrote index rows and removed the bad bloom rows; the blooms built from the
+    // rows are byte-identical to the originals (deterministic seed).
     let (l, report) = open(dir.path(), config);
     assert_eq!((report.blooms_loaded, report.rebuilt.len()), (10, 0));
+    assert_eq!(report.blooms_from_index, 5, "rounds 24 to 28");
+    assert_eq!(l.round_bloom(25).unwrap().unwrap().to_bytes(), bytes_25);
+    assert_lookups(&l, &model);
     drop(l);
-    let db = Database::create(dir.path().join(DB_FILE)).unwrap();
-    let txn = db.begin_read().unwrap();
-    let t = txn.open_table(BLOOMS).unwrap();
-    assert_eq!(t.get(25).unwrap().unwrap().value(), &bytes_25[..]);
+    let rows = bloom_row_rounds(dir.path());
+    assert!(rows.iter().all(|r| !(24..=28).contains(r)), "{rows:?}");
+    assert!(rows.contains(&29) && rows.contains(&3));
 }
 
-/// A stored bloom with one altered byte (in its blocks, or one bit of its seed) fails its
-/// checksum at open, is rebuilt from its block and reported; lookups stay exact, and the
-/// rebuilt row is the original one again.
+/// A stored bloom row (as an earlier build wrote them) with one altered byte (in its blocks, or
+/// one bit of its seed) fails its checksum at open, is rebuilt from its block and reported;
+/// lookups stay exact, and the rebuilt bloom is the original one again (now built from the
+/// index row, the bloom row gone).
 #[test]
 fn a_damaged_bloom_row_fails_its_checksum_and_is_rebuilt() {
     let dir = tempfile::tempdir().unwrap();
     let config = with_life(9);
     let mut rng = SplitMix64(8);
     let model = fill_closed(dir.path(), config.clone(), 0..=9, &mut rng, |_| 50);
+    add_legacy_bloom_rows(dir.path(), &config);
     let (good_4, good_6) = (bloom_row(dir.path(), 4), bloom_row(dir.path(), 6));
     {
         let db = Database::create(dir.path().join(DB_FILE)).unwrap();
@@ -109,14 +135,18 @@ fn a_damaged_bloom_row_fails_its_checksum_and_is_rebuilt() {
         assert_eq!(l.lookup_txid(&txid(&mut rng), 4).unwrap(), None);
     }
     drop(l);
-    assert_eq!(bloom_row(dir.path(), 4), good_4);
-    assert_eq!(bloom_row(dir.path(), 6), good_6);
-    let (_, report) = open(dir.path(), config);
+    let rows = bloom_row_rounds(dir.path());
+    assert_eq!(rows, vec![0, 1, 2, 3, 5, 7, 8, 9]);
+    let (l, report) = open(dir.path(), config);
     assert_eq!((report.blooms_loaded, report.rebuilt.len()), (10, 0));
+    assert_eq!(report.blooms_from_index, 2);
+    assert_eq!(l.round_bloom(4).unwrap().unwrap().to_bytes(), good_4);
+    assert_eq!(l.round_bloom(6).unwrap().unwrap().to_bytes(), good_6);
 }
 
-/// The layout is a setting for new rounds: blooms stored in the other layout load as they
-/// are (no rebuild), and lookups are exact across rounds of both.
+/// The layout is a setting for the blooms the ledger builds: bloom rows stored in the other
+/// layout (by an earlier build) load as they are (no rebuild), blooms built from index rows at
+/// open follow the setting, and lookups are exact across rounds of both.
 #[test]
 fn stored_blooms_of_the_other_layout_still_load() {
     let dir = tempfile::tempdir().unwrap();
@@ -129,18 +159,31 @@ fn stored_blooms_of_the_other_layout_still_load() {
     let mut model = fill_closed(dir.path(), with(Layout::Block256), 0..=5, &mut rng, |r| {
         r as usize * 40
     });
+    add_legacy_bloom_rows(dir.path(), &with(Layout::Block256));
+    let layouts = |l: &Ledger| -> Vec<Layout> {
+        (0..=8)
+            .map(|r| {
+                let bytes = l.round_bloom(r).unwrap().unwrap().to_bytes();
+                txgate_bloom::format::layout_of(&bytes).unwrap()
+            })
+            .collect()
+    };
     let (l, report) = open(dir.path(), with(Layout::Block512));
     assert_eq!((report.blooms_loaded, report.rebuilt.len()), (6, 0));
+    assert_eq!(report.blooms_from_index, 0);
     model.extend(fill(&l, 6..=8, &mut rng, |_| 100));
     assert_lookups(&l, &model);
+    let stored = layouts(&l);
+    assert_eq!(stored[..6], [Layout::Block256; 6]);
+    assert_eq!(stored[6..], [Layout::Block512; 3]);
     drop(l);
-    let layouts: Vec<Layout> = (0..=8)
-        .map(|r| txgate_bloom::format::layout_of(&bloom_row(dir.path(), r)).unwrap())
-        .collect();
-    assert_eq!(layouts[..6], [Layout::Block256; 6]);
-    assert_eq!(layouts[6..], [Layout::Block512; 3]);
     let (l, report) = open(dir.path(), with(Layout::Block256));
     assert_eq!((report.blooms_loaded, report.rebuilt.len()), (9, 0));
+    assert_eq!(
+        report.blooms_from_index, 3,
+        "rounds 6 to 8 have no bloom row"
+    );
+    assert_eq!(layouts(&l), [Layout::Block256; 9]);
     assert_lookups(&l, &model);
     assert_eq!(
         l.find_txid(&model[&7][3], 0..=8).unwrap(),
@@ -165,8 +208,9 @@ fn format_1_ledgers_open_and_answer_from_their_rows() {
         model.insert(5, ids);
         model
     };
+    add_legacy_bloom_rows(dir.path(), &LedgerConfig::default());
     {
-        // Rewrite it as format 1 wrote it.
+        // Rewrite it as format 1 wrote it (with the bloom rows it wrote).
         let db = Database::create(dir.path().join(DB_FILE)).unwrap();
         let txn = db.begin_write().unwrap();
         {
@@ -244,8 +288,9 @@ fn format_2_ledgers_open_and_answer_from_their_rows() {
         model.insert(4, ids);
         model
     };
+    add_legacy_bloom_rows(dir.path(), &LedgerConfig::default());
     {
-        // Rewrite it as format 2 wrote it: the header (txn count, the genesis id "test" and
+        // Rewrite it as format 2 wrote it (with the bloom rows it wrote): the header (txn count, the genesis id "test" and
         // hash of the test blocks), the prefixes, the offsets (txid i at byte 10 + 32 i).
         let db = Database::create(dir.path().join(DB_FILE)).unwrap();
         let txn = db.begin_write().unwrap();
@@ -304,8 +349,9 @@ fn format_2_ledgers_open_and_answer_from_their_rows() {
     );
 }
 
-/// Blooms without the txid index: no index rows are written and a "maybe" decodes the
-/// block; opening with the index again indexes the window's rounds that lack a row.
+/// Blooms without the txid index: bloom rows instead of index rows are written and a "maybe"
+/// decodes the block; opening with the index again indexes the window's rounds that lack a row
+/// (their bloom rows then go: the index rows stand for them).
 #[test]
 fn blooms_without_the_index_decode_and_are_indexed_at_the_next_open() {
     let dir = tempfile::tempdir().unwrap();
@@ -329,6 +375,7 @@ fn blooms_without_the_index_decode_and_are_indexed_at_the_next_open() {
         t.iter().unwrap().map(|r| r.unwrap().0.value()).collect()
     };
     assert_eq!(index_rounds(dir.path()), vec![0, 1, 2]);
+    assert_eq!(bloom_row_rounds(dir.path()), (3..=8).collect::<Vec<_>>());
     let (l, report) = open(dir.path(), config(true));
     let rounds: Vec<_> = report.rebuilt.iter().map(|r| r.round).collect();
     assert_eq!(rounds, vec![3, 4, 5, 6, 7, 8], "the window is 3..=8");
@@ -341,8 +388,10 @@ fn blooms_without_the_index_decode_and_are_indexed_at_the_next_open() {
     assert_lookups(&l, &model);
     drop(l);
     assert_eq!(index_rounds(dir.path()), (0..=8).collect::<Vec<_>>());
+    assert_eq!(bloom_row_rounds(dir.path()), Vec::<Round>::new());
     let (_, report) = open(dir.path(), config(true));
     assert_eq!(report.rebuilt, vec![]);
+    assert_eq!((report.blooms_loaded, report.blooms_from_index), (6, 6));
 }
 
 #[test]
