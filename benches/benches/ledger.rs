@@ -24,7 +24,9 @@
 //!   `decode_for_verify` finds the payset while decoding, so verification does not walk again).
 //! - `find_txid_miss_1000_rounds`: `find_txid` of an absent txid over the whole 1,001-round
 //!   window (blooms only: the baseline would decode 1,001 blocks per query).
-//! - `reopen_1000_rounds`: `Ledger::open` of a 1,000-round ledger that loads its blooms, vs
+//! - `reopen_1000_rounds`: `Ledger::open` of a 1,000-round ledger that loads its blooms (`load_blooms`:
+//!   built from the rounds' txid index rows, which hold the txids; the ledger stores no bloom row
+//!   beside an index row), vs
 //!   opening it without blooms and rebuilding the 1,000 blooms from the blocks (what go-algorand
 //!   does at every start).
 //!

@@ -10,7 +10,8 @@
 //! - `index`: the round's txid index row (its txids, 32 bytes each);
 //! - `write, off` / `write, on`: `add_verified_block` of the verified block (the writer's checks,
 //!   one redb write transaction and its commit) into a ledger without and with blooms and the
-//!   index; `on` includes the bloom and index rows' build, insert and write;
+//!   index; `on` includes the bloom's build and the index row's build, insert and write (a
+//!   round with an index row stores no bloom row);
 //! - `add_block, on`: the whole public path, `add_block` of the bytes (decode, verify, write).
 //!
 //! Each write is measured twice: in a temporary directory on disk (the commit's fsync

@@ -1,6 +1,7 @@
 //! The ledger on real and synthetic msgpack blocks through the public API: the dataset2 replay
 //! (every txid found in its round and nowhere else, with and without blooms), reopening a
-//! real-block ledger after damaging a bloom row, and a synthetic ledger's pruning.
+//! real-block ledger (its blooms built from its index rows equal to those built from its blocks)
+//! after damaging an index row, and a synthetic ledger's pruning.
 //! Real data missing: the tests that read it are ignored (they fail under
 //! `TXGATE_REQUIRE_DATA=1`; see txgate-testkit's "Real data").
 

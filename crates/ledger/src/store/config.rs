@@ -64,11 +64,13 @@ pub struct LedgerConfig {
     /// Target false-positive rate of each round's bloom, in (0, 1). Default
     /// [`DEFAULT_FALSE_POSITIVE_RATE`].
     pub false_positive_rate: f64,
-    /// Build, persist and query per-round blooms and the txid index (default true). False is
-    /// go-algorand's baseline: blocks only, lookups decode the block.
+    /// Build and query per-round blooms and keep the txid index (default true; the index row
+    /// is stored and the blooms are built from it at open; without the index the blooms are
+    /// stored). False is go-algorand's baseline: blocks only, lookups decode the block.
     pub blooms: bool,
-    /// Block layout of the blooms of new rounds (default [`DEFAULT_BLOOM_LAYOUT`]). Stored
-    /// blooms of either layout load whatever this says.
+    /// Block layout of the blooms the ledger builds (default [`DEFAULT_BLOOM_LAYOUT`]): new
+    /// rounds' blooms, and at each open the blooms built from index rows. Stored bloom rows of
+    /// either layout load whatever this says.
     pub bloom_layout: Layout,
     /// With blooms, also keep the per-round txid index (default true), so that a "maybe" is
     /// answered from it. False keeps the blooms only: a "maybe" decodes the block, as
@@ -140,8 +142,8 @@ impl LedgerConfig {
         self
     }
 
-    /// Sets [`bloom_layout`](Self::bloom_layout): the block layout of new rounds' blooms
-    /// (default [`DEFAULT_BLOOM_LAYOUT`]).
+    /// Sets [`bloom_layout`](Self::bloom_layout): the block layout of the blooms the ledger
+    /// builds (default [`DEFAULT_BLOOM_LAYOUT`]).
     #[must_use]
     pub fn with_bloom_layout(mut self, bloom_layout: Layout) -> Self {
         self.bloom_layout = bloom_layout;

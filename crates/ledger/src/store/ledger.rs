@@ -234,9 +234,10 @@ impl Ledger {
     /// header without any commitment over a non-empty payset is refused. To add a block
     /// verified upstream without a second check, see [`Ledger::add_verified_block`].
     ///
-    /// One write transaction stores the block bytes, the round's bloom and its txid index row
-    /// (and, non-archival, deletes the round that leaves the window); after the commit the
-    /// bloom is published to readers. One writer at a time: concurrent calls wait for each
+    /// One write transaction stores the block bytes and the round's txid index row (with the
+    /// index disabled, its bloom row instead; the bloom is built from the index row when the
+    /// ledger opens) and, non-archival, deletes the round that leaves the window; after the
+    /// commit the round's bloom is published to readers. One writer at a time: concurrent calls wait for each
     /// other; lookups do not wait.
     ///
     /// # Errors
@@ -350,7 +351,7 @@ impl Ledger {
         check_network(genesis, block)
     }
 
-    /// Writes a round's rows in `txn`: its block, the `meta` rows, its bloom and index rows, the
+    /// Writes a round's rows in `txn`: its block, the `meta` rows, its index row (or bloom row), the
     /// network when learnt, and (non-archival) the prune of the rounds that left the window.
     /// `first` is the oldest kept round before (`None`: empty ledger); returns the one after.
     fn write_round(

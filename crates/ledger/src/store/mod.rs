@@ -48,10 +48,15 @@
 //! a synced add on a 1,000-txn round), while rebuilding the window's blooms from the index rows
 //! costs [`Ledger::open`] one read of each row (32 MB for 1,001 rounds of 1,000 txns). Bloom rows
 //! are kept for rounds added without the index, and those an earlier format-3 build wrote
-//! still load as they are; a round whose bloom and index rows are both missing or damaged is
-//! rebuilt from its block at open ([`RebuildReason`]). The layout on disk is unchanged, so a
-//! build from before this rule still opens such a ledger: it rebuilds each window round's
-//! missing bloom row from its block (slower to open, the same answers).
+//! still load as they are. A bloom built from an index row follows the configured layout and
+//! false-positive rate at each open; a stored bloom row keeps its own. At open, a window
+//! round whose bloom can be neither loaded nor built (a damaged bloom row or one of another
+//! seed, even beside a good index row; a malformed index row; no row at all) is rebuilt from
+//! its block ([`RebuildReason`]), which writes its index row and removes the bad bloom row. The
+//! layout on disk is unchanged, so a build from before this rule still opens such a ledger
+//! with the same lookup answers: it rebuilds each window round's missing bloom row from its
+//! block (slower to open), and its `round_bloom` answers `None` for older rounds, which have
+//! no bloom row.
 //!
 //! Earlier formats, and why format 3 replaced them:
 //!

@@ -36,8 +36,9 @@ pub struct OpenReport {
     /// Of [`OpenReport::blooms_loaded`], those built from the round's txid index row (a round
     /// added with the index on stores no bloom row: its txids are in the index row).
     pub blooms_from_index: u64,
-    /// Blooms (and index rows) of window rounds that were missing or corrupt, rebuilt from
-    /// their blocks (and written back), in round order.
+    /// Blooms of window rounds that could be neither loaded nor built from an index row, rebuilt
+    /// from their blocks, in round order. Each rebuild writes the round's index row (a bloom row
+    /// left from before is removed: the index row stands for it).
     pub rebuilt: Vec<RebuiltBloom>,
     /// The bloom hash seed in use.
     pub bloom_seed: u64,
@@ -91,10 +92,14 @@ struct Meta {
 impl Ledger {
     /// Opens the ledger in directory `dir`, creating the directory and the database if needed
     /// (as redb's `Database::create` does for its file). With blooms enabled, the blooms of the
-    /// window's rounds are loaded from the database (not rebuilt); a missing or corrupt one is
-    /// rebuilt from its block, written back and listed in [`Ledger::open_report`]. A round
-    /// added with the txid index on has no bloom row: its bloom is built from its index row's
-    /// txids (about 32 KB read and 1,000 insertions for a 1,000-txn round). With
+    /// window's rounds are loaded from the database (not rebuilt from blocks). A round added
+    /// with the txid index on has no bloom row: its bloom is built from its index row's txids
+    /// (about 32 KB read and 1,000 insertions for a 1,000-txn round), in the configured layout
+    /// and false-positive rate; a bloom row (rounds added without the index, or by an earlier
+    /// build) loads as stored. A bloom that can be neither loaded nor built (a damaged bloom
+    /// row, one of another seed, no row at all, a malformed index row) is rebuilt from its
+    /// block, its index row written (a bad bloom row removed), and listed in
+    /// [`Ledger::open_report`]. With
     /// `archival` false, rounds that left the window are pruned at open too.
     ///
     /// # Errors
@@ -238,8 +243,9 @@ impl Ledger {
             .zip(start..)
             .map(|(loaded, round)| self.loaded_or_rebuilt(txn, round, loaded))
             .collect::<Result<_, _>>()?;
-        // With the index on, every round of the window now has its bloom and index rows; rounds
-        // before the window do if they did before and the marker said so.
+        // With the index on, every round of the window now has its index row (its bloom built
+        // from it, or loaded from a bloom row an earlier build wrote); rounds before the window
+        // do if they did before and the marker said so.
         if check_index {
             txn.open_table(META)
                 .at(None)?
@@ -274,7 +280,8 @@ impl Ledger {
     }
 
     /// A round's loaded bloom, counted in the report; or, for one that did not load, the bloom
-    /// rebuilt from its block and written back with its index row, listed in the report.
+    /// rebuilt from its block, its index row written back (and any bloom row removed), listed
+    /// in the report.
     fn loaded_or_rebuilt(
         &mut self,
         txn: &WriteTransaction,

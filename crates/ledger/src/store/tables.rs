@@ -28,9 +28,9 @@ pub(super) const META_SEED: &str = "bloom_seed";
 pub(super) const META_FIRST: &str = "first_round";
 /// `meta` key: the latest round (absent while the ledger is empty).
 pub(super) const META_LATEST: &str = "latest_round";
-/// `meta` key: every kept round from this one on has its bloom and txid index rows (absent when
-/// blocks were added with blooms or the txid index disabled since the last open with both
-/// enabled).
+/// `meta` key: every kept round from this one on has its txid index row, from which its bloom
+/// is built (absent when blocks were added with blooms or the txid index disabled since the last
+/// open with both enabled).
 pub(super) const META_INDEXED_FROM: &str = "indexed_from";
 
 /// `meta` table: format version, seed, first and latest round.

@@ -12,10 +12,12 @@ fn reopen_loads_blooms_and_rebuilds_corrupt_or_missing_ones() {
     let dir = tempfile::tempdir().unwrap();
     let config = with_life(9);
     let mut rng = SplitMix64(2);
-    let model = {
+    // Round 25's bloom as `add_block` built it from the block.
+    let (model, bytes_25) = {
         let (l, report) = open(dir.path(), config.clone());
         assert_eq!(report.blooms_loaded, 0);
-        fill(&l, 0..=29, &mut rng, |r| r as usize % 5 + 1)
+        let model = fill(&l, 0..=29, &mut rng, |r| r as usize % 5 + 1);
+        (model, l.round_bloom(25).unwrap().unwrap().to_bytes())
     };
     assert_eq!(bloom_row_rounds(dir.path()), Vec::<Round>::new());
     let (l, report) = open(dir.path(), config.clone());
@@ -24,7 +26,7 @@ fn reopen_loads_blooms_and_rebuilds_corrupt_or_missing_ones() {
     assert_eq!(report.blooms_from_index, 10);
     assert_eq!(report.rebuilt, vec![]);
     assert_eq!(report.bloom_seed, DEFAULT_BLOOM_SEED);
-    let bytes_25 = l.round_bloom(25).unwrap().unwrap().to_bytes();
+    assert_eq!(l.round_bloom(25).unwrap().unwrap().to_bytes(), bytes_25);
     drop(l);
     // Bloom rows as an earlier build wrote them, then: damage round 25's, delete round 27's
     // (its index row stays), give round 28 a valid filter with another seed, damage round 3's
@@ -79,7 +81,7 @@ fn reopen_loads_blooms_and_rebuilds_corrupt_or_missing_ones() {
     assert_lookups(&l, &model);
     drop(l);
     // The rebuilds wrote index rows and removed the bad bloom rows; the blooms built from the
-    // rows are byte-identical to the originals (deterministic seed).
+    // rows are byte-identical to the ones built from the blocks (deterministic seed).
     let (l, report) = open(dir.path(), config);
     assert_eq!((report.blooms_loaded, report.rebuilt.len()), (10, 0));
     assert_eq!(report.blooms_from_index, 5, "rounds 24 to 28");
@@ -91,6 +93,31 @@ fn reopen_loads_blooms_and_rebuilds_corrupt_or_missing_ones() {
     assert!(rows.contains(&29) && rows.contains(&3));
 }
 
+/// The bloom built from a round's index row at open is the one `add_block` built from its
+/// block: same bits, layout, size and seed, for rounds of 0 to 63 txns.
+#[test]
+fn blooms_built_from_index_rows_equal_the_blooms_built_from_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = with_life(9);
+    let mut rng = SplitMix64(21);
+    let at_add: Vec<Vec<u8>> = {
+        let (l, _) = open(dir.path(), config.clone());
+        fill(&l, 0..=9, &mut rng, |r| r as usize * 7);
+        (0..=9)
+            .map(|r| l.round_bloom(r).unwrap().unwrap().to_bytes())
+            .collect()
+    };
+    let (l, report) = open(dir.path(), config);
+    assert_eq!((report.blooms_loaded, report.blooms_from_index), (10, 10));
+    for (r, bytes) in (0..).zip(&at_add) {
+        assert_eq!(
+            &l.round_bloom(r).unwrap().unwrap().to_bytes(),
+            bytes,
+            "round {r}"
+        );
+    }
+}
+
 /// A stored bloom row (as an earlier build wrote them) with one altered byte (in its blocks, or
 /// one bit of its seed) fails its checksum at open, is rebuilt from its block and reported;
 /// lookups stay exact, and the rebuilt bloom is the original one again (now built from the
@@ -100,9 +127,15 @@ fn a_damaged_bloom_row_fails_its_checksum_and_is_rebuilt() {
     let dir = tempfile::tempdir().unwrap();
     let config = with_life(9);
     let mut rng = SplitMix64(8);
-    let model = fill_closed(dir.path(), config.clone(), 0..=9, &mut rng, |_| 50);
+    let (model, good_4, good_6) = {
+        let (l, _) = open(dir.path(), config.clone());
+        let model = fill(&l, 0..=9, &mut rng, |_| 50);
+        let bytes = |r| l.round_bloom(r).unwrap().unwrap().to_bytes();
+        (model, bytes(4), bytes(6))
+    };
     add_legacy_bloom_rows(dir.path(), &config);
-    let (good_4, good_6) = (bloom_row(dir.path(), 4), bloom_row(dir.path(), 6));
+    assert_eq!(bloom_row(dir.path(), 4), good_4);
+    assert_eq!(bloom_row(dir.path(), 6), good_6);
     {
         let db = Database::create(dir.path().join(DB_FILE)).unwrap();
         let txn = db.begin_write().unwrap();
