@@ -73,9 +73,17 @@ fuzz_target!(|input: Input| {
         2 => 65 + usize::from(input.capacity / 4 % 36),
         _ => 4096,
     };
+    // One rate in sixteen is large (L of 20,000 to 200,000 per window), with weighted
+    // admissions big enough to take counts past 65,535 (the state word's wide layout).
+    let large = input.rate >= 240;
+    let rate = if large {
+        20_000 * (1 + u64::from(input.rate % 4))
+    } else {
+        1 + u64::from(input.rate % 4)
+    };
     let config = Config::default()
         .with_max_size(capacity * shards)
-        .with_rate_per_second(1 + u64::from(input.rate % 4))
+        .with_rate_per_second(rate)
         .with_window(Duration::from_secs(1 + u64::from(input.window_s % 4)))
         .with_shards(shards)
         .with_salt(Some([input.rate; 16]));
@@ -90,7 +98,12 @@ fuzz_target!(|input: Input| {
                 let apps: Vec<u64> = apps.iter().take(6).map(|&a| u64::from(a % 9)).collect();
                 let origin = Origin::from_peer_id(&[origin % 12]);
                 let k = keys(&limiter, &apps, &origin);
-                let cost = NonZeroU32::new(1 + u32::from(cost % 16)).unwrap();
+                let cost = if large {
+                    1 + u32::from(*cost) * 400
+                } else {
+                    1 + u32::from(cost % 16)
+                };
+                let cost = NonZeroU32::new(cost).unwrap();
                 let want = model.admit_keys_n(&k, cost, now);
                 let positions: Vec<usize> = (0..apps.len()).filter(|&i| apps[i] != 0).collect();
                 let (got, positions) = if cost.get() % 2 == 0 {

@@ -548,6 +548,16 @@ mod tests {
         assert!(NodeConfig::parse_json("[1]").is_err());
     }
 
+    /// go-algorand accepts `TxBacklogAppTxPerSecondRate: 10000` (L = 100,000 over its default 10 s
+    /// window); so does txgate, and its limiter counts to that limit.
+    #[test]
+    fn a_rate_of_10000_per_second_is_accepted() {
+        let (c, _) = NodeConfig::parse_json(r#"{"TxBacklogAppTxPerSecondRate": 10000}"#).unwrap();
+        assert_eq!(c.check(), Ok(()));
+        let limiter = AppRateLimiter::new(c.limiter_config([0; 16])).unwrap();
+        assert_eq!(limiter.limit(), 100_000);
+    }
+
     #[test]
     fn keys_override_and_unknown_keys_fail_with_their_line() {
         let c = NodeConfig::parse("TxBacklogSize = 100\nMaxTxnLife = 7\n").unwrap();

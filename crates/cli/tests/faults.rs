@@ -183,11 +183,11 @@ fn every_config_value_is_checked_first_and_named_by_its_go_algorand_key() {
             &["TxBacklogServiceRateWindowSeconds = 0"],
         ),
         (
-            "TxBacklogAppTxPerSecondRate = 10000",
+            "TxBacklogAppTxPerSecondRate = 4000000",
             &[
-                "TxBacklogAppTxPerSecondRate = 10000",
-                "100000 admissions",
-                "65535",
+                "TxBacklogAppTxPerSecondRate = 4000000",
+                "40000000 admissions",
+                "33554431",
             ],
         ),
         (

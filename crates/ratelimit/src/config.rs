@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::state::{COUNTER_MAX, Limits};
+use crate::state::{LIMIT_MAX, Limits};
 
 /// Configuration of an [`AppRateLimiter`](crate::AppRateLimiter).
 ///
@@ -87,7 +87,7 @@ impl Config {
     }
 
     /// Sets [`window`](Self::window): the sliding window's length (default 10 s; longer than
-    /// zero, and `rate_per_second x window` between 1 and 65,535 admissions).
+    /// zero, and `rate_per_second x window` between 1 and 33,554,431 (2^25 - 1) admissions).
     #[must_use]
     pub fn with_window(mut self, window: Duration) -> Self {
         self.window = window;
@@ -162,13 +162,13 @@ pub enum ConfigError {
         /// The configured window.
         window: Duration,
     },
-    /// `L` exceeds 65,535, the largest count a key's packed 16-bit counters hold.
+    /// `L` exceeds 33,554,431 (2^25 - 1), the largest count a key's packed state word holds.
     #[error("limit per window {limit} exceeds the maximum {max}")]
     LimitTooLarge {
         /// The computed limit per window.
         limit: u128,
-        /// The largest accepted limit (65,535).
-        max: u16,
+        /// The largest accepted limit (33,554,431).
+        max: u32,
     },
     /// The tables for `max_size` keys do not fit in memory (or in the address space): the
     /// allocation of `bytes` failed.
@@ -266,10 +266,13 @@ impl Config {
                 window: self.window,
             });
         }
-        let limit = u16::try_from(limit).map_err(|_| ConfigError::LimitTooLarge {
-            limit,
-            max: COUNTER_MAX,
-        })?;
+        let limit = u32::try_from(limit)
+            .ok()
+            .filter(|&l| l <= LIMIT_MAX)
+            .ok_or(ConfigError::LimitTooLarge {
+                limit,
+                max: LIMIT_MAX,
+            })?;
         let salt = match self.salt {
             Some(salt) => salt,
             None => {

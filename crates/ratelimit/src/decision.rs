@@ -54,7 +54,7 @@ pub enum Decision {
         /// Admissions the tightest key of the group has left in the window after this one:
         /// the least over the group's apps of `L - (prev * (window - offset) / window + cur)`
         /// at `now`. `None` for a group without app ids (never limited).
-        remaining: Option<u16>,
+        remaining: Option<u32>,
     },
     /// An app of the group had no room for it (was at its limit, for a cost of 1; for
     /// [`admit_n`](crate::AppRateLimiter::admit_n), had less than the cost left); no counter
@@ -94,7 +94,7 @@ impl Decision {
         }
     }
 
-    pub(crate) fn admit(remaining: Option<u16>) -> Self {
+    pub(crate) fn admit(remaining: Option<u32>) -> Self {
         Decision::Admit { remaining }
     }
 

@@ -627,7 +627,7 @@ pub(crate) const INLINE: usize = 16;
 /// admission's weight (`1..=L`), the instant and the limits.
 pub(crate) struct Group<'a> {
     pub(crate) kind: Kind,
-    pub(crate) cost: u16,
+    pub(crate) cost: u32,
     pub(crate) at: Instant,
     pub(crate) limits: &'a Limits,
 }
@@ -637,7 +637,7 @@ pub(crate) struct Group<'a> {
 pub(crate) enum Outcome {
     /// Applied to every key at one instant; for an admission, the admissions its tightest key
     /// has left.
-    Applied { remaining: Option<u16> },
+    Applied { remaining: Option<u32> },
     /// Dropped: key `key` (canonical order) was the first over its limit, with these counts.
     Dropped { key: usize, counts: Counts },
 }
@@ -664,7 +664,7 @@ struct Plan {
     /// `old` with the group applied (the entry's `new`).
     new: u64,
     /// For an admission, the admissions the key has left after the group.
-    left: u16,
+    left: u32,
 }
 
 /// Each key's [`Plan`], one per key.
@@ -1031,7 +1031,7 @@ fn commit(
     let mut stopped = None;
     let mut installed = 0;
     // The admissions the tightest key has left after the group.
-    let mut left = u16::MAX;
+    let mut left = u32::MAX;
     for (i, key) in keys.iter().enumerate() {
         if let Some(word) = key.frozen {
             GroupOp::freeze(op, i, guard);
@@ -1085,7 +1085,7 @@ fn settle(
     planned: Plan,
     touch: bool,
     guard: &Guard<'_>,
-) -> Result<u16, Commit> {
+) -> Result<u32, Commit> {
     let node = node(key, guard);
     let mut p = planned;
     loop {
@@ -1122,12 +1122,12 @@ fn plan(g: &Group<'_>, word: u64, touch: bool) -> Option<Plan> {
             let limit = u64::from(g.limits.limit);
             (used <= limit).then(|| Plan {
                 old,
-                new: state::pack(state::Counts {
-                    // `cur + cost <= L <= 65,535`: no overflow.
+                new: state::pack(state::fit(state::Counts {
+                    // `cur + cost <= L <= LIMIT_MAX`: no overflow.
                     cur: rolled.cur + g.cost,
                     ..rolled
-                }) | bit,
-                left: (limit - used) as u16,
+                })) | bit,
+                left: (limit - used) as u32,
             })
         }
         // A penalty's answer is not used.
@@ -1141,7 +1141,7 @@ fn plan(g: &Group<'_>, word: u64, touch: bool) -> Option<Plan> {
 
 /// The admissions left after the group to a key its own lookups evicted (frozen with its final
 /// word `word`): as if the group applied to it.
-fn remaining(g: &Group<'_>, word: u64) -> u16 {
+fn remaining(g: &Group<'_>, word: u64) -> u32 {
     let c = state::counts(word);
     let after = match g.kind {
         Kind::Admit => state::admit(c, g.at, g.limits, g.cost).unwrap_or(c),
@@ -1166,18 +1166,19 @@ mod tests {
     fn a_plan_is_the_window_rule_on_the_word_read() {
         let window = 10_000_000_000;
         let (mut admitted, mut refused) = (0, 0);
-        for limit in [1u16, 3, 10, 65_535] {
+        for limit in [1u32, 3, 10, 65_535, 100_000, state::LIMIT_MAX] {
             let limits = Limits::new(window, limit, (limit / 4).max(1));
             for now in [T0, T0 + 1, T0 + window / 3, T0 + window - 1] {
                 let at = limits.instant(now);
                 for d in [-MAX_LAG - 1, -MAX_LAG, -5, -1, 0, 1, 2, 7] {
-                    let interval = (at.interval as i64 - i64::from(d)) as u32 & ((1 << 29) - 1);
+                    let interval = (at.interval as i64 - i64::from(d)) as u32 & ((1 << 28) - 1);
                     for (prev, cur) in counts_around(limit) {
-                        let c = Counts {
+                        // As the state functions leave counts: a wide key's interval in 10 bits.
+                        let c = state::fit(Counts {
                             interval,
                             prev,
                             cur,
-                        };
+                        });
                         for bit in [0, TOUCHED] {
                             let word = state::pack(c) | bit;
                             for kind in [Kind::Admit, Kind::Penalize] {
@@ -1233,7 +1234,7 @@ mod tests {
     const T0: u64 = 1_700_000_000 * 1_000_000_000;
 
     /// `(prev, cur)` pairs at, below and around `limit`.
-    fn counts_around(limit: u16) -> Vec<(u16, u16)> {
+    fn counts_around(limit: u32) -> Vec<(u32, u32)> {
         let near = [0, 1, limit / 2, limit.saturating_sub(2), limit - 1, limit];
         near.iter()
             .flat_map(|&p| near.iter().map(move |&c| (p, c)))

@@ -114,7 +114,7 @@ impl AppRateLimiter {
     ///
     /// [`ConfigError`] when `max_size`, `rate_per_second` or `window` is zero, `shards` is not a
     /// power of two, `max_size < 2 * shards`, the limit per window `L = rate x window` is below 1
-    /// or above 65,535, no salt was given and the OS random source fails, or the tables cannot
+    /// or above 33,554,431 (2^25 - 1), no salt was given and the OS random source fails, or the tables cannot
     /// be allocated ([`ConfigError::TableTooLarge`]).
     pub fn new(config: Config) -> Result<Self, ConfigError> {
         Self::with_clock(config, SystemClock)
@@ -400,7 +400,8 @@ impl AppRateLimiter {
     }
 
     /// Penalizes `origin` for each distinct non-zero app id: the key is created if missing,
-    /// rolled to `now_ns`, and `cur += max(1, L / 4)` (saturating at 65,535), on all keys at one
+    /// rolled to `now_ns`, and `cur += max(1, L / 4)` (saturating at 65,535, or at 2^25 - 1 when
+    /// `L` is above 65,535), on all keys at one
     /// instant.
     pub fn penalize(&self, app_ids: &[u64], origin: &Origin, now_ns: u64) {
         let mut members = SmallBuf::new();
@@ -551,7 +552,7 @@ impl AppRateLimiter {
     /// The `(prev, cur)` of a tracked key as stored (not rolled), for differential tests; does
     /// not refresh its recency.
     #[doc(hidden)]
-    pub fn counts(&self, key: AppKey) -> Option<(u16, u16)> {
+    pub fn counts(&self, key: AppKey) -> Option<(u32, u32)> {
         let i = self.shard_index(key.shard) as usize;
         let c = match &self.shards {
             Shards::Lru(shards) => shards[i].lock().peek(key.hash)?,
@@ -637,7 +638,7 @@ impl AppRateLimiter {
     /// Decides a group of weight `cost` (`1..=L`). Inlined, so that the unweighted calls'
     /// constant cost folds into the single-key path.
     #[inline(always)]
-    fn decide(&self, members: &mut Members, cost: u16, now_ns: u64) -> Decision {
+    fn decide(&self, members: &mut Members, cost: u32, now_ns: u64) -> Decision {
         let at = self.limits.instant(now_ns);
         let guard = self.collector.enter();
         let members = self.canonical(members);
@@ -671,7 +672,7 @@ impl AppRateLimiter {
 
     /// One key's admission of weight `cost` (`1..=L`) in the shard's policy.
     #[inline(always)]
-    fn admit_one(&self, m: Member, cost: u16, at: Instant, guard: &Guard<'_>) -> Decision {
+    fn admit_one(&self, m: Member, cost: u32, at: Instant, guard: &Guard<'_>) -> Decision {
         debug_assert!((1..=self.limits.limit).contains(&cost));
         match &self.shards {
             Shards::Clock(shards) => {
@@ -688,7 +689,7 @@ impl AppRateLimiter {
         &self,
         shard: &LruShard,
         m: Member,
-        cost: u16,
+        cost: u32,
         at: Instant,
         guard: &Guard<'_>,
     ) -> Decision {
@@ -723,13 +724,14 @@ impl AppRateLimiter {
         &self,
         shard: &Shard,
         m: Member,
-        cost: u16,
+        cost: u32,
         at: Instant,
         guard: &Guard<'_>,
     ) -> Decision {
         let limits = &self.limits;
         loop {
-            // A fresh key admits any cost up to L (checked by the callers).
+            // A fresh key admits any cost up to L (checked by the callers); a cost above 65,535
+            // makes its word wide (`state::pack` keeps its interval's low 10 bits).
             let born = Counts {
                 cur: cost,
                 ..Self::fresh(at)
@@ -806,7 +808,7 @@ impl AppRateLimiter {
         &self,
         shard: &Shard,
         m: Member,
-        cost: u16,
+        cost: u32,
         got: &Got<'_>,
         at: Instant,
         guard: &Guard<'_>,
@@ -876,7 +878,7 @@ impl AppRateLimiter {
     fn run_group(
         &self,
         kind: Kind,
-        cost: u16,
+        cost: u32,
         members: &[Member],
         at: Instant,
         guard: &Guard<'_>,
@@ -941,7 +943,7 @@ impl AppRateLimiter {
         members: &[Member],
         at: Instant,
         limits: &Limits,
-        cost: u16,
+        cost: u32,
     ) -> Decision {
         match outcome {
             Outcome::Applied { remaining } => Decision::admit(remaining),

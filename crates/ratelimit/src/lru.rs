@@ -148,12 +148,15 @@ impl Table {
         }
         // Full: a stale key first, else the least recently used (ties cannot occur: `last` is
         // distinct per entry).
-        let slot = (0..len)
-            .min_by_key(|&i| {
-                let e = &self.entries[i];
-                (!state::is_stale(state::counts(e.word), at), e.last)
-            })
-            .unwrap_or(0);
+        // A plain loop (the first minimum, as `min_by_key`), which stays inlined.
+        let mut slot = 0;
+        let mut best = (true, u64::MAX);
+        for (i, e) in self.entries[..len].iter().enumerate() {
+            let rank = (!state::is_stale_word(e.word, at), e.last);
+            if rank < best {
+                (best, slot) = (rank, i);
+            }
+        }
         #[cfg(loom)]
         self.victims.push(self.entries[slot].hash);
         self.entries[slot] = entry;
@@ -278,7 +281,7 @@ impl LruShard {
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Verb {
     /// An admission of this weight (`1..=L`) on every key, if every key admits it.
-    Admit(u16),
+    Admit(u32),
     /// One penalty on every key.
     Penalize,
 }

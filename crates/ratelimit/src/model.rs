@@ -165,7 +165,7 @@ impl Model {
     }
 
     /// The admit-or-drop step of a group whose keys were looked up with counts `seen`.
-    fn decide(&mut self, seen: &[(AppKey, usize, Counts)], cost: u16, at: Instant) -> Decision {
+    fn decide(&mut self, seen: &[(AppKey, usize, Counts)], cost: u32, at: Instant) -> Decision {
         let mut next = Vec::with_capacity(seen.len());
         for &(key, index, counts) in seen {
             match state::admit(counts, at, &self.limits, cost) {
@@ -312,7 +312,7 @@ impl Model {
     }
 
     /// Current `(prev, cur)` of a tracked key, unrolled.
-    pub fn counts(&self, key: &AppKey) -> Option<(u16, u16)> {
+    pub fn counts(&self, key: &AppKey) -> Option<(u32, u32)> {
         self.shards[self.shard_index(key)]
             .entries
             .get(&key.hash)

@@ -227,7 +227,7 @@ fn racing_admits_on_a_new_key_admit_exactly_l() {
         });
         let want = (threads * per as usize).min(20);
         assert_eq!(admitted.load(Relaxed), want);
-        assert_eq!(l.counts(key), Some((0, want as u16)));
+        assert_eq!(l.counts(key), Some((0, want as u32)));
     }
     assert_eq!(l.stats().entries, keys as usize);
     l.validate();
@@ -257,7 +257,7 @@ fn racing_weighted_admits_on_a_new_key_never_exceed_l() {
             .filter(|(_, d)| d.is_admit())
             .map(|(c, _)| c)
             .sum();
-        let cur = l.counts(key).map_or(0, |(_, cur)| u32::from(cur));
+        let cur = l.counts(key).map_or(0, |(_, cur)| cur);
         assert_eq!(cur, admitted, "key {k}");
         assert!(admitted <= 20, "key {k}: {admitted} > L");
         for (cost, _) in results.iter().flatten().filter(|(_, d)| d.is_drop()) {
@@ -462,7 +462,7 @@ fn a_key_at_its_limit_keeps_its_count_while_others_flood_its_shard() {
         let mut incarnations = 0u64;
         let mut admitted = 0u64;
         // The `remaining` the next admission of this incarnation must report.
-        let mut next: Option<u16> = None;
+        let mut next: Option<u32> = None;
         for (i, d) in results[0].iter().enumerate() {
             match *d {
                 Decision::Admit {

@@ -736,7 +736,7 @@ fn on_model(m: &mut Model, op: &Op) -> Option<Decision> {
 
 /// The tracked keys, the compared keys' counts and the keys whose reference bit is set (E1:
 /// a sweep clears a bit only in a step the sequential model takes too).
-type Outcome = (Vec<(u32, u64)>, Vec<Option<(u16, u16)>>, Vec<(u32, u64)>);
+type Outcome = (Vec<(u32, u64)>, Vec<Option<(u32, u32)>>, Vec<(u32, u64)>);
 
 /// A scenario: the set-up run first on one thread, the two threads' operations, and the keys
 /// whose counts are compared.

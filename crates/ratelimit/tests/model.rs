@@ -37,10 +37,15 @@ enum Op {
 }
 
 fn op(origins: u8) -> impl Strategy<Value = Op> {
+    op_costs(origins, 14)
+}
+
+/// [`op`] with weighted admissions of cost `1..max_cost`.
+fn op_costs(origins: u8, max_cost: u32) -> impl Strategy<Value = Op> {
     let apps = prop::collection::vec(0u64..7, 0..5);
     prop_oneof![
         6 => (apps.clone(), 0..origins).prop_map(|(apps, origin)| Op::Admit { apps, origin }),
-        2 => (apps.clone(), 0..origins, 1u32..14)
+        2 => (apps.clone(), 0..origins, 1u32..max_cost)
             .prop_map(|(apps, origin, cost)| Op::AdmitN { apps, origin, cost }),
         1 => (apps, 0..origins).prop_map(|(apps, origin)| Op::Penalize { apps, origin }),
         2 => (0u64..7_000).prop_map(Op::Advance),
@@ -189,6 +194,27 @@ proptest! {
             .with_shards(shards)
             .with_salt(Some([6; 16]))
             .with_clock_ways(Some(ways));
+        run(config, &ops, start)?;
+    }
+
+    /// Limits above 65,535 per window, with weighted admissions that take keys' counts past
+    /// 65,535 (wide state words) and back, in small exact-LRU and CLOCK shards that evict.
+    #[test]
+    fn limits_above_65535_match_the_model_exactly(
+        capacity in 2usize..=8,
+        clock in any::<bool>(),
+        rate in 10_000u64..40_000,
+        window_s in 4u64..9,
+        start in 0u64..1_000_000_000_000,
+        ops in prop::collection::vec(op_costs(6, 150_000), 1..if cfg!(miri) { 12 } else { 200 }),
+    ) {
+        let config = Config::default()
+            .with_max_size(capacity * 2)
+            .with_rate_per_second(rate)
+            .with_window(Duration::from_secs(window_s))
+            .with_shards(2)
+            .with_salt(Some([4; 16]))
+            .with_clock_ways(clock.then_some(4));
         run(config, &ops, start)?;
     }
 

@@ -309,10 +309,10 @@ fn config_errors_are_typed() {
         }
     ));
     assert!(matches!(
-        err(base.clone().with_rate_per_second(6554)),
+        err(base.clone().with_rate_per_second(3_355_444)),
         ConfigError::LimitTooLarge {
-            limit: 65_540,
-            max: 65_535
+            limit: 33_554_440,
+            max: 33_554_431
         }
     ));
     // Tables that cannot exist: an error, not a panic or an abort (the last, 4.5 TB that
@@ -331,7 +331,8 @@ fn config_errors_are_typed() {
             "{max_size} over {shards}"
         );
     }
-    // The edges that pass: 2 keys per shard, L = 1, L = 65,535; sub-second windows.
+    // The edges that pass: 2 keys per shard, L = 1, L = 65,535, L = 2^25 - 1 (the largest);
+    // sub-second windows.
     let ok = |c: Config| AppRateLimiter::new(c).unwrap();
     assert_eq!(ok(base.clone().with_max_size(256)).capacity_per_shard(), 2);
     assert_eq!(
@@ -349,6 +350,14 @@ fn config_errors_are_typed() {
             .with_window(Duration::from_secs(5)))
         .limit(),
         65_535
+    );
+    assert_eq!(
+        ok(base
+            .clone()
+            .with_rate_per_second(33_554_431)
+            .with_window(Duration::from_secs(1)))
+        .limit(),
+        33_554_431
     );
     assert_eq!(
         ok(base
@@ -442,7 +451,7 @@ fn drops_name_the_app_and_the_time_until_it_admits_again() {
     // L = 10, window 10 s: 10 admissions of app 77 one second into a window.
     let l = limiter(1, 10);
     let t = T0 + SEC;
-    for left in (0..10u16).rev() {
+    for left in (0..10u32).rev() {
         assert!(matches!(
             l.admit(&[77], &peer(1), t),
             Decision::Admit { remaining: Some(r), .. } if r == left
@@ -657,7 +666,7 @@ fn weighted_admissions_count_their_cost() {
 }
 
 /// An admission leaving `remaining` on its tightest key.
-fn left(d: Decision, remaining: u16) -> bool {
+fn left(d: Decision, remaining: u32) -> bool {
     matches!(d, Decision::Admit { remaining: Some(r), .. } if r == remaining)
 }
 
@@ -697,7 +706,7 @@ fn a_cost_above_the_limit_is_an_error_and_touches_nothing() {
     assert_eq!(refused(l.admit_keys_n(&[k], cost(11), T0)), Err((11, 10)));
     // Even a group without app ids (which `admit` always admits): the cost is checked first.
     assert_eq!(refused(l.admit_n(&[0], &p, cost(11), T0)), Err((11, 10)));
-    // Beyond the 16-bit counters too.
+    // Beyond 65,535 too.
     let big = l.admit_n(&[5], &p, cost(70_000), T0).unwrap_err();
     assert_eq!((big.cost, big.limit), (70_000, 10));
     assert_eq!(
@@ -722,4 +731,87 @@ fn a_cost_of_one_decides_as_admit() {
     }
     assert_eq!(a.stats(), b.stats());
     assert!(a.stats().dropped > 0 && a.stats().admitted > 0);
+}
+
+/// Limits above 65,535 per window (go-algorand's `TxBacklogAppTxPerSecondRate: 10000` over 10 s
+/// is 100,000): one key's decisions and admissions left, through exact-LRU and CLOCK shards,
+/// equal a reference of go-algorand's rule written here in 128-bit integers with whole
+/// intervals (no packing), while weighted admissions and penalties push its counts past 65,535
+/// and the clock moves across intervals.
+#[test]
+fn limits_above_65535_count_exactly() {
+    const L: u128 = 100_000;
+    const W: u128 = 10 * SEC as u128;
+    // The reference: (interval, prev, cur), rolled as go-algorand rolls them.
+    #[derive(Clone, Copy)]
+    struct Reference(u128, u128, u128);
+    impl Reference {
+        fn roll(&mut self, now: u128) -> u128 {
+            let interval = now / W;
+            if interval == self.0 + 1 {
+                *self = Reference(interval, self.2, 0);
+            } else if interval > self.0 + 1 {
+                *self = Reference(interval, 0, 0);
+            }
+            now % W
+        }
+        fn used(&self, offset: u128) -> u128 {
+            self.1 * (W - offset) / W + self.2
+        }
+    }
+    for clock_ways in [None, Some(4)] {
+        let config = Config::default()
+            .with_rate_per_second(10_000)
+            .with_window(Duration::from_secs(10))
+            .with_max_size(256)
+            .with_shards(2)
+            .with_clock_ways(clock_ways)
+            .with_salt(Some([5; 16]));
+        let l = AppRateLimiter::new(config).unwrap();
+        assert_eq!(u128::from(l.limit()), L);
+        let origin = peer(1);
+        let mut r = Reference(u128::from(T0) / W, 0, 0);
+        let mut now = T0;
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = |bound: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % bound
+        };
+        let (mut admitted, mut dropped, mut wide) = (0, 0, 0);
+        for step in 0..4_000 {
+            now += next(900_000_000);
+            let offset = r.roll(u128::from(now));
+            if next(40) == 0 {
+                l.penalize(&[7], &origin, now);
+                r.2 = (r.2 + L / 4).min((1 << 25) - 1);
+                continue;
+            }
+            let big = next(2) == 0;
+            let cost = 1 + next(if big { 40_000 } else { 9 }) as u32;
+            let got = l
+                .admit_n(&[7], &origin, NonZeroU32::new(cost).unwrap(), now)
+                .unwrap();
+            let used = r.used(offset) + u128::from(cost);
+            if used <= L {
+                r.2 += u128::from(cost);
+                assert!(
+                    matches!(got, Decision::Admit { remaining: Some(left), .. } if u128::from(left) == L - used),
+                    "step {step}, {clock_ways:?}: {got:?}, want {} left",
+                    L - used
+                );
+                admitted += 1;
+            } else {
+                assert!(got.is_drop(), "step {step}, {clock_ways:?}: {got:?}");
+                dropped += 1;
+            }
+            wide += usize::from(r.1.max(r.2) > 65_535);
+        }
+        // Both outcomes, and many steps with a count above 65,535 (a wide state word).
+        assert!(
+            admitted > 500 && dropped > 500 && wide > 500,
+            "{admitted} {dropped} {wide}"
+        );
+    }
 }

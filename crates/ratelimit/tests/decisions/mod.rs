@@ -10,7 +10,7 @@ use txgate_ratelimit::Decision;
 
 /// A decision's parts: admitted, the admit's `remaining`, and a drop's place and
 /// `retry_after_ns`.
-pub(crate) type Parts = (bool, Option<u16>, Option<(usize, u64)>);
+pub(crate) type Parts = (bool, Option<u32>, Option<(usize, u64)>);
 
 /// The parts of `d`, a drop's `index` mapped through `place` (from the keys the decision was
 /// taken over to the caller's slice).
