@@ -73,7 +73,7 @@ fuzz_target!(|input: Input| {
         2 => 65 + usize::from(input.capacity / 4 % 36),
         _ => 4096,
     };
-    // One rate in sixteen is large (L of 20,000 to 200,000 per window), with weighted
+    // One rate in sixteen is large (L of 20,000 to 320,000 per window), with weighted
     // admissions big enough to take counts past 65,535 (the state word's wide layout).
     let large = input.rate >= 240;
     let rate = if large {

@@ -1153,7 +1153,7 @@ fn remaining(g: &Group<'_>, word: u64) -> u32 {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::{Group, Kind, plan};
-    use crate::state::{self, Counts, Limits, MAX_LAG, TOUCHED};
+    use crate::state::{self, Counts, Limits, MAX_LAG, MAX_LAG_WIDE, TOUCHED};
 
     /// A key's plan equals the window rule applied on its own: the word's counts rolled to the
     /// group's instant, admitted (or penalized) by `state`'s functions, the entry's `old` the
@@ -1170,7 +1170,20 @@ mod tests {
             let limits = Limits::new(window, limit, (limit / 4).max(1));
             for now in [T0, T0 + 1, T0 + window / 3, T0 + window - 1] {
                 let at = limits.instant(now);
-                for d in [-MAX_LAG - 1, -MAX_LAG, -5, -1, 0, 1, 2, 7] {
+                // The lag bounds of both ranges of limits, and a wide key's aliasing (2^10).
+                for d in [
+                    -MAX_LAG - 1,
+                    -MAX_LAG,
+                    -MAX_LAG_WIDE - 1,
+                    -MAX_LAG_WIDE,
+                    -5,
+                    -1,
+                    0,
+                    1,
+                    2,
+                    7,
+                    1 << 10,
+                ] {
                     let interval = (at.interval as i64 - i64::from(d)) as u32 & ((1 << 28) - 1);
                     for (prev, cur) in counts_around(limit) {
                         // As the state functions leave counts: a wide key's interval in 10 bits.

@@ -18,11 +18,11 @@
 //! `interval = now / window`, `offset = now % window`:
 //!
 //! - On access, same interval: keep; next interval: `prev = cur, cur = 0`; older: both 0. A
-//!   caller whose clock is behind the key's (by up to 2^20 intervals) is counted in the key's
-//!   interval at offset 0 and leaves the key's interval as it is: a key never rolls backwards.
-//!   Intervals are kept modulo 2^28, so a key more than 2^20 intervals "ahead" is taken as one
-//!   idle for almost 2^28 windows and reset (a key counting more than 65,535 admissions in an
-//!   interval, possible only with `L` above 65,535: modulo 2^10, and 2^5 intervals; see the
+//!   caller whose clock is behind the key's (by up to 2^20 intervals; 2^5 with `L` above 65,535)
+//!   is counted in the key's interval at offset 0 and leaves the key's interval as it is: a key
+//!   never rolls backwards. Intervals are kept modulo 2^28, so a key more than that bound
+//!   "ahead" is taken as one idle for almost 2^28 windows and reset (a key counting more than
+//!   65,535 admissions in an interval, possible only with `L` above 65,535: modulo 2^10; see the
 //!   limits below).
 //! - A group is admitted iff for every distinct non-zero app id in it
 //!   `prev * (window - offset) / window + cur + 1 <= L` (integer floor division), where
@@ -160,9 +160,11 @@
 //!   `TxBacklogAppTxPerSecondRate: 10000` over 10 s is 100,000. A key's state is one 64-bit
 //!   word: counts of up to 65,535 share it with a 28-bit interval; a key that counts more (only
 //!   with `L` above 65,535) has 25-bit counts and a 10-bit interval while it does, so such a
-//!   key untouched for a multiple of 2^10 windows, give or take one, aliases (2.8 hours at 10 s
-//!   windows), and its callers' clocks may differ by at most 2^5 windows. Exact intervals at
-//!   that size would need a 128-bit word. Larger limits are rejected.
+//!   key untouched for a multiple of 2^10 windows (or one more) takes its old counts as current
+//!   (or previous), and one untouched for between 2^10 - 2^5 and 2^10 windows (plus a multiple
+//!   of 2^10) looks ahead (2.8 hours at 10 s windows); and with `L` above 65,535 callers' clocks
+//!   may differ by at most 2^5 windows (for every key). Exact intervals at that size would need
+//!   a 128-bit word. Larger limits are rejected.
 //! - 64-bit targets keep a 16-bit key tag in the top bits of node pointers, which needs heap
 //!   addresses below 2^48 (true of user space on x86-64 and AArch64 without pointer tagging); a
 //!   node allocated above panics with that message.

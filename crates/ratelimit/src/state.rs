@@ -157,11 +157,15 @@ fn counts_in<const W: bool>(word: u64) -> Counts {
 /// Invariants: `interval <= INTERVAL_MASK` (28 bits: [`pack`] stores it as is in a narrow word,
 /// its low 10 bits in a wide one, and `distance` compares modulo the key's width); `offset < window_ns` of the [`Limits`] that made it, so
 /// `window_ns - offset` in `Limits::weighted` is in `1..=window_ns` and the previous interval's
-/// weight never exceeds `prev`.
+/// weight never exceeds `prev`; `max_lag` is the limiter's lag bound (`Limits::max_lag`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Instant {
     /// `now / window`, truncated to 28 bits.
     pub(crate) interval: u32,
+    /// How far behind a key a caller may be and be counted in the key's interval:
+    /// [`MAX_LAG`], or [`MAX_LAG_WIDE`] for a limit above 65,535. Carried by the instant so that
+    /// the window functions need nothing else.
+    pub(crate) max_lag: i32,
     /// `now % window`, in nanoseconds.
     pub(crate) offset: u64,
 }
@@ -187,6 +191,9 @@ pub(crate) struct Limits {
     /// [`retry_after`]'s 64-bit path takes windows up to this length: [`RETRY_FAST_WINDOW`]
     /// for `L <= NARROW_MAX`, else [`RETRY_FAST_WINDOW_WIDE`].
     fast_window: u64,
+    /// The lag bound its instants carry: [`MAX_LAG`] for `L <= NARROW_MAX`, else
+    /// [`MAX_LAG_WIDE`].
+    pub(crate) max_lag: i32,
 }
 
 impl Limits {
@@ -206,6 +213,7 @@ impl Limits {
             } else {
                 RETRY_FAST_WINDOW_WIDE
             },
+            max_lag: if narrow { MAX_LAG } else { MAX_LAG_WIDE },
         }
     }
 
@@ -226,6 +234,7 @@ impl Limits {
         let (interval, offset) = StrengthReducedU64::div_rem(now_ns, self.window);
         Instant {
             interval: (interval as u32) & INTERVAL_MASK,
+            max_lag: self.max_lag,
             offset,
         }
     }
@@ -256,19 +265,22 @@ fn distance_in<const W: bool>(from: u32, to: u32) -> i32 {
     ((to.wrapping_sub(from) << (32 - bits)) as i32) >> (32 - bits)
 }
 
-/// How far (in intervals) a narrow key's interval may be ahead of a caller's and still be taken
-/// as a clock skew between callers, not as aliasing: 2^20 intervals. Intervals are compared
-/// modulo 2^28, so a key idle for almost 2^28 windows looks a little ahead of every caller; a
-/// key more than `MAX_LAG` ahead is taken as such an idle key. So callers' clocks may differ by
-/// up to 2^20 windows (17 minutes with 1 ms windows), and a key idle for between 2^28 - 2^20
-/// and 2^28 windows looks ahead (counted in its old interval) until it is used or evicted.
+/// How far (in intervals) a key's interval may be ahead of a caller's and still be taken as a
+/// clock skew between callers, not as aliasing, with a limit of at most 65,535: 2^20
+/// intervals. Intervals are compared modulo 2^28, so a key idle for almost 2^28 windows looks a
+/// little ahead of every caller; a key more than `MAX_LAG` ahead is taken as such an idle key.
+/// So callers' clocks may differ by up to 2^20 windows (17 minutes with 1 ms windows), and a
+/// key idle for between 2^28 - 2^20 and 2^28 windows looks ahead (counted in its old interval)
+/// until it is used or evicted.
 pub(crate) const MAX_LAG: i32 = 1 << 20;
 
-/// [`MAX_LAG`] for a wide key (more than 65,535 admissions in an interval, only with a limit
-/// above 65,535), whose interval is compared modulo 2^10: 2^5 intervals of clock skew between
-/// callers. Such a key idle for between 2^10 - 2^5 and 2^10 windows looks ahead, and one idle
-/// for a multiple of 2^10 windows (or one more) takes its old counts as current (or previous)
-/// until it is used or evicted.
+/// [`MAX_LAG`] of a limiter whose limit is above 65,535, for all its keys, narrow and wide: 2^5
+/// intervals of clock skew between callers. A wide key's interval is compared modulo 2^10, which
+/// tells lags up to 2^9 apart exactly, so the bound holds for a key whatever its layout, and an
+/// access that widens a key never makes it stale for a caller to whom it was current. A wide key
+/// idle for between 2^10 - 2^5 and 2^10 windows (or that plus a multiple of 2^10) looks ahead,
+/// and one idle for a multiple of 2^10 windows (or one more) takes its old counts as current (or
+/// previous), until it is used or evicted.
 pub(crate) const MAX_LAG_WIDE: i32 = 1 << 5;
 
 /// [`distance_in`] from `c`'s interval to `to` in `c`'s layout.
@@ -281,26 +293,20 @@ fn distance(c: Counts, to: u32) -> i32 {
     }
 }
 
-/// Whether a caller at `at` is behind the key (by up to the lag bound of its layout: counted in
-/// the key's interval at offset 0, by [`roll`]); the intervals it is behind by.
+/// Whether a caller at `at` is behind the key (by up to the limiter's lag bound: counted in the
+/// key's interval at offset 0, by [`roll`]); the intervals it is behind by.
 #[inline]
 fn behind(c: Counts, at: Instant) -> Option<u32> {
-    let lag = if is_wide(c) { MAX_LAG_WIDE } else { MAX_LAG };
     let d = distance(c, at.interval);
-    (-lag..0).contains(&d).then(|| d.unsigned_abs())
-}
-
-/// The lag bound of a layout (`W`: wide).
-#[inline(always)]
-const fn max_lag<const W: bool>() -> i32 {
-    if W { MAX_LAG_WIDE } else { MAX_LAG }
+    (-at.max_lag..0).contains(&d).then(|| d.unsigned_abs())
 }
 
 /// Rolls `c` forward to `at` and returns the rolled counts with the offset the estimate uses.
 ///
 /// Same interval: keep. Next interval: `prev = cur, cur = 0`. Older: both 0 (go-algorand's
-/// sliding window). A caller *behind* the key (its clock lags another caller's, by up to
-/// [`MAX_LAG`] intervals, [`MAX_LAG_WIDE`] for a wide key) is counted in the key's interval at
+/// sliding window). A caller *behind* the key (its clock lags another caller's, by up to the
+/// limiter's lag bound, `at.max_lag`: [`MAX_LAG`] intervals, or [`MAX_LAG_WIDE`] with a limit
+/// above 65,535) is counted in the key's interval at
 /// offset 0, the most conservative estimate, and leaves the key as it is: a key never rolls
 /// backwards, so an access never makes a key stale for a caller to whom it was current
 /// ([`is_stale`]). A key further ahead is one idle for almost a full period of its interval
@@ -336,7 +342,7 @@ fn roll_in<const W: bool>(c: Counts, at: Instant) -> (Counts, u64) {
             // Narrow counts stay narrow (`prev = cur <= 65,535`).
             (if W { fit(next) } else { next }, at.offset)
         }
-        d if (-max_lag::<W>()..0).contains(&d) => (c, 0),
+        d if (-at.max_lag..0).contains(&d) => (c, 0),
         _ => (
             Counts {
                 interval: at.interval,
@@ -349,13 +355,13 @@ fn roll_in<const W: bool>(c: Counts, at: Instant) -> (Counts, u64) {
 }
 
 /// Stale for a caller at `at`: the key's interval is older than the caller's previous one (or
-/// more than [`MAX_LAG`] intervals ahead, [`MAX_LAG_WIDE`] for a wide key: an idle key
-/// aliased), so its state is worth nothing
+/// more than the lag bound `at.max_lag` ahead: an idle key aliased), so its state is worth
+/// nothing
 /// (the first choice for eviction). A key behind the caller by at most one interval, or ahead
 /// of it, is current. An access only moves a key's interval forward, to the accessor's (a key
 /// ahead of its accessor is left as it is), so an access never makes a key stale for a caller
-/// to whom it was current, as long as the two callers' clocks are within [`MAX_LAG`] intervals
-/// of each other: whether a key is stale for an inserting caller changes only from stale to
+/// to whom it was current, as long as the two callers' clocks are within the lag bound of each
+/// other (a widening access included: the bound is the limiter's, not the layout's): whether a key is stale for an inserting caller changes only from stale to
 /// current, and only by an access to it.
 #[inline(always)]
 pub(crate) fn is_stale(c: Counts, at: Instant) -> bool {
@@ -387,7 +393,7 @@ pub(crate) fn is_stale_word(word: u64, at: Instant) -> bool {
 /// [`is_stale`] of a key of the given layout (`W`: wide) whose interval is `interval`.
 #[inline(always)]
 fn stale_in<const W: bool>(interval: u32, at: Instant) -> bool {
-    !(-max_lag::<W>()..=1).contains(&distance_in::<W>(interval, at.interval))
+    !(-at.max_lag..=1).contains(&distance_in::<W>(interval, at.interval))
 }
 
 /// The sliding-window check on rolled counts for an admission of weight `cost`:
@@ -698,6 +704,35 @@ mod tests {
         );
     }
 
+    /// An access never makes a key stale for a caller within the lag bound, an admission that
+    /// widens the key included (the bound is the limiter's, 2^5 windows above 65,535, not the
+    /// layout's); beyond the bound the key is stale before and after alike.
+    #[test]
+    fn a_widening_access_keeps_a_key_current_within_the_lag_bound() {
+        let l = limits(100_000);
+        assert_eq!(l.max_lag, MAX_LAG_WIDE);
+        let at = |interval| Instant {
+            interval,
+            max_lag: l.max_lag,
+            offset: 0,
+        };
+        let key = Counts {
+            interval: 5_000,
+            prev: 0,
+            cur: 65_535,
+        };
+        let after = admit(key, at(5_000), &l, 1).unwrap();
+        assert!(is_wide(after));
+        for behind in [1, 20, 32] {
+            let b = at(5_000 - behind);
+            assert!(!is_stale(key, b) && !is_stale(after, b), "{behind}");
+        }
+        for behind in [33, 40, 100] {
+            let b = at(5_000 - behind);
+            assert!(is_stale(key, b) && is_stale(after, b), "{behind}");
+        }
+    }
+
     /// Counts above 65,535 make a word wide and back: an admission past 65,535 widens it (its
     /// interval truncated to 10 bits), and the roll that leaves both counts at most 65,535
     /// narrows it again (with the caller's whole interval).
@@ -706,6 +741,7 @@ mod tests {
         let l = limits(100_000);
         let t = |interval: u32| Instant {
             interval,
+            max_lag: l.max_lag,
             offset: 0,
         };
         let at = t(5_000);
@@ -777,6 +813,7 @@ mod tests {
         };
         let at = |interval| Instant {
             interval,
+            max_lag: MAX_LAG,
             offset: 42,
         };
         assert_eq!(roll(c, at(7)), (c, 42));
@@ -837,6 +874,7 @@ mod tests {
         assert!(admits(fresh, 0, &l, 10) && !admits(fresh, 0, &l, 11));
         let at0 = Instant {
             interval: 1,
+            max_lag: MAX_LAG,
             offset: 0,
         };
         assert_eq!(admit(fresh, at0, &l, 4).map(|n| n.cur), Some(4));
@@ -850,6 +888,7 @@ mod tests {
         );
         let at = Instant {
             interval: 1,
+            max_lag: MAX_LAG,
             offset: SEC,
         };
         assert_eq!(remaining(c, at, &l), 1);
@@ -905,6 +944,7 @@ mod tests {
         assert_eq!(l.penalty, 50);
         let at = Instant {
             interval: 3,
+            max_lag: MAX_LAG,
             offset: 0,
         };
         let c = penalize(
@@ -1025,6 +1065,7 @@ mod tests {
             let cost = 1 + cost_seed % limit;
             let at = Instant {
                 interval: (i64::from(interval) + shift).rem_euclid(1 << INTERVAL_BITS) as u32,
+                max_lag: l.max_lag,
                 offset: offset_seed % w,
             };
             // A key's counts as the state functions leave them: at most the counter's bound,

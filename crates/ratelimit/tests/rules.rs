@@ -763,7 +763,8 @@ fn limits_above_65535_count_exactly() {
         let config = Config::default()
             .with_rate_per_second(10_000)
             .with_window(Duration::from_secs(10))
-            .with_max_size(256)
+            // 32 keys per shard: exact LRU; with 4 ways per set: CLOCK.
+            .with_max_size(64)
             .with_shards(2)
             .with_clock_ways(clock_ways)
             .with_salt(Some([5; 16]));
@@ -814,4 +815,47 @@ fn limits_above_65535_count_exactly() {
             "{admitted} {dropped} {wide}"
         );
     }
+}
+
+/// With a limit above 65,535 the lag bound is 2^5 windows for every key: a caller behind a key
+/// by up to that many windows is counted in the key's interval, even after its own admission
+/// widened the key's state word, and the limiter answers as the model does whatever the skew;
+/// a window filled to L stays full for a caller behind it.
+#[test]
+fn callers_behind_a_key_they_widen_agree_with_the_model_above_65535() {
+    const W: u64 = 10 * SEC;
+    let c = |n| NonZeroU32::new(n).unwrap();
+    for skew in [1, 20, 32, 33, 100, 1 << 10] {
+        // 32 keys per shard: exact LRU; with 4 ways per set: CLOCK.
+        for clock_ways in [None, Some(4)] {
+            let config = Config::default()
+                .with_rate_per_second(10_000)
+                .with_window(Duration::from_secs(10))
+                .with_max_size(64)
+                .with_shards(2)
+                .with_clock_ways(clock_ways)
+                .with_salt(Some([5; 16]));
+            let l = AppRateLimiter::new(config.clone()).unwrap();
+            let mut m = txgate_ratelimit::model::Model::new(&config).unwrap();
+            let k = l.app_key(7, &peer(1));
+            let (a, b) = (T0 + 2_000 * W + SEC, T0 + (2_000 - skew) * W + SEC);
+            for (step, (now, cost)) in [(a, 50_000), (b, 20_000), (a, 40_000), (b, 1), (a, 1)]
+                .into_iter()
+                .enumerate()
+            {
+                let got = l.admit_keys_n(&[k], c(cost), now).unwrap();
+                let want = m.admit_keys_n(&[k], c(cost), now).unwrap();
+                assert_eq!(got, want, "skew {skew}, {clock_ways:?}, step {step}");
+            }
+        }
+    }
+    // Within the bound: 50,000 + 20,000 (behind, counted in the key's interval) + 30,000 fill
+    // the window, and neither caller gets more.
+    let l = limiter(10_000, 10);
+    let (a, b) = (T0 + 2_000 * W + SEC, T0 + 1_980 * W + SEC);
+    assert!(l.admit_n(&[7], &peer(1), c(50_000), a).unwrap().is_admit());
+    assert!(l.admit_n(&[7], &peer(1), c(20_000), b).unwrap().is_admit());
+    assert!(l.admit_n(&[7], &peer(1), c(30_000), a).unwrap().is_admit());
+    assert!(l.admit_n(&[7], &peer(1), c(1), b).unwrap().is_drop());
+    assert!(l.admit_n(&[7], &peer(1), c(1), a).unwrap().is_drop());
 }
