@@ -68,7 +68,9 @@
 //! - Every attempt refreshes each touched key's recency. In shards of up to 64 keys a new key
 //!   evicts only when its shard is full: a stale key first (its interval older than the
 //!   inserting caller's previous one; a key ahead of the caller is current, so an access never
-//!   makes a key stale while callers' clocks are within 2^20 windows of each other), else the
+//!   makes a key stale while all callers' clocks, the one that last moved the key's interval
+//!   included, are within the lag bound of each other: 2^20 windows, 2^5 with `L` above
+//!   65,535), else the
 //!   least recently used. Shards of up to 64 keys are searched whole, so they evict only when full, by
 //!   that rule. Larger shards are sets of 31 ways (32 words with the set's claim word) with two
 //!   ways per key; a new key evicts in its own set by CLOCK (second chance, an LRU
@@ -155,7 +157,9 @@
 //!   node (nothing in an LRU shard); a group reuses its operation record after warm-up.
 //! - Time is the caller's (`now_ns`, nanoseconds since the Unix epoch; see [`Clock`]). Intervals
 //!   are compared modulo 2^28, so a key untouched for a multiple of 2^28 windows, give or take
-//!   one, aliases (85 years at 10 s windows, 3.1 days at 1 ms).
+//!   one, aliases (85 years at 10 s windows, 3.1 days at 1 ms), and one untouched for between
+//!   2^28 minus the lag bound and 2^28 windows looks ahead of its callers (charged its old
+//!   counts at offset 0, not reset) until it is used or evicted.
 //! - Limits per window up to 2^25 - 1 (33,554,431) are accepted; go-algorand's
 //!   `TxBacklogAppTxPerSecondRate: 10000` over 10 s is 100,000. A key's state is one 64-bit
 //!   word: counts of up to 65,535 share it with a 28-bit interval; a key that counts more (only

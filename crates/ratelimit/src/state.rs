@@ -360,8 +360,9 @@ fn roll_in<const W: bool>(c: Counts, at: Instant) -> (Counts, u64) {
 /// (the first choice for eviction). A key behind the caller by at most one interval, or ahead
 /// of it, is current. An access only moves a key's interval forward, to the accessor's (a key
 /// ahead of its accessor is left as it is), so an access never makes a key stale for a caller
-/// to whom it was current, as long as the two callers' clocks are within the lag bound of each
-/// other (a widening access included: the bound is the limiter's, not the layout's): whether a key is stale for an inserting caller changes only from stale to
+/// to whom it was current, as long as all callers' clocks, the one that last moved the key's
+/// interval included, are within the lag bound of each other (a widening access included: the
+/// bound is the limiter's, not the layout's): whether a key is stale for an inserting caller changes only from stale to
 /// current, and only by an access to it.
 #[inline(always)]
 pub(crate) fn is_stale(c: Counts, at: Instant) -> bool {
