@@ -18,7 +18,12 @@ fuzz_target!(|bytes: &[u8]| {
             assert!(!message.contains('\n'));
         }
         Ok(lines) => {
-            let newlines = bytes.iter().filter(|b| **b == b'\n').count() as u64;
+            // Line ends as the csv reader splits records: `\n`, `\r\n`, a lone `\r`.
+            let newlines = (0..bytes.len())
+                .filter(|&i| {
+                    bytes[i] == b'\n' || (bytes[i] == b'\r' && bytes.get(i + 1) != Some(&b'\n'))
+                })
+                .count() as u64;
             let mut previous = 1;
             for (line, _, origin, _) in &lines {
                 // Data lines come after the header, in file order.

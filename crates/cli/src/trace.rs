@@ -9,8 +9,10 @@
 //! - `app_ids`: the group's application ids, `;`-separated decimal u64 (`12;7`), empty for a
 //!   group without app calls.
 //!
-//! Fields are trimmed of surrounding spaces; blank lines are skipped. Line numbers in errors and
-//! in `limit --decisions` are 1-based line numbers in the file, the header being line 1.
+//! Fields are trimmed of surrounding spaces; blank lines are skipped. A line ends with `\n`,
+//! `\r\n` or a lone `\r` (the csv crate's terminator rule, RFC 4180 plus the other two). Line
+//! numbers in errors and in `limit --decisions` are 1-based line numbers in the file counted by
+//! that rule, the header being line 1.
 
 use std::net::IpAddr;
 use std::path::Path;
@@ -61,13 +63,8 @@ pub(crate) fn read_trace(path: &Path) -> Result<Vec<TraceEntry>, CliError> {
 /// characters of a field.
 pub(crate) fn parse_trace(path: &Path, bytes: &[u8]) -> Result<Vec<TraceEntry>, CliError> {
     // csv's own line numbers do not count blank lines; the physical line is found from the
-    // record's byte offset and the offsets of the newlines.
-    let newlines: Vec<u64> = bytes
-        .iter()
-        .enumerate()
-        .filter(|(_, b)| **b == b'\n')
-        .map(|(i, _)| i as u64)
-        .collect();
+    // record's byte offset and the offsets of the line ends (csv's: `\n`, `\r\n`, lone `\r`).
+    let newlines: Vec<u64> = line_ends(bytes).map(|i| i as u64).collect();
     // A record's position is where the reader started on it, before any blank lines it
     // skipped: step over those first.
     let line_of = |pos: &csv::Position| {
@@ -122,6 +119,15 @@ pub(crate) fn parse_trace(path: &Path, bytes: &[u8]) -> Result<Vec<TraceEntry>, 
         });
     }
     Ok(out)
+}
+
+/// Offsets of the line ends in `bytes`: each `\n`, and each `\r` not followed by `\n` (the
+/// terminators the csv reader splits records at, `\r\n` counted once).
+fn line_ends(bytes: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    bytes.iter().enumerate().filter_map(|(i, b)| {
+        let end = *b == b'\n' || (*b == b'\r' && bytes.get(i + 1) != Some(&b'\n'));
+        end.then_some(i)
+    })
 }
 
 fn csv_error(path: &Path, e: csv::Error, line_of: &dyn Fn(&csv::Position) -> u64) -> CliError {
@@ -228,5 +234,45 @@ mod tests {
         assert!(e.len() < 200 && e.contains(&"z".repeat(80)), "{}", e.len());
         let e = parse_fields(&huge, "1.2.3.4", "").unwrap_err();
         assert!(e.len() < 200, "{}", e.len());
+    }
+
+    /// Lines end at `\n`, `\r\n` or a lone `\r`, as the csv reader splits records: the same
+    /// messages and the same line numbers whichever ending a file uses, blank lines counted.
+    #[test]
+    fn lines_end_as_the_csv_reader_splits_them() {
+        let lines = [
+            "ts_ns,origin,app_ids",
+            "1,192.0.2.1,7",
+            "",
+            "2,192.0.2.2,8;9",
+            "",
+            "",
+            "3,0aff,",
+        ];
+        let path = Path::new("t.csv");
+        for end in ["\n", "\r\n", "\r"] {
+            let text = lines.join(end);
+            let got: Vec<_> = parse_trace(path, text.as_bytes())
+                .unwrap()
+                .into_iter()
+                .map(|e| (e.line, e.ts_ns, e.origin.as_bytes().to_vec(), e.app_ids))
+                .collect();
+            let want = vec![
+                (2, 1, vec![192, 0, 2, 1], vec![7]),
+                (4, 2, vec![192, 0, 2, 2], vec![8, 9]),
+                (7, 3, vec![0x0a, 0xff], vec![]),
+            ];
+            assert_eq!(got, want, "line end {end:?}");
+            assert_eq!(line_ends(text.as_bytes()).count(), lines.len() - 1);
+            // An error names the same line.
+            let bad = text.replace("2,192.0.2.2", "x,192.0.2.2");
+            match parse_trace(path, bad.as_bytes()) {
+                Err(CliError::Trace { line, .. }) => assert_eq!(line, 4, "line end {end:?}"),
+                other => panic!("{other:?}"),
+            }
+        }
+        // A bare `\r` after the header (the fuzzer's find): the next record is line 2.
+        let got = parse_trace(path, b"ts_ns,origin,app_ids\r5,0aff,1\n").unwrap();
+        assert_eq!(got[0].line, 2);
     }
 }
