@@ -729,6 +729,8 @@ impl AppRateLimiter {
         guard: &Guard<'_>,
     ) -> Decision {
         let limits = &self.limits;
+        // The operation's sweep of the key, kept across its look-agains (`Shard::get_or_insert`).
+        let mut swept = 0;
         loop {
             // A fresh key admits any cost up to L (checked by the callers); a cost above 65,535
             // makes its word wide (`state::pack` keeps its interval's low 10 bits).
@@ -736,7 +738,7 @@ impl AppRateLimiter {
                 cur: cost,
                 ..Self::fresh(at)
             };
-            let got = shard.get_or_insert(m.hash, born, guard);
+            let got = shard.get_or_insert(m.hash, born, &mut swept, guard);
             self.count(guard, Counter::Evicted, u64::from(got.evicted));
             if got.inserted {
                 self.count(guard, Counter::Admitted, 1);
@@ -858,9 +860,11 @@ impl AppRateLimiter {
                 return;
             }
         };
+        // As in `admit_clock`.
+        let mut swept = 0;
         loop {
             let born = state::penalize(Self::fresh(at), at, limits);
-            let got = shard.get_or_insert(m.hash, born, guard);
+            let got = shard.get_or_insert(m.hash, born, &mut swept, guard);
             self.count(guard, Counter::Evicted, u64::from(got.evicted));
             if got.inserted {
                 return;
@@ -906,6 +910,11 @@ impl AppRateLimiter {
             at,
             limits,
         };
+        // Per key (by index), the group's sweep of it so far where it is not 0: kept across
+        // the look-agains and attempts of this operation (`Shard::get_or_insert`). Only an
+        // insertion that gave up its sweep leaves an entry, so it stays empty (no allocation)
+        // but in races.
+        let mut sweeps: Vec<(usize, usize)> = Vec::new();
         // One lookup step (E2): the key touched (rolled to `at`, whatever the group's outcome:
         // a dropped group leaves its keys current), or inserted (evicting). A node found
         // evicted before the lookup took effect is looked up again, so that every lookup leaves
@@ -913,8 +922,13 @@ impl AppRateLimiter {
         let look_up = |i: usize| {
             let m = &members[i];
             let shard = &shards[m.shard as usize];
-            loop {
-                let got = shard.get_or_insert(m.hash, Self::fresh(at), guard);
+            let mut swept = if sweeps.is_empty() {
+                0
+            } else {
+                swept_of(&sweeps, i)
+            };
+            let got = loop {
+                let got = shard.get_or_insert(m.hash, Self::fresh(at), &mut swept, guard);
                 self.count(guard, Counter::Evicted, u64::from(got.evicted));
                 if !got.inserted
                     && let Update::Evicted(_) =
@@ -924,7 +938,11 @@ impl AppRateLimiter {
                     continue;
                 }
                 break got;
+            };
+            if swept != 0 || !sweeps.is_empty() {
+                keep_swept(&mut sweeps, i, swept);
             }
+            got
         };
         // A key's node if its shard tracks it, by a scan alone (no write): the first attempt's
         // lookups take effect with its decision when every key is found (`group::run`).
@@ -952,6 +970,24 @@ impl AppRateLimiter {
                 state::retry_after(counts, at, limits, cost),
             ),
         }
+    }
+}
+
+/// Key `i`'s sweep so far in a group's list of the sweeps it kept (0 if none).
+#[cold]
+#[inline(never)]
+fn swept_of(sweeps: &[(usize, usize)], i: usize) -> usize {
+    sweeps.iter().find(|&&(j, _)| j == i).map_or(0, |&(_, s)| s)
+}
+
+/// Keeps key `i`'s sweep so far (`swept`) in a group's list of the sweeps it kept.
+#[cold]
+#[inline(never)]
+fn keep_swept(sweeps: &mut Vec<(usize, usize)>, i: usize, swept: usize) {
+    match sweeps.iter_mut().find(|(j, _)| *j == i) {
+        Some(entry) => entry.1 = swept,
+        None if swept != 0 => sweeps.push((i, swept)),
+        None => {}
     }
 }
 

@@ -78,9 +78,12 @@ pub struct Model {
 
 /// The sweep steps of pending CLOCK insertions, per key hash ([`Model::sweep_step`]). A model
 /// holds one set; a checker that interleaves the steps of several operations gives each its
-/// own with [`Model::swap_sweeps`], since a sweep belongs to one insertion: two insertions of
-/// one key, in flight at once, each sweep from their start way, and one's steps never move the
-/// other's position (E1 in the crate docs).
+/// own with [`Model::swap_sweeps`], since a sweep belongs to one operation's insertion of a
+/// key: two insertions of one key, in flight at once, each sweep from their start way, and
+/// one's steps never move the other's position (E1 in the crate docs). An operation's steps
+/// stay its own until its insertion of the key takes effect, even while another operation's
+/// insertion holds the key: if the key is evicted again and the operation inserts it after
+/// all, the sweep goes on.
 #[derive(Clone, Debug, Default)]
 pub struct Sweeps(HashMap<u64, usize>);
 

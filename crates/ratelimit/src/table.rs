@@ -144,9 +144,12 @@
 //!   (as in I6). (Helpers also read the claim word before the status; that order is not what
 //!   this rests on.) Hence the helpers' `idle(X) -> N` succeeds at most once and never after
 //!   `R` is decided, and `N` holds the claim word only if `R` succeeds. A completer of a claim word
-//!   `N` whose node took a unit (`adds`, way > 0) decides `R` before it frees the claim word
-//!   (`N -> idle(N)`): if the units word still names a reservation of `N`, that reservation is
-//!   undecided or succeeded. A failed `R`'s node was never in a claim word or a slot but may
+//!   `N` whose node took a unit (`adds`, way > 0) decides `R` before it places `N` in its way,
+//!   so before it frees the claim word (`N -> idle(N)`): if the units word still names a
+//!   reservation of `N`, that reservation is undecided or succeeded. So a node seen in a slot
+//!   is a key whose insertion took effect, and a scan that finds a set's ways all taken finds a
+//!   set that the model holds full (sets never shrink): its sweep's steps are steps the model
+//!   can take. A failed `R`'s node was never in a claim word or a slot but may
 //!   still be compared by helpers: it is retired, not reused (conservative: helpers compare it
 //!   only with claim words they read before the decision).
 //!
@@ -221,19 +224,21 @@
 //!
 //! ## Known limits
 //!
-//! - A CLOCK sweep that is abandoned (the key turned out present) leaves the bits it cleared:
-//!   those clearings are sweep steps (E1) of an insertion that does not happen. If the key is
-//!   then evicted before the caller's access, the caller looks it up again, and that insertion
-//!   sweeps afresh from its start way. (An insertion that plans again, after a failed claim, a
-//!   stale plan or a help, goes on sweeping from the way after the bits it cleared, as the
-//!   model's one sweep does.)
-//!   The loom checker interleaves the sweep steps of one sweep per insertion of a new key,
-//!   each operation's own (`Model::sweep_step`, `model::Sweeps`; up to three per operation:
-//!   before a single key's insertion, or before a group's lookups of its new keys), a single
-//!   key's sweep abandoned where its key is tracked (a fresh insertion then starts over), and
-//!   at most one aborted attempt per group; not a group's abandoned sweeps. It compares the
-//!   reference bits left at the end and, per operation, the bits its sweeps cleared with the
-//!   model's clearings (a loom-only count), so a clearing that is no model step fails it.
+//! - A CLOCK sweep whose insertion gives up (its replan finds the key present) leaves the bits
+//!   it cleared: they are sweep steps (E1) of an insertion that has not happened. The operation
+//!   keeps its sweep of that key (`get_or_insert`'s `swept`, across a single key's look-agains
+//!   and a group's attempts): if the key is evicted before the operation's access and the
+//!   operation inserts it after all, that insertion goes on from the way after the bits it
+//!   cleared, as the model's one sweep per operation and key does (`model::Sweeps`). An
+//!   insertion that takes effect ends its sweep. (An insertion that plans again, after a failed
+//!   claim, a stale plan or a help, goes on likewise.)
+//!   The loom checker interleaves the sweep steps of each operation's own sweeps
+//!   (`Model::sweep_step`; up to three per operation: before a single key's insertion, or
+//!   before a group's lookups of its new keys in its last attempt) and at most one aborted
+//!   attempt per group (its lookups one step, so not sweep steps inside an aborted attempt).
+//!   It compares the reference bits left at the end and, per operation, the bits its sweeps
+//!   cleared with the model's clearings (a loom-only count), so a clearing that is no model
+//!   step fails it.
 //! - What rests on addresses not being reused while a guard that loaded them lives (I6, I7:
 //!   `idle(X)` not recurring, a reservation's or record's word not recurring) is argued from
 //!   seize's guarantee, not model-checked: loom's stand-in for the collector never reuses an
@@ -786,11 +791,20 @@ impl Shard {
     /// Returns `key`'s node, inserting it with counts `born` if missing (evicting if the shard
     /// or the set is full). The hit path (claim word, scan) is inlined; a miss goes to
     /// [`Shard::insert`]. The caller's access to a found node sets its reference bit.
+    ///
+    /// `swept`: the reference bits the operation's insertion of `key` has cleared so far, `0`
+    /// for an operation's first lookup of the key. The caller keeps it across its lookups of
+    /// `key` in one operation (a look-again after its node was found evicted, a group's
+    /// attempts), so that the operation's insertion of the key is one sweep, as the model's
+    /// (E1): a sweep whose insertion gave up (the key turned out present) goes on where it
+    /// stopped if the operation inserts the key later. An insertion that takes effect sets it
+    /// back to `0` (the next insertion of the key is another one, with a sweep of its own).
     #[inline(always)]
     pub(crate) fn get_or_insert<'g>(
         &self,
         key: u64,
         born: Counts,
+        swept: &mut usize,
         guard: &'g Guard<'_>,
     ) -> Got<'g> {
         let set = self.set_of(key);
@@ -802,13 +816,14 @@ impl Shard {
             if let Some(hit) = hit {
                 return Self::found(hit, 0);
             }
-            return self.insert(set, key, born, c, Some(len), guard);
+            return self.insert(set, key, born, c, Some(len), swept, guard);
         }
-        self.insert(set, key, born, c, None, guard)
+        self.insert(set, key, born, c, None, swept, guard)
     }
 
-    /// The miss path of [`Shard::get_or_insert`]: `c` is the claim word as loaded, and `len` the
-    /// set's length if the scan that followed it missed the key.
+    /// The miss path of [`Shard::get_or_insert`]: `c` is the claim word as loaded, `len` the
+    /// set's length if the scan that followed it missed the key, and `swept` the operation's
+    /// sweep of the key so far (as in `get_or_insert`).
     #[inline(never)]
     #[allow(clippy::too_many_arguments)]
     fn insert<'g>(
@@ -818,13 +833,13 @@ impl Shard {
         born: Counts,
         mut c: *mut Node,
         mut scanned: Option<usize>,
+        swept: &mut usize,
         guard: &'g Guard<'_>,
     ) -> Got<'g> {
         let claim = self.claim(set);
         // A node allocated for an insertion whose claim failed, reused by the retry (never one
         // that an eviction published: see below).
         let mut unused: Option<Box<Node>> = None;
-        let mut swept = 0usize;
         loop {
             if is_claim(c) {
                 self.complete(set, c, guard);
@@ -845,7 +860,9 @@ impl Shard {
             #[cfg(any(debug_assertions, loom))]
             self.check_free_word(set, c, guard);
             let room = self.room(len, guard);
-            // A set with room in its ways evicts only because the shard's units are gone; its
+            // A set whose ways the scan found all taken is full in the model too (I7: a node
+            // is in a slot only once its insertion took effect; sets never shrink). A set with
+            // room in its ways evicts only because the shard's units are gone; its
             // scan may be older than the last unit's taking (by an insertion into this set).
             // The claim word still as scanned once the units read `0` (final, I7) fixes the
             // set's length for good: a non-empty set grows only by a unit, and no set shrinks.
@@ -863,7 +880,7 @@ impl Shard {
             // The plan: the first empty way, or a victim (module docs).
             let (way, unit, plan) = match room {
                 Room::Way(unit) => (len, unit, None),
-                Room::Evict => match self.victim(set, len, key, &mut swept, guard) {
+                Room::Evict => match self.victim(set, len, key, swept, guard) {
                     Some((way, victim, word)) => (way, None, Some((victim, word))),
                     None => {
                         // A stale plan (the set changed under the scan): look again.
@@ -896,6 +913,7 @@ impl Shard {
             if let Some(free) = unit {
                 match self.take_unit(set, ptr, c, free, guard) {
                     Taken::Inserted => {
+                        *swept = 0;
                         return Got {
                             // SAFETY: our node, published in our set and not retired before our
                             // guard drops (it can only be evicted by a later insertion).
@@ -925,6 +943,7 @@ impl Shard {
                 match claim.compare_exchange(c, ptr, Ordering::AcqRel, Ordering::SeqCst) {
                     Ok(_) => {
                         self.complete(set, ptr, guard);
+                        *swept = 0;
                         return Got {
                             // SAFETY: our node, published in our set and not retired before our
                             // guard drops (it can only be evicted by a later insertion).
@@ -1002,6 +1021,7 @@ impl Shard {
             if evicted {
                 #[cfg(loom)]
                 self.victims.lock().expect("not poisoned").push(victim_key);
+                *swept = 0;
                 return Got {
                     // SAFETY: our node, placed in its way by the completion; it leaves its slot
                     // (and is retired) only after our guard entered.
