@@ -43,9 +43,11 @@
 //!     shards CLOCK, with the reference bit in the key's own state word (a victim has had no
 //!     access since a sweep last passed it; a sweep's clearing of a bit is a step of its own,
 //!     [`model::Model::sweep_step`]; a sweep belongs to one operation's insertion of one key,
-//!     and its eviction goes on from where its own steps left it, round the set again if a use
-//!     set a bit it had cleared, also when the operation inserts the key only after an earlier
-//!     try found it present).
+//!     from the operation's scan that found the key missing until that insertion takes effect
+//!     or gives up (another operation may insert the key meanwhile), and its eviction goes on
+//!     from where its own steps left it, round the set again if a use set a bit it had
+//!     cleared, also when the operation inserts the key only after an earlier try found it
+//!     present).
 //!     Every access that takes effect before the eviction (admitted, dropped, penalty) is a use;
 //!     every access after it finds the key absent and starts it afresh.
 //!   - **E2**: a group is its per-key lookup steps (each a touch, an insertion, or an insertion

@@ -347,16 +347,21 @@ impl Model {
     }
 
     /// One step of the CLOCK sweep of a new key's insertion, as a step of its own (E1: a
-    /// sweep's clearing of a bit is a step): if `key` is missing and its insertion would evict
-    /// in a CLOCK set, the sweep's next way (from the way drawn from the key's hash, going round
-    /// the set) has its reference bit cleared, and the key's eviction later goes on from the
-    /// way after it. Returns `false`, changing nothing, if that is not a step the table can
-    /// take: the key is tracked, there is room, the shard is LRU, or the way's bit is clear
-    /// (the sweep would stop there and evict it).
+    /// sweep's clearing of a bit is a step): if the insertion of `key` would evict in a CLOCK
+    /// set (the set full, or no unit of spare room left for a non-empty set), the sweep's next
+    /// way (from the way drawn from the key's hash, going round the set) has its reference bit
+    /// cleared, and the key's eviction later goes on from the way after it. Returns `false`,
+    /// changing nothing, if that is not a step the table can take: there is room, the shard is
+    /// LRU, or the way's bit is clear (the sweep would stop there and evict it).
+    ///
+    /// The key may be tracked: an operation's sweep runs from its scan, which found the key
+    /// missing, and another operation may insert the key before the sweep's next step (the
+    /// sweeping insertion then gives up, finding the key present; its steps stand, and go on
+    /// if the operation inserts the key later).
     pub fn sweep_step(&mut self, key: &AppKey) -> bool {
         let i = self.shard_index(key);
         let shard = &mut self.shards[i];
-        if shard.lru || shard.entries.contains_key(&key.hash) {
+        if shard.lru {
             return false;
         }
         let set = ((u128::from(key.hash) * shard.sets.len() as u128) >> 64) as usize;

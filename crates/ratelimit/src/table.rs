@@ -148,8 +148,9 @@
 //!   so before it frees the claim word (`N -> idle(N)`): if the units word still names a
 //!   reservation of `N`, that reservation is undecided or succeeded. So a node seen in a slot
 //!   is a key whose insertion took effect, and a scan that finds a set's ways all taken finds a
-//!   set that the model holds full (sets never shrink): its sweep's steps are steps the model
-//!   can take. A failed `R`'s node was never in a claim word or a slot but may
+//!   set that the model holds full (sets never shrink), where a sweep step is a step the model
+//!   can take (`Model::sweep_step`; the key itself may have been inserted by another operation
+//!   since the scan: the sweep's insertion then gives up, its steps standing). A failed `R`'s node was never in a claim word or a slot but may
 //!   still be compared by helpers: it is retired, not reused (conservative: helpers compare it
 //!   only with claim words they read before the decision).
 //!
@@ -225,7 +226,9 @@
 //! ## Known limits
 //!
 //! - A CLOCK sweep whose insertion gives up (its replan finds the key present) leaves the bits
-//!   it cleared: they are sweep steps (E1) of an insertion that has not happened. The operation
+//!   it cleared: they are sweep steps (E1) of an insertion that has not happened, some possibly
+//!   taken after another operation inserted the key (a sweep does not look for its key again
+//!   before each step; the model allows such steps, `Model::sweep_step`). The operation
 //!   keeps its sweep of that key (`get_or_insert`'s `swept`, across a single key's look-agains
 //!   and a group's attempts): if the key is evicted before the operation's access and the
 //!   operation inserts it after all, that insertion goes on from the way after the bits it
@@ -234,8 +237,10 @@
 //!   claim, a stale plan or a help, goes on likewise.)
 //!   The loom checker interleaves the sweep steps of each operation's own sweeps
 //!   (`Model::sweep_step`; up to three per operation: before a single key's insertion, or
-//!   before a group's lookups of its new keys in its last attempt) and at most one aborted
-//!   attempt per group (its lookups one step, so not sweep steps inside an aborted attempt).
+//!   for a group's keys that the scenario's set-up left untracked, before their lookups in its
+//!   last attempt or all before its aborted attempt's lookups) and at most one aborted attempt
+//!   per group (its lookups one step; not a sweep split between attempts, nor one of a set-up
+//!   key that another operation evicted and a group inserts again).
 //!   It compares the reference bits left at the end and, per operation, the bits its sweeps
 //!   cleared with the model's clearings (a loom-only count), so a clearing that is no model
 //!   step fails it.
@@ -861,7 +866,8 @@ impl Shard {
             self.check_free_word(set, c, guard);
             let room = self.room(len, guard);
             // A set whose ways the scan found all taken is full in the model too (I7: a node
-            // is in a slot only once its insertion took effect; sets never shrink). A set with
+            // is in a slot only once its insertion took effect; sets never shrink), so the
+            // sweep's steps are model steps. A set with
             // room in its ways evicts only because the shard's units are gone; its
             // scan may be older than the last unit's taking (by an insertion into this set).
             // The claim word still as scanned once the units read `0` (final, I7) fixes the

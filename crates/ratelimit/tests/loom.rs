@@ -899,7 +899,8 @@ fn linearizable_when(
         // E1 in a CLOCK shard: a new key's insertion may first take sweep steps of its own
         // (each clearing one reference bit), up to `SWEEP_STEPS` per operation, interleaved with
         // the other thread's steps: a single-key operation's before it, a group's before the
-        // lookup of each of its keys that the set-up left untracked.
+        // lookup of each of its keys that the set-up left untracked, or all before its aborted
+        // attempt's lookups.
         let after_setup = {
             let mut m = Model::new(&config).unwrap();
             for op in &s.setup {
@@ -940,9 +941,16 @@ fn linearizable_when(
                 let aborted = if n >= 2 { n } else { 0 };
                 let choices: Vec<Choice> = (0..=aborted)
                     .flat_map(|a| {
-                        spreads(&canonical(op))
-                            .into_iter()
-                            .map(move |sweeps| Choice { aborted: a, sweeps })
+                        spreads(&canonical(op)).into_iter().flat_map(move |sweeps| {
+                            // With an aborted attempt, the sweep steps may also be that attempt's,
+                            // all before its lookups (a sweep goes on across attempts).
+                            let early = a > 0 && sweeps.iter().any(|&c| c > 0);
+                            (0..=usize::from(early)).map(move |e| Choice {
+                                aborted: a,
+                                sweeps: sweeps.clone(),
+                                early: e == 1,
+                            })
+                        })
                     })
                     .collect();
                 acc.into_iter()
@@ -967,11 +975,18 @@ fn linearizable_when(
                         v.push((i, Step::Whole));
                         return v;
                     }
+                    if c.early {
+                        for k in 0..n {
+                            v.extend((0..c.sweeps[k]).map(|_| (i, Step::Sweep(k))));
+                        }
+                    }
                     if c.aborted > 0 {
                         v.push((i, Step::Aborted(c.aborted)));
                     }
                     for k in 0..n {
-                        v.extend((0..c.sweeps[k]).map(|_| (i, Step::Sweep(k))));
+                        if !c.early {
+                            v.extend((0..c.sweeps[k]).map(|_| (i, Step::Sweep(k))));
+                        }
                         v.push((i, Step::Lookup(k)));
                     }
                     v.push((i, Step::Decide));
@@ -1151,6 +1166,9 @@ struct Choice {
     aborted: usize,
     /// Sweep steps before the lookup of each key (canonical order; a single key: its one).
     sweeps: Vec<usize>,
+    /// A group's sweep steps are its aborted attempt's: all of them before that attempt's
+    /// lookups, none in its last attempt.
+    early: bool,
 }
 
 /// One shard of `capacity` keys, L = `limit` per 1 s window, as a config.
@@ -2530,15 +2548,65 @@ fn linearizable_clock_two_insertions_of_one_key_sweep_apart() {
 /// main thread's until its insertion takes effect.
 #[test]
 fn linearizable_clock_a_sweep_given_up_goes_on_in_a_later_insertion() {
-    linearizable_within(Some(3), clock_shard(2, 2, 4), |l| {
+    linearizable_within(Some(3), clock_shard(2, 2, 4), |l| sweep_given_up(l, false));
+}
+
+/// A sweep that goes on clearing bits after another thread inserted its key: one set of 4 ways
+/// holding x (way 0) and y (way 1), both bits set, no unit left (capacity 2, L = 4); k starts
+/// its sweep at way 0. The main thread admits k; thread 1 admits x, k, then y. The main
+/// thread's sweep may clear x's bit and pause; thread 1 touches x, inserts k (its own sweep
+/// clears x and y and evicts x) and touches y; the main thread's sweep goes on at way 1 and
+/// clears y's bit, k being tracked by then, and its insertion gives up (k found present). E1:
+/// the sweep's steps are the main thread's, from its scan until its insertion takes effect or
+/// gives up, whoever inserts the key meanwhile (`Model::sweep_step`).
+#[test]
+fn linearizable_clock_a_sweep_step_after_another_thread_inserted_its_key() {
+    linearizable(clock_shard(4, 2, 4), |l| {
         let [x, y] = keys(l);
-        let mut from0 = sweeping_from(l, 0);
-        let k = from0.next().expect("a key starting at way 0");
-        let m = from0.next().expect("another key starting at way 0");
+        let k = sweeping_from(l, 0).next().expect("a key starting at way 0");
         Scenario {
-            setup: vec![admit(&[x], 1), admit(&[y], 1), admit(&[x], 1)],
-            threads: [vec![admit(&[k], 1)], vec![admit(&[k], 1), admit(&[m], 1)]],
-            keys: vec![x, y, k, m],
+            setup: vec![
+                admit(&[x], 1),
+                admit(&[y], 1),
+                admit(&[x], 1),
+                admit(&[y], 1),
+            ],
+            threads: [
+                vec![admit(&[k], 1)],
+                vec![admit(&[x], 1), admit(&[k], 1), admit(&[y], 1)],
+            ],
+            keys: vec![x, y, k],
         }
     });
+}
+
+/// The scenario of [`linearizable_clock_a_sweep_given_up_goes_on_in_a_later_insertion`]; with
+/// `group`, the main thread admits the group {k, x} instead of k alone.
+fn sweep_given_up(l: &AppRateLimiter, group: bool) -> Scenario {
+    let [x, y] = keys(l);
+    let mut from0 = sweeping_from(l, 0);
+    let k = from0.next().expect("a key starting at way 0");
+    let m = from0.next().expect("another key starting at way 0");
+    let main = if group {
+        admit(&[k, x], 1)
+    } else {
+        admit(&[k], 1)
+    };
+    Scenario {
+        setup: vec![admit(&[x], 1), admit(&[y], 1), admit(&[x], 1)],
+        threads: [vec![main], vec![admit(&[k], 1), admit(&[m], 1)]],
+        keys: vec![x, y, k, m],
+    }
+}
+
+/// [`linearizable_clock_a_sweep_given_up_goes_on_in_a_later_insertion`] in a group: the main
+/// thread admits the group {k, x} instead of k alone, so the sweep that gives up is a group's
+/// lookup of k, which the group keeps for a later insertion of k (`run_group`); x is the key
+/// its sweep clears and thread 1's k evicts, so the group also inserts x again, in a look-again
+/// or a later attempt. At the suite's bound 2 the executions reach the group keeping its given-up
+/// sweep; a later attempt's insertion of k going on with it takes bound 3
+/// (`LOOM_MAX_PREEMPTIONS=3`, over 20 minutes here).
+#[test]
+fn linearizable_clock_a_group_s_sweep_given_up_goes_on() {
+    linearizable(clock_shard(2, 2, 4), |l| sweep_given_up(l, true));
 }
