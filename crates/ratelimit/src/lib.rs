@@ -32,7 +32,9 @@
 //!   and stored, its recency refreshed.
 //! - Linearizable, evictions included. Every concurrent history of admissions, penalties,
 //!   insertions and evictions has the outcome of a sequential run of [`model::Model`] (the rule
-//!   below, exactly), each step taking effect at one instant:
+//!   below, exactly; the condition that a sweep follows a scan that found its key missing is
+//!   the caller's to place, see [`model::Model::sweep_step`]), each step taking effect at one
+//!   instant:
 //!   - **E0**: admissions and penalties are linearizable. So `N` threads racing on a key with
 //!     limit `L` admit exactly `L` in a window (admissions of cost one) while the key stays
 //!     (go-algorand reads, compares and adds in three steps and can admit more), a group is
@@ -42,12 +44,12 @@
 //!     up to 64 keys (searched whole) a stale key first, else the least recently used; in larger
 //!     shards CLOCK, with the reference bit in the key's own state word (a victim has had no
 //!     access since a sweep last passed it; a sweep's clearing of a bit is a step of its own,
-//!     [`model::Model::sweep_step`]; a sweep belongs to one operation's insertion of one key,
-//!     from the operation's scan that found the key missing until that insertion takes effect
-//!     or gives up (another operation may insert the key meanwhile), and its eviction goes on
-//!     from where its own steps left it, round the set again if a use set a bit it had
-//!     cleared, also when the operation inserts the key only after an earlier try found it
-//!     present).
+//!     [`model::Model::sweep_step`]; a sweep belongs to one operation's insertion of one key:
+//!     it starts after a scan of that operation found the key missing, its steps may go on
+//!     after another operation inserted the key, and its position stays the operation's until
+//!     the operation's insertion of the key takes effect, so its eviction goes on from where
+//!     its own steps left it, round the set again if a use set a bit it had cleared, also when
+//!     the operation inserts the key only after an earlier try found it present).
 //!     Every access that takes effect before the eviction (admitted, dropped, penalty) is a use;
 //!     every access after it finds the key absent and starts it afresh.
 //!   - **E2**: a group is its per-key lookup steps (each a touch, an insertion, or an insertion

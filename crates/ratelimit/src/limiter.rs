@@ -318,7 +318,7 @@ impl AppRateLimiter {
     /// `prev * (window - offset) / window + cur + cost <= L` (integer floor division); then each
     /// distinct app's count goes up by `cost`, all at one instant. A dropped group changes no
     /// counter, and its [`Decision::Drop`] gives the time until that key would admit `cost`.
-    /// [`Stats`](crate::Stats) count groups, whatever their cost. A cost of 1 decides exactly as
+    /// [`Stats`] count groups, whatever their cost. A cost of 1 decides exactly as
     /// [`admit`](Self::admit).
     ///
     /// # Errors

@@ -351,13 +351,16 @@ impl Model {
     /// set (the set full, or no unit of spare room left for a non-empty set), the sweep's next
     /// way (from the way drawn from the key's hash, going round the set) has its reference bit
     /// cleared, and the key's eviction later goes on from the way after it. Returns `false`,
-    /// changing nothing, if that is not a step the table can take: there is room, the shard is
-    /// LRU, or the way's bit is clear (the sweep would stop there and evict it).
+    /// changing nothing, if the set cannot take it: there is room, the shard is LRU, or the
+    /// way's bit is clear (the sweep would stop there and evict it).
     ///
     /// The key may be tracked: an operation's sweep runs from its scan, which found the key
     /// missing, and another operation may insert the key before the sweep's next step (the
     /// sweeping insertion then gives up, finding the key present; its steps stand, and go on
-    /// if the operation inserts the key later).
+    /// if the operation inserts the key later). That scan is the caller's to place: a step the
+    /// table can take needs a moment, after the operation began and before the sweep's first
+    /// step, at which the model did not track the key (the loom checker's `Miss` step checks
+    /// [`Model::counts`] is `None` there); this method does not check it.
     pub fn sweep_step(&mut self, key: &AppKey) -> bool {
         let i = self.shard_index(key);
         let shard = &mut self.shards[i];

@@ -228,7 +228,8 @@
 //! - A CLOCK sweep whose insertion gives up (its replan finds the key present) leaves the bits
 //!   it cleared: they are sweep steps (E1) of an insertion that has not happened, some possibly
 //!   taken after another operation inserted the key (a sweep does not look for its key again
-//!   before each step; the model allows such steps, `Model::sweep_step`). The operation
+//!   before each step; E1 allows such steps once a scan of the operation found the key
+//!   missing, `Model::sweep_step`). The operation
 //!   keeps its sweep of that key (`get_or_insert`'s `swept`, across a single key's look-agains
 //!   and a group's attempts): if the key is evicted before the operation's access and the
 //!   operation inserts it after all, that insertion goes on from the way after the bits it
@@ -236,14 +237,16 @@
 //!   insertion that takes effect ends its sweep. (An insertion that plans again, after a failed
 //!   claim, a stale plan or a help, goes on likewise.)
 //!   The loom checker interleaves the sweep steps of each operation's own sweeps
-//!   (`Model::sweep_step`; up to three per operation: before a single key's insertion, or
-//!   for a group's keys that the scenario's set-up left untracked, before their lookups in its
-//!   last attempt or all before its aborted attempt's lookups) and at most one aborted attempt
-//!   per group (its lookups one step; not a sweep split between attempts, nor one of a set-up
-//!   key that another operation evicted and a group inserts again).
-//!   It compares the reference bits left at the end and, per operation, the bits its sweeps
-//!   cleared with the model's clearings (a loom-only count), so a clearing that is no model
-//!   step fails it.
+//!   (`Model::sweep_step`; up to three per operation, each key's after a step at which the
+//!   model does not track it, the scan that found it missing; only for keys that the
+//!   scenario's set-up left untracked: before a single key's insertion, or before a group's
+//!   lookups in its last attempt or, for the keys its aborted attempt looked up, all before
+//!   that attempt's lookups) and at most one aborted attempt per group (its lookups one step;
+//!   not a sweep split between attempts, nor one of a set-up key that another operation
+//!   evicted and an operation inserts again). It compares the reference bits left at the end
+//!   and, per operation, the bits its sweeps cleared with the model's clearings (a loom-only
+//!   count), so a clearing that is no model step, or one by an operation that never found its
+//!   key missing, fails it.
 //! - What rests on addresses not being reused while a guard that loaded them lives (I6, I7:
 //!   `idle(X)` not recurring, a reservation's or record's word not recurring) is argued from
 //!   seize's guarantee, not model-checked: loom's stand-in for the collector never reuses an

@@ -942,9 +942,10 @@ fn linearizable_when(
                 let choices: Vec<Choice> = (0..=aborted)
                     .flat_map(|a| {
                         spreads(&canonical(op)).into_iter().flat_map(move |sweeps| {
-                            // With an aborted attempt, the sweep steps may also be that attempt's,
-                            // all before its lookups (a sweep goes on across attempts).
-                            let early = a > 0 && sweeps.iter().any(|&c| c > 0);
+                            // With an aborted attempt, the sweep steps of the keys it looked up
+                            // may also be that attempt's, all before its lookups (a sweep goes
+                            // on across attempts).
+                            let early = a > 0 && sweeps[..a].iter().any(|&c| c > 0);
                             (0..=usize::from(early)).map(move |e| Choice {
                                 aborted: a,
                                 sweeps: sweeps.clone(),
@@ -970,22 +971,29 @@ fn linearizable_when(
                     let n = distinct(&ops[i]);
                     let c = &prefix[i];
                     let mut v = Vec::new();
+                    // A key's sweep steps, after the scan that found the key missing (E1).
+                    let sweep = |v: &mut Vec<(usize, Step)>, k: usize| {
+                        if c.sweeps[k] > 0 {
+                            v.push((i, Step::Miss(k)));
+                            v.extend((0..c.sweeps[k]).map(|_| (i, Step::Sweep(k))));
+                        }
+                    };
                     if n < 2 {
-                        v.extend((0..c.sweeps[0]).map(|_| (i, Step::Sweep(0))));
+                        sweep(&mut v, 0);
                         v.push((i, Step::Whole));
                         return v;
                     }
-                    if c.early {
-                        for k in 0..n {
-                            v.extend((0..c.sweeps[k]).map(|_| (i, Step::Sweep(k))));
-                        }
+                    // `early`: the aborted attempt's keys' sweeps, before its lookups.
+                    let early = if c.early { c.aborted } else { 0 };
+                    for k in 0..early {
+                        sweep(&mut v, k);
                     }
                     if c.aborted > 0 {
                         v.push((i, Step::Aborted(c.aborted)));
                     }
                     for k in 0..n {
-                        if !c.early {
-                            v.extend((0..c.sweeps[k]).map(|_| (i, Step::Sweep(k))));
+                        if k >= early {
+                            sweep(&mut v, k);
                         }
                         v.push((i, Step::Lookup(k)));
                     }
@@ -1036,6 +1044,10 @@ fn linearizable_when(
                                 Step::Sweep(j) => {
                                     let key = m.group_keys(k)[j].0;
                                     m.sweep_step(&key)
+                                }
+                                Step::Miss(j) => {
+                                    let key = m.group_keys(k)[j].0;
+                                    m.counts(&key).is_none()
                                 }
                                 Step::Aborted(n) => {
                                     m.lookup_keys(k, n, T0 + dt);
@@ -1117,6 +1129,10 @@ enum Step {
     /// One step of the CLOCK sweep of the insertion of an operation's `j`-th key (canonical
     /// order), before its lookup (clears one bit).
     Sweep(usize),
+    /// The scan that found an operation's `j`-th key missing, before its sweep's first step
+    /// (E1: a sweep runs from such a scan; its later steps may come after another operation
+    /// inserted the key). Changes nothing; allowed only where the model does not track the key.
+    Miss(usize),
     /// The lookups of the first `n` keys of a group's aborted attempt.
     Aborted(usize),
     /// The lookup of a group's `j`-th key (canonical order) in its last attempt.
@@ -1166,8 +1182,8 @@ struct Choice {
     aborted: usize,
     /// Sweep steps before the lookup of each key (canonical order; a single key: its one).
     sweeps: Vec<usize>,
-    /// A group's sweep steps are its aborted attempt's: all of them before that attempt's
-    /// lookups, none in its last attempt.
+    /// The sweep steps of the keys a group's aborted attempt looked up are that attempt's: all
+    /// of them before its lookups, none in its last attempt.
     early: bool,
 }
 
@@ -2575,6 +2591,23 @@ fn linearizable_clock_a_sweep_step_after_another_thread_inserted_its_key() {
                 vec![admit(&[k], 1)],
                 vec![admit(&[x], 1), admit(&[k], 1), admit(&[y], 1)],
             ],
+            keys: vec![x, y, k],
+        }
+    });
+}
+
+/// A hit takes no sweep step: thread 1 inserts k and uses it; the main thread's admission of
+/// k, overlapping them, may find k missing (and sweep) or present. A table that cleared a bit
+/// on a hit (an operation whose scan found its key present) fails the checker: a sweep step
+/// needs a scan that found its key missing before it ([`Step::Miss`]).
+#[test]
+fn linearizable_clock_a_hit_takes_no_sweep_step() {
+    linearizable(clock_shard(4, 2, 4), |l| {
+        let [x, y] = keys(l);
+        let k = sweeping_from(l, 0).next().expect("a key starting at way 0");
+        Scenario {
+            setup: vec![admit(&[x], 1), admit(&[y], 1)],
+            threads: [vec![admit(&[k], 1)], vec![admit(&[k], 1), admit(&[k], 1)]],
             keys: vec![x, y, k],
         }
     });
