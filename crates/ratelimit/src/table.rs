@@ -150,9 +150,10 @@
 //!   is a key whose insertion took effect, and a scan that finds a set's ways all taken finds a
 //!   set that the model holds full (sets never shrink), where a sweep step is a step the model
 //!   can take (`Model::sweep_step`; the key itself may have been inserted by another operation
-//!   since the scan: the sweep's insertion then gives up, its steps standing). A failed `R`'s node was never in a claim word or a slot but may
-//!   still be compared by helpers: it is retired, not reused (conservative: helpers compare it
-//!   only with claim words they read before the decision).
+//!   since the scan: the sweep's insertion then gives up, its steps standing). A failed `R`'s
+//!   node was never in a claim word or a slot but may still be compared by helpers: it is
+//!   retired, not reused (conservative: helpers compare it only with claim words they read
+//!   before the decision).
 //!
 //! ## Linearization points
 //!
@@ -229,13 +230,13 @@
 //!   it cleared: they are sweep steps (E1) of an insertion that has not happened, some possibly
 //!   taken after another operation inserted the key (a sweep does not look for its key again
 //!   before each step; E1 allows such steps once a scan of the operation found the key
-//!   missing, `Model::sweep_step`). The operation
-//!   keeps its sweep of that key (`get_or_insert`'s `swept`, across a single key's look-agains
-//!   and a group's attempts): if the key is evicted before the operation's access and the
-//!   operation inserts it after all, that insertion goes on from the way after the bits it
-//!   cleared, as the model's one sweep per operation and key does (`model::Sweeps`). An
-//!   insertion that takes effect ends its sweep. (An insertion that plans again, after a failed
-//!   claim, a stale plan or a help, goes on likewise.)
+//!   missing, `Model::sweep_step`). The operation keeps its sweep of that key
+//!   (`get_or_insert`'s `swept`, across a single key's look-agains and a group's attempts): if
+//!   the key is evicted before the operation's access and the operation inserts it after all,
+//!   that insertion goes on from the way after the bits it cleared, as the model's one sweep
+//!   per operation and key does (`model::Sweeps`). An insertion that takes effect ends its
+//!   sweep. (An insertion that plans again, after a failed claim, a stale plan or a help, goes
+//!   on likewise.)
 //!   The loom checker interleaves the sweep steps of each operation's own sweeps
 //!   (`Model::sweep_step`; up to three per operation, each key's after a step at which the
 //!   model does not track it, the scan that found it missing; only for keys that the

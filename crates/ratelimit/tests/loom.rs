@@ -898,9 +898,10 @@ fn linearizable_when(
         };
         // E1 in a CLOCK shard: a new key's insertion may first take sweep steps of its own
         // (each clearing one reference bit), up to `SWEEP_STEPS` per operation, interleaved with
-        // the other thread's steps: a single-key operation's before it, a group's before the
-        // lookup of each of its keys that the set-up left untracked, or all before its aborted
-        // attempt's lookups.
+        // the other thread's steps, each key's after a `Miss` step (the scan that found it
+        // missing): a single-key operation's before it, a group's before the lookup of each of
+        // its keys that the set-up left untracked, or, for the keys its aborted attempt looked
+        // up, all before that attempt's lookups.
         let after_setup = {
             let mut m = Model::new(&config).unwrap();
             for op in &s.setup {
