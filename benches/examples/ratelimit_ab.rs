@@ -10,8 +10,9 @@
 //! Cases, as the criterion groups of the same names (`benches/ratelimit.rs`): `existing_key`
 //! (4,096 tracked keys, pre-derived), `new_key_eviction` (65,536 keys of room, a uniform stream
 //! over 2^20 pairs: about 94 % of admissions evict), `group2` (3,072 groups of two apps, a third
-//! of them dropped, against go-algorand's `shouldDropKeys`) and `drop` (one key at its limit hit
-//! 4,096 times). `case`: run only the cases whose name contains it.
+//! of them dropped, against go-algorand's `shouldDropKeys`), `drop` (one key at its limit hit
+//! 4,096 times) and `group16_5apps` (256 groups of 16 app calls over 5 apps, keys derived with
+//! BLAKE2b on both sides). `case`: run only the cases whose name contains it.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -60,6 +61,9 @@ fn main() {
     }
     if "drop".contains(only.as_str()) {
         drop_at_limit(rounds);
+    }
+    if "group16_5apps".contains(only.as_str()) {
+        group16_5apps(rounds);
     }
     if !"existing_key".contains(only.as_str()) {
         return;
@@ -297,6 +301,33 @@ fn drop_at_limit(rounds: usize) {
                     let _ = black_box(t.admit_key(black_box(tk), T0));
                 } else {
                     black_box(m.should_drop_keys(&[black_box(mk)], T0));
+                }
+            }
+        },
+    );
+}
+
+fn group16_5apps(rounds: usize) {
+    const ORIGINS: u32 = 256;
+    let apps16: [u64; 16] = [
+        11, 12, 13, 14, 15, 11, 12, 13, 14, 15, 11, 12, 13, 14, 15, 11,
+    ];
+    let t = txgate(1 << 20);
+    let m = MutexLimiter::new(1 << 20, 65_530, WINDOW, SALT);
+    let origins: Vec<Origin> = (0..ORIGINS)
+        .map(|i| Origin::from_peer_id(&i.to_le_bytes()))
+        .collect();
+    ab(
+        "group16_5apps",
+        rounds,
+        f64::from(ORIGINS),
+        |_, _| {},
+        |txgate, now| {
+            for o in &origins {
+                if txgate {
+                    let _ = black_box(t.admit(&apps16, o, now));
+                } else {
+                    black_box(m.admit(&apps16, o, now));
                 }
             }
         },
