@@ -1105,38 +1105,27 @@ fn settle(
 /// lookup step left it (the reference bit as the lookup and any sweep since left it). `new` is
 /// `old` with the group applied, its reference bit as `old` has it (set for a key that was
 /// found, clear for one the group's lookup created: a new key's bit starts clear).
-#[inline]
+#[inline(always)]
 fn plan(g: &Group<'_>, word: u64, touch: bool) -> Option<Plan> {
-    // One roll for all three words: rolling rolled counts again changes neither the counts nor
-    // the offset the estimate uses (`state::roll`).
-    let (rolled, offset) = state::roll(state::counts(word), g.at);
+    if g.kind == Kind::Admit {
+        // One roll and one estimate, the word's layout decided once.
+        let (old, new, left) = state::plan_admit(word, g.at, g.limits, g.cost, touch)?;
+        return Some(Plan { old, new, left });
+    }
+    // A penalty. One roll for both words: rolling rolled counts again changes neither the
+    // counts nor the offset (`state::roll`).
+    let (rolled, _) = state::roll(state::counts(word), g.at);
     let old = if touch {
         state::pack(rolled) | TOUCHED
     } else {
         word
     };
-    let bit = old & TOUCHED;
-    match g.kind {
-        Kind::Admit => {
-            let used = state::used(rolled, offset, g.limits) + u64::from(g.cost);
-            let limit = u64::from(g.limits.limit);
-            (used <= limit).then(|| Plan {
-                old,
-                new: state::pack(state::fit(state::Counts {
-                    // `cur + cost <= L <= LIMIT_MAX`: no overflow.
-                    cur: rolled.cur + g.cost,
-                    ..rolled
-                })) | bit,
-                left: (limit - used) as u32,
-            })
-        }
+    Some(Plan {
+        old,
+        new: state::pack(state::penalize(rolled, g.at, g.limits)) | (old & TOUCHED),
         // A penalty's answer is not used.
-        Kind::Penalize => Some(Plan {
-            old,
-            new: state::pack(state::penalize(rolled, g.at, g.limits)) | bit,
-            left: 0,
-        }),
-    }
+        left: 0,
+    })
 }
 
 /// The admissions left after the group to a key its own lookups evicted (frozen with its final

@@ -477,6 +477,75 @@ fn check_in<const W: bool>(
     }
 }
 
+/// A group's admission of weight `cost` planned on a counts word (neither marker nor evicted):
+/// `Some((old, new, left))`, or `None` if the window does not allow it. `old` is the word as the
+/// key's lookup leaves it: with `touch`, `word` rolled to `at` with [`TOUCHED`] set, else `word`
+/// itself; `new` is `old` with the admission applied and `old`'s reference bit; `left` the
+/// admissions the key has left after it. One roll and one estimate, the layout decided once (as
+/// [`check`]).
+#[inline(always)]
+pub(crate) fn plan_admit(
+    word: u64,
+    at: Instant,
+    limits: &Limits,
+    cost: u32,
+    touch: bool,
+) -> Option<(u64, u64, u32)> {
+    if word & WIDE == 0 {
+        plan_admit_in::<false>(word, at, limits, cost, touch)
+    } else {
+        wide_plan_admit(word, at, limits, cost, touch)
+    }
+}
+
+/// [`plan_admit`] of a wide word, out of line (see [`wide_counts`]).
+#[cold]
+#[inline(never)]
+fn wide_plan_admit(
+    word: u64,
+    at: Instant,
+    limits: &Limits,
+    cost: u32,
+    touch: bool,
+) -> Option<(u64, u64, u32)> {
+    plan_admit_in::<true>(word, at, limits, cost, touch)
+}
+
+/// [`plan_admit`] of a word of the given layout (`W`: wide).
+#[inline(always)]
+fn plan_admit_in<const W: bool>(
+    word: u64,
+    at: Instant,
+    limits: &Limits,
+    cost: u32,
+    touch: bool,
+) -> Option<(u64, u64, u32)> {
+    let (rolled, offset) = roll_in::<W>(counts_in::<W>(word), at);
+    let old = if !touch {
+        word
+    } else if W {
+        pack(rolled) | TOUCHED
+    } else {
+        // Narrow counts roll to narrow counts (`roll_in`), so the narrow layout as is.
+        debug_assert!(!is_wide(rolled));
+        (u64::from(rolled.interval) << INTERVAL_SHIFT)
+            | (u64::from(rolled.prev) << PREV_SHIFT)
+            | u64::from(rolled.cur)
+            | TOUCHED
+    };
+    let used = limits.weighted(rolled.prev, offset) + u64::from(rolled.cur) + u64::from(cost);
+    let limit = u64::from(limits.limit);
+    (used <= limit).then(|| {
+        let next = Counts {
+            // `cur + cost <= L <= LIMIT_MAX`: no overflow.
+            cur: rolled.cur + cost,
+            ..rolled
+        };
+        // `pack` widens counts that an admission took above 65,535.
+        (old, pack(next) | (old & TOUCHED), (limit - used) as u32)
+    })
+}
+
 /// Counts after one penalty at `at`: `cur += max(1, L / 4)`, saturating at 65,535 when `L` is at
 /// most 65,535, else at [`LIMIT_MAX`] (`Limits::counter_max`).
 #[inline(always)]
