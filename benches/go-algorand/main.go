@@ -39,7 +39,12 @@ func median(xs []float64) float64 {
 func main() {
 	passes := 200
 	if len(os.Args) > 1 {
-		passes, _ = strconv.Atoi(os.Args[1])
+		n, err := strconv.Atoi(os.Args[1])
+		if err != nil || n < 1 {
+			fmt.Fprintln(os.Stderr, "usage: goalgo [passes], passes a positive number")
+			os.Exit(2)
+		}
+		passes = n
 	}
 	// group2: 3,072 groups of two apps in different buckets, one origin each; L = 10.
 	const groups = 3072
