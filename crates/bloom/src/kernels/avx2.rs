@@ -15,15 +15,16 @@
 //!   without).
 
 use core::arch::x86_64::{
-    __m256i, _mm256_and_si256, _mm256_andnot_si256, _mm256_load_si256, _mm256_mul_epu32,
-    _mm256_mullo_epi32, _mm256_or_si256, _mm256_set1_epi32, _mm256_set1_epi64x, _mm256_setr_epi32,
-    _mm256_setr_epi64x, _mm256_sllv_epi32, _mm256_sllv_epi64, _mm256_srli_epi32, _mm256_srli_epi64,
-    _mm256_store_si256, _mm256_storeu_si256, _mm256_testc_si256, _mm256_testz_si256,
+    __m256i, _mm256_andnot_si256, _mm256_load_si256, _mm256_mullo_epi32, _mm256_or_si256,
+    _mm256_set1_epi32, _mm256_set1_epi64x, _mm256_setr_epi32, _mm256_setzero_si256,
+    _mm256_sllv_epi32, _mm256_sllv_epi64, _mm256_srli_epi32, _mm256_store_si256,
+    _mm256_storeu_si256, _mm256_testc_si256, _mm256_testz_si256, _mm256_unpackhi_epi32,
+    _mm256_unpacklo_epi32,
 };
 
 use crate::block::{BIT_SHIFT, Block256, SALT};
 use crate::block512::{BIT_SHIFT512, Block512};
-use crate::kernels::{ONE32, ONE64, SALT32, SALT64, SIX_BITS};
+use crate::kernels::{ONE32, ONE64, SALT32, SALT32_UNPACK};
 
 /// The 256-bit block mask for `x`: bit `x * SALT[i] mod 2^32 >> 27` in 32-bit lane `i`: one
 /// `vpmulld`, one `vpsrld`, one `vpsllvd`.
@@ -97,8 +98,9 @@ pub(super) unsafe fn insert256(block: &mut Block256, x: u32) -> bool {
 }
 
 /// The 512-bit block mask for `x` as two halves (words 0-3, words 4-7): bit
-/// `x * SALT[i] mod 2^32 >> 26` in 64-bit lane `i`. `vpmuludq` gives the full 64-bit product of
-/// the low 32 bits of each lane, whose bits 26..32 are that index.
+/// `x * SALT[i] mod 2^32 >> 26` of word `i`. As in [`contains_hash512_asm`]: the eight indices
+/// from one `vpmulld` and one `vpsrld` in 32-bit lanes, widened to 64-bit lanes by unpacking
+/// with zero, then one `vpsllvq` per half.
 ///
 /// # Safety
 /// A safe `#[target_feature]` function: callable without `unsafe` only from code compiled with
@@ -107,27 +109,23 @@ pub(super) unsafe fn insert256(block: &mut Block256, x: u32) -> bool {
 #[target_feature(enable = "avx2")]
 fn mask512(x: u32) -> (__m256i, __m256i) {
     const { assert!(BIT_SHIFT512 == 26) };
-    let x = _mm256_set1_epi64x(i64::from(x));
-    let lo = _mm256_setr_epi64x(
-        i64::from(SALT[0]),
-        i64::from(SALT[1]),
-        i64::from(SALT[2]),
-        i64::from(SALT[3]),
+    let salt = _mm256_setr_epi32(
+        SALT[0] as i32,
+        SALT[1] as i32,
+        SALT[4] as i32,
+        SALT[5] as i32,
+        SALT[2] as i32,
+        SALT[3] as i32,
+        SALT[6] as i32,
+        SALT[7] as i32,
     );
-    let hi = _mm256_setr_epi64x(
-        i64::from(SALT[4]),
-        i64::from(SALT[5]),
-        i64::from(SALT[6]),
-        i64::from(SALT[7]),
-    );
-    let (one, low6) = (_mm256_set1_epi64x(1), _mm256_set1_epi64x(63));
-    let bit = |product| {
-        _mm256_sllv_epi64(
-            one,
-            _mm256_and_si256(_mm256_srli_epi64::<26>(product), low6),
-        )
-    };
-    (bit(_mm256_mul_epu32(x, lo)), bit(_mm256_mul_epu32(x, hi)))
+    let index = _mm256_srli_epi32::<26>(_mm256_mullo_epi32(_mm256_set1_epi32(x as i32), salt));
+    let zero = _mm256_setzero_si256();
+    let one = _mm256_set1_epi64x(1);
+    (
+        _mm256_sllv_epi64(one, _mm256_unpacklo_epi32(index, zero)),
+        _mm256_sllv_epi64(one, _mm256_unpackhi_epi32(index, zero)),
+    )
 }
 
 /// Whether every bit of fingerprint `x` is set in `block`.
@@ -308,6 +306,13 @@ pub(super) unsafe fn contains_hash256_asm(blocks: &[Block256], hash: u64) -> u64
 /// The 512-bit layout's form of [`contains_hash256_asm`]: [`contains512`] as inline assembly,
 /// on block `(hash * blocks.len()) >> 64`, indexed in the kernel with `mulx` as there.
 ///
+/// The mask takes the eight indices from one `vpmulld` and one `vpsrld` in 32-bit lanes (the
+/// top 6 bits of each product's low 32 bits, the layout's rule), the salts in
+/// [`SALT32_UNPACK`]'s lane order, and widens them to 64-bit lanes by unpacking with zero
+/// (`vpunpckldq`, `vpunpckhdq`) for one `vpsllvq` per half: two instructions fewer than two
+/// `vpmuludq` on 64-bit lanes, each product masked to 6 bits. On an AMD Zen 4 a query takes
+/// 0.85x the time of that form (`bloom_ab`'s best passes: 2.2 against 2.6 ns).
+///
 /// Returns 1 if every bit is set, else 0 (for [`answer`](super::answer)).
 ///
 /// # Safety
@@ -326,17 +331,17 @@ pub(super) unsafe fn contains_hash512_asm(blocks: &[Block512], hash: u64) -> u64
             "mulx {offset}, {offset}, {len}",
             "shl {offset}, 6",
             "xor {all_set:e}, {all_set:e}",
-            // x in each 64-bit lane (`vmovd` zero-extends); vpmuludq gives the full 64-bit
-            // product of the low 32 bits of each lane, whose bits 26..32 are the index.
+            // The eight indices in 32-bit lanes: (x * salt) mod 2^32 >> 26 (`vpmulld` keeps
+            // the low 32 bits of each product; their top 6 bits are the index), the salts in
+            // `SALT32_UNPACK`'s order; then widened to 64-bit lanes by unpacking with zero:
+            // words 0..4 into ymm1, words 4..8 into ymm0.
             "vmovd xmm0, edx",
-            "vpbroadcastq ymm0, xmm0",
-            "vpmuludq ymm1, ymm0, ymmword ptr [rip + {salt}]",
-            "vpmuludq ymm0, ymm0, ymmword ptr [rip + {salt} + 32]",
-            "vpsrlq ymm1, ymm1, 26",
-            "vpsrlq ymm0, ymm0, 26",
-            "vpbroadcastq ymm2, qword ptr [rip + {six_bits}]",
-            "vpand ymm1, ymm1, ymm2",
-            "vpand ymm0, ymm0, ymm2",
+            "vpbroadcastd ymm0, xmm0",
+            "vpmulld ymm0, ymm0, ymmword ptr [rip + {salt}]",
+            "vpsrld ymm0, ymm0, 26",
+            "vpxor xmm2, xmm2, xmm2",
+            "vpunpckldq ymm1, ymm0, ymm2",
+            "vpunpckhdq ymm0, ymm0, ymm2",
             "vpbroadcastq ymm2, qword ptr [rip + {one}]",
             "vpsllvq ymm1, ymm2, ymm1",
             "vpsllvq ymm0, ymm2, ymm0",
@@ -354,8 +359,7 @@ pub(super) unsafe fn contains_hash512_asm(blocks: &[Block512], hash: u64) -> u64
             base = in(reg) blocks.as_ptr(),
             offset = out(reg) _,
             all_set = out(reg) all_set,
-            salt = sym SALT64,
-            six_bits = sym SIX_BITS,
+            salt = sym SALT32_UNPACK,
             one = sym ONE64,
             out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _,
             out("xmm4") _, out("xmm5") _, out("xmm6") _, out("xmm7") _,

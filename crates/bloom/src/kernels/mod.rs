@@ -53,15 +53,21 @@ static SALT64: Aligned<[u64; 8]> = Aligned({
     wide
 });
 
+/// The salts in the `u32` lane order that lets the 512-bit AVX2 query widen its eight bit
+/// indices into two vectors of `u64` lanes by unpacking with zero: `vpunpckldq` takes dword
+/// lanes 0, 1, 4, 5 (words 0..4) and `vpunpckhdq` lanes 2, 3, 6, 7 (words 4..8).
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+static SALT32_UNPACK: Aligned<[u32; 8]> = {
+    let s = crate::block::SALT;
+    Aligned([s[0], s[1], s[4], s[5], s[2], s[3], s[6], s[7]])
+};
+
 /// 1 as a `u32`, broadcast by the inline-assembly kernels.
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 static ONE32: u32 = 1;
 /// 1 as a `u64`, broadcast by the inline-assembly kernels.
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 static ONE64: u64 = 1;
-/// The low six bits, broadcast by the inline-assembly kernels.
-#[cfg(all(target_arch = "x86_64", not(miri)))]
-static SIX_BITS: u64 = 63;
 
 /// A query's answer (0 or 1 in a 64-bit register, from the AVX2 assembly or a scalar kernel) as a
 /// `bool`, with the range told to the compiler: a caller that counts answers then adds the
