@@ -7,9 +7,11 @@
 //! bytes at a 64-byte-aligned address (the storage is a slice of this type), so "one cache line
 //! per operation" holds by construction.
 //!
-//! Kernels (in `kernels/`): with AVX-512 the mask is one 64-bit multiply (`vpmuludq`), one shift and one
-//! variable rotate of a 512-bit register, and a query is one 512-bit compare; with AVX2 the same
-//! work runs in two 256-bit halves; the scalar path is eight shifts.
+//! Kernels (in `kernels/`): with AVX-512 the mask is one 64-bit multiply (`vpmuludq`), one
+//! shift and one variable rotate of a 512-bit register, and a query is one 512-bit compare; with
+//! AVX2 the eight indices come from one 32-bit multiply (`vpmulld`) and one shift, are widened
+//! into two 256-bit halves of 64-bit lanes, and the shifts and the compare run per half; the
+//! scalar path is eight shifts.
 
 use crate::block::WORDS_PER_BLOCK;
 use crate::kernels::Kernel;
