@@ -428,7 +428,8 @@ pub(crate) fn admit(c: Counts, at: Instant, limits: &Limits, cost: u32) -> Optio
 
 /// An admission of weight `cost` decided on a counts word: `Ok((the word after it, with
 /// [`TOUCHED`] set, admissions left after it))`, or `Err(the counts)` if the window does not
-/// allow it. One roll and one estimate, for the hit path, its layout decided once.
+/// allow it. For the hit path: [`plan_admit`] of the access (one roll and one estimate, the
+/// layout decided once), whose rolled `old` word the hit does not use.
 #[inline(always)]
 pub(crate) fn check(
     word: u64,
@@ -436,44 +437,10 @@ pub(crate) fn check(
     limits: &Limits,
     cost: u32,
 ) -> Result<(u64, u32), Counts> {
-    if word & WIDE == 0 {
-        check_in::<false>(counts_in::<false>(word), at, limits, cost)
-    } else {
-        wide_check(word, at, limits, cost)
-    }
-}
-
-/// [`check`] of a wide word, out of line (see [`wide_counts`]).
-#[cold]
-#[inline(never)]
-fn wide_check(word: u64, at: Instant, limits: &Limits, cost: u32) -> Result<(u64, u32), Counts> {
-    check_in::<true>(counts_in::<true>(word), at, limits, cost)
-}
-
-/// [`check`] of counts `c` of the given layout (`W`: wide).
-#[inline(always)]
-fn check_in<const W: bool>(
-    c: Counts,
-    at: Instant,
-    limits: &Limits,
-    cost: u32,
-) -> Result<(u64, u32), Counts> {
-    let (rolled, offset) = roll_in::<W>(c, at);
-    let used = limits.weighted(rolled.prev, offset) + u64::from(rolled.cur) + u64::from(cost);
-    if used <= u64::from(limits.limit) {
-        let next = Counts {
-            // `cur + cost <= L <= LIMIT_MAX`: no overflow.
-            cur: rolled.cur + cost,
-            ..rolled
-        };
-        // An access: the reference bit set in the same write (`pack` truncates the interval of
-        // counts that became wide).
-        Ok((
-            pack(next) | TOUCHED,
-            (u64::from(limits.limit) - used) as u32,
-        ))
-    } else {
-        Err(c)
+    match plan_admit(word, at, limits, cost, true) {
+        // `new` has `old`'s reference bit, which the access set.
+        Some((_, new, left)) => Ok((new, left)),
+        None => Err(counts(word)),
     }
 }
 
@@ -481,8 +448,7 @@ fn check_in<const W: bool>(
 /// `Some((old, new, left))`, or `None` if the window does not allow it. `old` is the word as the
 /// key's lookup leaves it: with `touch`, `word` rolled to `at` with [`TOUCHED`] set, else `word`
 /// itself; `new` is `old` with the admission applied and `old`'s reference bit; `left` the
-/// admissions the key has left after it. One roll and one estimate, the layout decided once (as
-/// [`check`]).
+/// admissions the key has left after it. One roll and one estimate, the layout decided once.
 #[inline(always)]
 pub(crate) fn plan_admit(
     word: u64,
