@@ -114,7 +114,7 @@ impl<B: BlockLayout> AtomicBlockedBloom<B> {
     }
 
     /// Inserts every key of `hashes` (pre-hashed: [`Filter::hash`] values, as [`Hashed`]),
-    /// prefetching the blocks of the keys [`PREFETCH_AHEAD`](crate::PREFETCH_AHEAD) (32) places
+    /// prefetching the blocks of the keys [`PREFETCH_AHEAD`] (32) places
     /// ahead, so that the atomic read-modify-writes
     /// (which on x86 wait for every earlier load) find their lines in cache; returns how many
     /// this call reported new (see the type docs for races).

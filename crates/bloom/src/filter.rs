@@ -149,7 +149,7 @@ impl<B: BlockLayout> BlockedBloom<B> {
     }
 
     /// Inserts `key` (any [`Key`]: `&T` for `T: Hash`, [`Bytes`](crate::Bytes),
-    /// [`Hashed`](crate::Hashed)); returns whether it was new (at least one of its bits was
+    /// [`Hashed`]); returns whether it was new (at least one of its bits was
     /// clear). A `false` for a key never inserted is a false positive.
     #[inline(always)]
     pub fn insert<K: Key>(&mut self, key: K) -> bool {
@@ -159,8 +159,8 @@ impl<B: BlockLayout> BlockedBloom<B> {
     }
 
     /// Inserts every key of `hashes` (pre-hashed: [`Filter::hash`] values, as
-    /// [`Hashed`](crate::Hashed)), prefetching the blocks of the keys
-    /// [`PREFETCH_AHEAD`](crate::PREFETCH_AHEAD) (32) places ahead; returns how many were new.
+    /// [`Hashed`]), prefetching the blocks of the keys
+    /// [`PREFETCH_AHEAD`] (32) places ahead; returns how many were new.
     pub fn insert_many(&mut self, hashes: &[u64]) -> usize {
         let mut new = 0;
         for (i, &hash) in hashes.iter().enumerate() {

@@ -133,7 +133,7 @@ pub use layout::{BlockLayout, Layout};
 pub use sbbf::Sbbf;
 pub use sizing::Sizing;
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests;
 
 /// The crate README's examples, compiled and run as doctests.

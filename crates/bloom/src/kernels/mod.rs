@@ -185,7 +185,7 @@ impl Kernel {
 
     /// Every form of this kernel's queries this CPU can run: itself, and the same backend
     /// without its optional query kernel, to test both on a CPU that has it.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn forms(self) -> Vec<Kernel> {
         let mut forms = vec![self];
         if self.bitalg {

@@ -176,7 +176,7 @@ impl KeyCache {
         self.get_or_derive_tagged(self.tag(app, origin), derive)
     }
 
-    /// [`get_or_derive`](Self::get_or_derive) of the pair whose tag is `tag`.
+    /// The cached key of the pair whose tag is `tag`, or `derive()` remembered.
     #[inline]
     fn get_or_derive_tagged(&self, tag: u64, derive: impl FnOnce() -> AppKey) -> AppKey {
         let set = self.set_of(tag);

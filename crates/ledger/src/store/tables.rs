@@ -37,9 +37,10 @@ pub(super) const META_INDEXED_FROM: &str = "indexed_from";
 pub(super) const META: TableDefinition<'static, &str, u64> = TableDefinition::new("meta");
 /// `blocks` table: round -> raw block bytes.
 pub(super) const BLOCKS: TableDefinition<'static, u64, &[u8]> = TableDefinition::new("blocks");
-/// `blooms` table: round -> serialized bloom ([`AnyBloom::to_bytes`], either layout), for rounds
-/// without a `round_txids` row (added without the txid index, or by an earlier build, whose
-/// rows still load); a round with one has its bloom built from it at open.
+/// `blooms` table: round -> serialized bloom ([`Filter::to_bytes`](txgate_bloom::Filter::to_bytes)
+/// of either layout), for rounds without a `round_txids` row (added without the txid index, or by
+/// an earlier build, whose rows still load); a round with one has its bloom built from it at
+/// open.
 pub(super) const BLOOMS: TableDefinition<'static, u64, &[u8]> = TableDefinition::new("blooms");
 /// `round_txids` table: round -> the round's txids, [`TXID_BYTES`] each, in payset order (the
 /// txid index since format 3).
