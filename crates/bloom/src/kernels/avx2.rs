@@ -24,7 +24,7 @@ use core::arch::x86_64::{
 
 use crate::block::{BIT_SHIFT, Block256, SALT};
 use crate::block512::{BIT_SHIFT512, Block512};
-use crate::kernels::{ONE32, ONE64, SALT32, SALT32_UNPACK};
+use crate::kernels::{ONE32, ONE64, SALT_UNPACK_ORDER, SALT32, SALT32_UNPACK};
 
 /// The 256-bit block mask for `x`: bit `x * SALT[i] mod 2^32 >> 27` in 32-bit lane `i`: one
 /// `vpmulld`, one `vpsrld`, one `vpsllvd`.
@@ -109,15 +109,16 @@ pub(super) unsafe fn insert256(block: &mut Block256, x: u32) -> bool {
 #[target_feature(enable = "avx2")]
 fn mask512(x: u32) -> (__m256i, __m256i) {
     const { assert!(BIT_SHIFT512 == 26) };
+    let s = SALT_UNPACK_ORDER;
     let salt = _mm256_setr_epi32(
-        SALT[0] as i32,
-        SALT[1] as i32,
-        SALT[4] as i32,
-        SALT[5] as i32,
-        SALT[2] as i32,
-        SALT[3] as i32,
-        SALT[6] as i32,
-        SALT[7] as i32,
+        s[0] as i32,
+        s[1] as i32,
+        s[2] as i32,
+        s[3] as i32,
+        s[4] as i32,
+        s[5] as i32,
+        s[6] as i32,
+        s[7] as i32,
     );
     let index = _mm256_srli_epi32::<26>(_mm256_mullo_epi32(_mm256_set1_epi32(x as i32), salt));
     let zero = _mm256_setzero_si256();

@@ -57,10 +57,14 @@ static SALT64: Aligned<[u64; 8]> = Aligned({
 /// indices into two vectors of `u64` lanes by unpacking with zero: `vpunpckldq` takes dword
 /// lanes 0, 1, 4, 5 (words 0..4) and `vpunpckhdq` lanes 2, 3, 6, 7 (words 4..8).
 #[cfg(all(target_arch = "x86_64", not(miri)))]
-static SALT32_UNPACK: Aligned<[u32; 8]> = {
+const SALT_UNPACK_ORDER: [u32; 8] = {
     let s = crate::block::SALT;
-    Aligned([s[0], s[1], s[4], s[5], s[2], s[3], s[6], s[7]])
+    [s[0], s[1], s[4], s[5], s[2], s[3], s[6], s[7]]
 };
+
+/// [`SALT_UNPACK_ORDER`] as an aligned vector, for the inline-assembly kernels.
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+static SALT32_UNPACK: Aligned<[u32; 8]> = Aligned(SALT_UNPACK_ORDER);
 
 /// 1 as a `u32`, broadcast by the inline-assembly kernels.
 #[cfg(all(target_arch = "x86_64", not(miri)))]
