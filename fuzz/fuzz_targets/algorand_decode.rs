@@ -5,7 +5,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use txgate_algorand::codec::{
-    Txn, decode_block, decode_txn_message, gossip_messages, payset_app_ids, payset_commit_flat,
+    Txn, decode_block, decode_block_split, decode_txn_message, gossip_messages, payset_app_ids,
+    payset_commit_flat,
 };
 
 fn check(t: &Txn) {
@@ -19,7 +20,13 @@ fn check(t: &Txn) {
 }
 
 fuzz_target!(|bytes: &[u8]| {
-    if let Ok(block) = decode_block(bytes) {
+    let decoded = decode_block(bytes);
+    // Decoded on two threads, even a payset of a few entries, one or three entries claimed at
+    // a time: the same block or the same error.
+    for chunk in [1, 3] {
+        assert_eq!(decode_block_split(bytes, 0, chunk), decoded);
+    }
+    if let Ok(block) = decoded {
         block.txns.iter().for_each(check);
         // A decodable block can always be located for its payset commitment.
         assert!(payset_commit_flat(bytes).is_ok());

@@ -12,7 +12,14 @@
 //!   one redb write transaction and its commit) into a ledger without and with blooms and the
 //!   index; `on` includes the bloom's build and the index row's build, insert and write (a
 //!   round with an index row stores no bloom row);
-//! - `add_block, on`: the whole public path, `add_block` of the bytes (decode, verify, write).
+//! - `add_block, on`: the whole public path, `add_block` of the bytes (decode, verify, write),
+//!   the payset decoded with a helper thread (the default);
+//! - `decode, parallel`: `decode_block_parallel`, the same block as `decode`, decoded on the
+//!   calling thread and a helper;
+//! - `add_block, 1 thread`: `add_block, on, disk` with `parallel_decode` off;
+//! - `decode+verify, 1 thr` / `decode+verify, par`: `decode_for_verify` or
+//!   `decode_for_verify_parallel` then `DecodedBlock::verify`, as `add_block` runs them (with a
+//!   helper, the flat commitment is hashed on it while the caller decodes).
 //!
 //! Each write is measured twice: in a temporary directory on disk (the commit's fsync
 //! included) and, where `/dev/shm` exists, on tmpfs (an fsync costs nothing there), so the
@@ -36,7 +43,10 @@ use std::path::Path;
 use std::time::Instant;
 
 use rmpv::Value;
-use txgate_algorand::codec::{Expected, TxidHasher, decode_block};
+use txgate_algorand::codec::{
+    Expected, TxidHasher, decode_block, decode_block_parallel, decode_for_verify,
+    decode_for_verify_parallel,
+};
 use txgate_algorand::synth::{SynthTxn, encode_block};
 use txgate_bloom::{BloomBuilder, Bytes};
 use txgate_ledger::store::{Ledger, LedgerConfig, VerifiedBlock};
@@ -131,6 +141,12 @@ fn main() {
     let writers: Vec<_> = targets.iter().map(|&(_, p, b)| ledger(p, b)).collect();
     let whole = [ledger(None, true), ledger(shm, true)];
     let config = LedgerConfig::default();
+    let one_thread = {
+        let dir = tempfile::tempdir().unwrap();
+        let config = LedgerConfig::default().with_parallel_decode(false);
+        let ledger = Ledger::open(dir.path(), config).unwrap();
+        (dir, ledger)
+    };
 
     let names = [
         "decode",
@@ -144,6 +160,10 @@ fn main() {
         "write, on, tmpfs",
         "add_block, on, disk",
         "add_block, on, tmpfs",
+        "decode, parallel",
+        "add_block, 1 thread",
+        "decode+verify, 1 thr",
+        "decode+verify, par",
     ];
     // Per phase: seconds of each timed round.
     let mut t: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
@@ -158,9 +178,23 @@ fn main() {
         .collect();
     for (round, (raw, maps)) in (0..).zip(&inputs) {
         let raw = raw.as_slice();
-        let mut s = [f64::NAN; 11];
+        let mut s = [f64::NAN; 15];
         let (block, wall) = timed(|| decode_block(raw).unwrap());
         s[0] = wall;
+        let (threaded, wall) = timed(|| decode_block_parallel(raw).unwrap());
+        s[11] = wall;
+        assert_eq!(threaded, block);
+        for (i, parallel) in [(13, false), (14, true)] {
+            let (_, wall) = timed(|| {
+                let decoded = if parallel {
+                    decode_for_verify_parallel(raw).unwrap()
+                } else {
+                    decode_for_verify(raw).unwrap()
+                };
+                decoded.verify(&Expected::default()).unwrap();
+            });
+            s[i] = wall;
+        }
 
         let (ids, wall) = timed(|| {
             maps.iter()
@@ -207,6 +241,8 @@ fn main() {
             let (_, wall) = timed(|| l.add_block(raw).unwrap());
             s[9 + i] = wall;
         }
+        let (_, wall) = timed(|| one_thread.1.add_block(raw).unwrap());
+        s[12] = wall;
         if round >= warm {
             for (v, x) in t.iter_mut().zip(s) {
                 v.push(x);

@@ -11,6 +11,8 @@
 //! # Modules
 //! - [`sync`]: the atomics, `Arc`, `Mutex` and `Condvar` every crate uses: `std`'s, or loom's
 //!   under `cfg(loom)`.
+//! - [`claims`]: [`Claims`](claims::Claims), a run of work items two threads take in chunks
+//!   from its two ends, lock-free.
 //! - [`reclaim`]: [`Collector`](reclaim::Collector) and [`Guard`](reclaim::Guard), seize's
 //!   reclamation, or under `cfg(loom)` a stand-in that flags any access to memory a real
 //!   collector could already have freed.
@@ -37,6 +39,7 @@
 //! # drop(unsafe { Box::from_raw(last) });
 //! ```
 
+pub mod claims;
 pub mod reclaim;
 pub mod sync;
 

@@ -125,13 +125,19 @@ mod entry;
 mod error;
 mod gossip;
 mod msgpack;
+#[cfg(feature = "parallel")]
+mod parallel;
 mod payset;
 mod read;
 mod txid;
 mod txn;
 mod verify;
 
-pub use self::block::{Block, decode_block};
+#[cfg(feature = "parallel")]
+pub use self::block::decode_block_parallel;
+#[cfg(all(feature = "parallel", fuzzing))]
+pub use self::block::decode_block_split;
+pub use self::block::{Block, MIN_PARALLEL_ENTRIES, decode_block};
 pub use self::error::{DecodeError, PaysetError};
 pub use self::gossip::gossip_messages;
 pub use self::payset::{
@@ -139,6 +145,8 @@ pub use self::payset::{
 };
 pub use self::txid::{TXID_PREFIX, TxidHasher};
 pub use self::txn::{KNOWN_TX_TYPES, Txn, decode_txn_message, distinct_app_ids};
+#[cfg(feature = "parallel")]
+pub use self::verify::decode_for_verify_parallel;
 pub use self::verify::{
     Commitment, DecodedBlock, Expected, MERKLE_BOTTOM_LEAF_PREFIX, MERKLE_NODE_PREFIX,
     SIGNED_TXN_IN_BLOCK_PREFIX, TXN_MERKLE_LEAF_PREFIX, VerifyError, decode_for_verify,

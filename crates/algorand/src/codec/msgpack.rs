@@ -129,6 +129,16 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// This reader's window, from `pos` (at most the window's end).
+    #[cfg(feature = "parallel")]
+    pub(crate) fn at(&self, pos: usize) -> Self {
+        Self {
+            buf: self.buf,
+            pos: pos.min(self.end),
+            end: self.end,
+        }
+    }
+
     pub(crate) fn pos(&self) -> usize {
         self.pos
     }
@@ -150,8 +160,9 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Bytes left before the end of the window.
     #[inline]
-    fn remaining(&self) -> usize {
+    pub(crate) fn remaining(&self) -> usize {
         self.end - self.pos
     }
 

@@ -44,6 +44,16 @@ pub(super) struct Located<'a> {
     pub(super) payset: &'a [u8],
     /// Nesting depth of the payset array (2 in `{block, cert}`, 1 in a bare block).
     pub(super) payset_depth: usize,
+    /// The flat commitment of `payset` ([`payset_digest`]), when it was computed while the
+    /// block was decoded.
+    pub(super) flat: Option<[u8; 32]>,
+}
+
+impl Located<'_> {
+    /// The flat commitment of the payset: computed while decoding, or now.
+    pub(super) fn flat_digest(&self) -> [u8; 32] {
+        self.flat.unwrap_or_else(|| payset_digest(self.payset))
+    }
 }
 
 /// Finds the block's round and its `txns` bytes (empty when absent), checking structure only.
@@ -70,6 +80,7 @@ fn locate_in_map<'a>(
         round: 0,
         payset: &[],
         payset_depth: depth + 1,
+        flat: None,
     };
     let mut inner = None;
     for _ in 0..n {

@@ -7,14 +7,16 @@ use sha2::{Digest, Sha512_256};
 
 use rmp::encode::ByteBuf;
 
-use super::block::decode_block;
+use super::block::{Block, Split, decode_block, decode_located};
 use super::error::DecodeError;
 use super::gossip::gossip_messages;
 use super::msgpack::{self, put_array_len, put_bin, put_bool, put_map_len, put_str, put_uint};
+use super::payset;
 use super::payset::{payset_entry_txid, payset_offsets};
 use super::txn::{decode_txn_message, distinct_app_ids};
+use super::verify::{Expected, decode_verify_split};
 use crate::ids::Txid;
-use crate::synth::{SynthTxn, encode_block, encode_txn_message};
+use crate::synth::{SynthTxn, encode_block, encode_block_with_protocol, encode_txn_message};
 
 const GEN: &str = "synth-v1";
 const GH: [u8; 32] = [0x5a; 32];
@@ -507,7 +509,7 @@ proptest! {
     /// Synthetic blocks and messages, cut and bit-flipped: Ok or Err, never a panic.
     #[test]
     fn mutated_synthetic_blocks_never_panic(
-        n in 0usize..6,
+        n in 0usize..12,
         cut in any::<prop::sample::Index>(),
         flips in prop::collection::vec((any::<prop::sample::Index>(), 0u8..8), 1..4),
     ) {
@@ -522,10 +524,27 @@ proptest! {
                 let len = m.len();
                 m[at.index(len)] ^= 1 << bit;
             }
-            let _ = decode_block(&m).map(|b| b.verify_payset(&m));
+            let one = decode_block(&m);
+            // With a helper: the same block, or the same error; decoded for verification and
+            // verified, the same verdict.
+            #[cfg(feature = "parallel")]
+            {
+                for chunk in [1, 2, 5] {
+                    prop_assert_eq!(&decode_split(&m, 0, chunk), &one);
+                }
+                let two = Split::small(0, 1).for_verify();
+                let expected = Expected::default();
+                prop_assert_eq!(
+                    decode_verify_split(&m, two, &expected).map(|(b, _)| b),
+                    decode_verify_split(&m, Split::ONE, &expected).map(|(b, _)| b)
+                );
+            }
+            let _ = one.map(|b| b.verify_payset(&m));
             let _ = decode_txn_message(&m);
             let c = &bytes[..cut.index(bytes.len())];
             prop_assert!(decode_block(c).is_err());
+            #[cfg(feature = "parallel")]
+            prop_assert_eq!(decode_split(c, 0, 1), decode_block(c));
             let _ = decode_txn_message(c);
         }
     }
@@ -551,6 +570,122 @@ proptest! {
         let decoded = decode_txn_message(&msg).unwrap();
         prop_assert_eq!(&block.txns, &decoded);
         prop_assert_eq!(block.txns[0].txid, txid_of(&message_txn_bytes(&msg)[0]));
+    }
+}
+
+/// `bytes` decoded with a helper for paysets of at least `min_entries` entries, claimed `chunk`
+/// at a time.
+#[cfg(feature = "parallel")]
+fn decode_split(bytes: &[u8], min_entries: usize, chunk: u32) -> Result<Block, DecodeError> {
+    decode_located(bytes, Split::small(min_entries, chunk)).map(|(b, _)| b)
+}
+
+/// The real blocks (every dataset2 block and the betanet block), decoded with a helper in
+/// chunks of every size, decode to the blocks one thread decodes; cut inside their payset they
+/// give one thread's error.
+#[test]
+#[cfg(feature = "parallel")]
+#[cfg_attr(txgate_no_data, ignore = "real data missing: set TXGATE_DATA")]
+fn real_blocks_split_over_threads_decode_as_on_one() {
+    let dataset2 =
+        txgate_testkit::data_file("algorand-sdk-testing/private_blocks/dataset2.tar.bz2");
+    let mut blocks: Vec<Vec<u8>> = crate::source::BlockSource::open(&dataset2)
+        .unwrap()
+        .map(|r| r.unwrap().bytes)
+        .collect();
+    blocks.push(
+        std::fs::read(txgate_testkit::data_file(
+            "algorand-indexer/blocks/stpf_block_high_index.block",
+        ))
+        .unwrap(),
+    );
+    let mut split_blocks = 0;
+    let mut cuts = 0;
+    for bytes in &blocks {
+        let want = decode_block(bytes).unwrap();
+        let n = want.txns.len();
+        if n >= 2 {
+            split_blocks += 1;
+        }
+        for min in [0, 1, 2, n] {
+            for chunk in [1u32, 2, 3, 16] {
+                assert_eq!(decode_split(bytes, min, chunk).as_ref(), Ok(&want));
+            }
+        }
+        // Cut at, and one byte after, each entry's start: the error one thread meets first.
+        for &at in &want.entry_offsets {
+            for cut in [at, at + 1] {
+                let cut = &bytes[..cut];
+                let one = decode_block(cut);
+                assert!(one.is_err());
+                for chunk in [1, 2, 16] {
+                    assert_eq!(decode_split(cut, 0, chunk), one);
+                }
+                cuts += 1;
+            }
+        }
+    }
+    // dataset2's blocks with two entries or more, and the betanet block's.
+    assert!(split_blocks >= 2, "{split_blocks} blocks to split");
+    assert!(cuts >= 4, "{cuts} cuts");
+}
+
+/// A parallel decode for verification has the helper compute the payset's flat commitment when
+/// the header's rule is flat (a known flat protocol, or an unknown one with `txn` alone), and
+/// only then; the verification takes it: the same answers as one thread, on good blocks and on
+/// blocks whose payset was damaged. (Whether the helper runs before the caller is done is the
+/// scheduler's choice: each block is decoded until it has, at most 50 times.)
+#[test]
+#[cfg(feature = "parallel")]
+fn a_parallel_decode_for_verify_hashes_flat_paysets_on_the_side() {
+    let txns: Vec<SynthTxn> = (0..400)
+        .map(|i| SynthTxn::payment([7; 32], 10, 1000 + i))
+        .collect();
+    let split = Split::small(4, 3).for_verify();
+    let expected = Expected::default();
+    // (block, whether its verification hashes the payset flat)
+    let cases = [
+        (encode_block(11, GEN, &GH, 4, &txns), true),
+        (encode_block_with_protocol(11, GEN, &GH, 4, &txns, 25), true),
+        (
+            encode_block_with_protocol(11, GEN, &GH, 4, &txns, 38),
+            false,
+        ),
+    ];
+    for (bytes, flat) in &cases {
+        let payset = payset::locate_payset(bytes).unwrap().payset;
+        let want = flat.then(|| payset::payset_digest(payset));
+        let mut hashed = false;
+        for _ in 0..50 {
+            let (block, digest) = decode_verify_split(bytes, split, &expected).unwrap();
+            assert_eq!(block, decode_block(bytes).unwrap());
+            // Computed or not, never another value, never for a Merkle protocol.
+            assert!(digest.is_none() || digest == want, "{digest:?}");
+            if digest.is_some() {
+                hashed = true;
+                break;
+            }
+        }
+        assert_eq!(hashed, *flat, "the helper hashed the payset");
+        // Without `for_verify`, or on one thread, nothing is hashed.
+        let plain = Split::small(4, 3);
+        assert_eq!(
+            decode_verify_split(bytes, plain, &expected).unwrap().1,
+            None
+        );
+        assert_eq!(
+            decode_verify_split(bytes, Split::ONE, &expected).unwrap().1,
+            None
+        );
+        // Bytes of the payset flipped in turn: the same verdict as one thread's.
+        let at = bytes.len() - payset.len();
+        for i in (at..bytes.len()).step_by(997) {
+            let mut bad = bytes.clone();
+            bad[i] ^= 0x01;
+            let one = decode_verify_split(&bad, Split::ONE, &expected).map(|(b, _)| b);
+            let split = decode_verify_split(&bad, split, &expected).map(|(b, _)| b);
+            assert_eq!(split, one, "byte {i}");
+        }
     }
 }
 

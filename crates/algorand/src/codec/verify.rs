@@ -8,11 +8,11 @@ use rmp::encode::ByteBuf;
 use sha2::digest::Output;
 use sha2::{Digest, Sha256, Sha512, Sha512_256};
 
-use super::block::{Block, decode_located};
+use super::block::{Block, Split, decode_located};
 use super::entry::{Genesis, decode_entry, read_payset_len};
 use super::error::DecodeError;
 use super::msgpack::{Reader, Token, write_canonical};
-use super::payset::{Located, locate_payset, payset_digest};
+use super::payset::{Located, locate_payset};
 use super::read::{read_key, read_map_len};
 use super::txid::TxnMap;
 use super::txn::read_txn_map;
@@ -496,7 +496,7 @@ fn compute(
 ) -> Result<Computed, DecodeError> {
     let mut out = Computed::default();
     if need.flat {
-        out.flat = Some(payset_digest(located.payset));
+        out.flat = Some(located.flat_digest());
     }
     if !(need.merkle || need.sha256 || need.sha512) {
         return Ok(out);
@@ -732,6 +732,7 @@ pub(crate) fn synth_commitments(
         round: 0,
         payset,
         payset_depth: 2,
+        flat: None,
     };
     let c = compute(
         payset,
@@ -870,7 +871,7 @@ impl Block {
                 }
                 if header_256.is_none() && header_512.is_none() {
                     // `txn` alone: the flat hash or the Merkle root.
-                    let flat = payset_digest(located.payset);
+                    let flat = located.flat_digest();
                     if Some(flat) == header_txn {
                         return Ok(());
                     }
@@ -1020,12 +1021,43 @@ pub struct DecodedBlock<'a> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn decode_for_verify(bytes: &[u8]) -> Result<DecodedBlock<'_>, DecodeError> {
-    let (block, located) = decode_located(bytes)?;
+    decoded_for_verify(bytes, Split::ONE)
+}
+
+/// [`decode_for_verify`] with the payset's entries decoded on the calling thread and one
+/// helper, as [`decode_block_parallel`](super::decode_block_parallel) does: the same block, the
+/// same errors. When the header's protocol commits to the payset flat (or is one txgate does not
+/// know, with only a `txn` commitment), the helper also computes that commitment, which
+/// [`DecodedBlock::verify`] then takes instead of hashing the payset again.
+///
+/// # Errors
+///
+/// [`DecodeError`] as [`decode_block`](super::decode_block).
+#[cfg(feature = "parallel")]
+pub fn decode_for_verify_parallel(bytes: &[u8]) -> Result<DecodedBlock<'_>, DecodeError> {
+    decoded_for_verify(bytes, Split::PARALLEL)
+}
+
+fn decoded_for_verify(bytes: &[u8], split: Split) -> Result<DecodedBlock<'_>, DecodeError> {
+    let (block, located) = decode_located(bytes, split.for_verify())?;
     Ok(DecodedBlock {
         block,
         bytes,
         located,
     })
+}
+
+/// [`decode_verified_block`] with the decode split as `split` says (for tests of the split).
+#[cfg(test)]
+pub(super) fn decode_verify_split(
+    bytes: &[u8],
+    split: Split,
+    expected: &Expected,
+) -> Result<(Block, Option<[u8; 32]>), VerifyError> {
+    let (block, located) = decode_located(bytes, split)?;
+    block.check_expected(expected)?;
+    block.verify_payset_at(bytes, &located, expected)?;
+    Ok((block, located.flat))
 }
 
 impl DecodedBlock<'_> {

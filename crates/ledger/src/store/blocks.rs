@@ -22,13 +22,23 @@ pub(crate) struct Codec {
     pub(crate) verify: fn(&Block, &[u8], &Expected) -> Result<(), VerifyError>,
     /// Decodes and verifies block bytes (`decode` then `verify`, the same results; the
     /// Algorand codec finds the payset once, [`codec::decode_for_verify`]): a decode error is
-    /// [`LedgerError::Decode`], a verification error [`LedgerError::Verify`].
-    pub(crate) decode_verify: fn(&[u8], &Expected) -> Result<Block, LedgerError>,
+    /// [`LedgerError::Decode`], a verification error [`LedgerError::Verify`]. With `true`, the
+    /// payset is decoded with a helper thread ([`codec::decode_for_verify_parallel`]).
+    pub(crate) decode_verify: fn(&[u8], &Expected, bool) -> Result<Block, LedgerError>,
 }
 
 /// [`Codec::decode_verify`] of the Algorand codec.
-fn algorand_decode_verify(raw: &[u8], expected: &Expected) -> Result<Block, LedgerError> {
-    let decoded = codec::decode_for_verify(raw).map_err(|source| LedgerError::Decode {
+fn algorand_decode_verify(
+    raw: &[u8],
+    expected: &Expected,
+    parallel: bool,
+) -> Result<Block, LedgerError> {
+    let decoded = if parallel {
+        codec::decode_for_verify_parallel(raw)
+    } else {
+        codec::decode_for_verify(raw)
+    };
+    let decoded = decoded.map_err(|source| LedgerError::Decode {
         round: None,
         source,
     })?;

@@ -105,6 +105,13 @@ pub struct LedgerConfig {
     /// in batches too (`ledger/blockqueue.go`: a syncer goroutine commits the queued blocks,
     /// which lookups see before they are written).
     pub sync_every: u64,
+    /// `add_block` decodes a block's payset on the calling thread and one helper, a thread
+    /// started for the call and ended before it returns (default true; false: on the calling
+    /// thread alone). Blocks of fewer than
+    /// [`MIN_PARALLEL_ENTRIES`](txgate_algorand::codec::MIN_PARALLEL_ENTRIES) txns are decoded
+    /// on the calling thread either way. See
+    /// [`decode_for_verify_parallel`](txgate_algorand::codec::decode_for_verify_parallel).
+    pub parallel_decode: bool,
 }
 
 impl Default for LedgerConfig {
@@ -119,6 +126,7 @@ impl Default for LedgerConfig {
             bloom_seed: DEFAULT_BLOOM_SEED,
             cache_bytes: DEFAULT_CACHE_BYTES,
             sync_every: 1,
+            parallel_decode: true,
         }
     }
 }
@@ -197,6 +205,14 @@ impl LedgerConfig {
         self
     }
 
+    /// Sets [`parallel_decode`](Self::parallel_decode): decode a payset on the calling thread
+    /// and one helper (default true).
+    #[must_use]
+    pub fn with_parallel_decode(mut self, parallel_decode: bool) -> Self {
+        self.parallel_decode = parallel_decode;
+        self
+    }
+
     /// Sets [`sync_every`](Self::sync_every): every how many rounds a commit is made durable
     /// (default 1; at least 1).
     #[must_use]
@@ -263,6 +279,7 @@ mod tests {
         assert_eq!(d.bloom_seed, 0x7478_6761_7465_4c31); // "txgateL1"
         assert_eq!(d.cache_bytes, 1 << 30); // redb's default
         assert_eq!(d.sync_every, 1);
+        assert!(d.parallel_decode);
         assert!(matches!(
             d.clone().with_sync_every(0).validate(),
             Err(LedgerError::SyncEvery)
@@ -289,6 +306,10 @@ mod tests {
         one(|c| c.with_bloom_seed(42), |c| c.bloom_seed = 42);
         one(|c| c.with_cache_bytes(1 << 20), |c| c.cache_bytes = 1 << 20);
         one(|c| c.with_sync_every(8), |c| c.sync_every = 8);
+        one(
+            |c| c.with_parallel_decode(false),
+            |c| c.parallel_decode = false,
+        );
         // All of them chained, then each set back to its default value: the default again.
         let c = LedgerConfig::default()
             .with_false_positive_rate(0.25)
@@ -298,7 +319,8 @@ mod tests {
             .with_max_txn_life(7)
             .with_archival(false)
             .with_bloom_seed(42)
-            .with_sync_every(8);
+            .with_sync_every(8)
+            .with_parallel_decode(false);
         assert_eq!(c.false_positive_rate, 0.25);
         assert_eq!(
             (c.blooms, c.bloom_layout, c.txid_index, c.archival),
@@ -313,7 +335,8 @@ mod tests {
             .with_max_txn_life(1000)
             .with_archival(true)
             .with_bloom_seed(u64::from_be_bytes(*b"txgateL1"))
-            .with_sync_every(1);
+            .with_sync_every(1)
+            .with_parallel_decode(true);
         assert_eq!(back, d);
     }
 }

@@ -217,7 +217,8 @@ impl Ledger {
     pub fn add_block(&self, raw: &[u8]) -> Result<Round, LedgerError> {
         // Decoded and verified in one walk (the payset is found while decoding): what
         // `add_decoded_block` of the decoded block does, the same errors.
-        let block = (self.codec.decode_verify)(raw, &Expected::default())?;
+        let block =
+            (self.codec.decode_verify)(raw, &Expected::default(), self.config.parallel_decode)?;
         self.add_checked(&block, raw)
     }
 

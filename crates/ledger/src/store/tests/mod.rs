@@ -76,6 +76,7 @@ pub(super) fn verify(
 pub(super) fn decode_verify(
     raw: &[u8],
     expected: &txgate_algorand::codec::Expected,
+    _parallel: bool,
 ) -> Result<Block, crate::store::LedgerError> {
     let block = decode(raw).map_err(|source| crate::store::LedgerError::Decode {
         round: None,

@@ -1,0 +1,540 @@
+//! A payset decoded on two threads: the calling thread and a helper task on rayon's global pool.
+//!
+//! The calling thread starts at once, decoding chunks of entries from the front. The helper,
+//! whenever a pool thread takes it up, walks the payset structurally (without decoding, about a
+//! tenth of a decode's cost) to find where each entry starts, computes the payset's flat
+//! commitment when a verification will need it, then decodes chunks from the back. The two take
+//! their chunks from one [`Claims`], so they meet wherever their speeds put them: a helper that
+//! starts late (a sleeping pool thread can take a millisecond to wake on a virtual machine)
+//! decodes less, and one that has taken nothing when the caller is done is not waited for. The
+//! helper works on its own copy of the block's bytes (a memory copy, about a hundredth of the
+//! decode's time), so that the caller can return without it.
+//!
+//! The result is the one thread's, bad bytes included:
+//! - the caller's entries come first and end where the helper's begin, so the first error in
+//!   entry order is the caller's if it has one, else the lowest of the helper's chunks' (the
+//!   helper stops at its first failing chunk; chunks above it decoded fine);
+//! - the helper's walk and the decoder read the same bytes as values; every place they must
+//!   agree (each helper chunk ending where the walk put the next entry, the caller ending where
+//!   the helper's first chunk begins) is checked, and should one ever differ, the caller decodes
+//!   the helper's entries itself;
+//! - the flat commitment is kept only when the walk's payset span is the one the decode read.
+//!
+//! When the helper has taken entries, the caller waits for its result by spinning (then
+//! yielding): the helper is then running, at most a chunk from its end, and a sleeping caller
+//! would wait as long again to be woken.
+
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use txgate_sync::claims::Claims;
+
+use super::block::{Payset as Decoded, decode_entries};
+use super::entry::Genesis;
+use super::error::DecodeError;
+use super::msgpack::Reader;
+use super::payset::payset_digest;
+use super::txn::Txn;
+use crate::ids::Round;
+use std::ops::Range;
+
+/// A payset to decode with a helper: the array's place and shape, read by the caller.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Payset {
+    /// Where the payset array (its header) starts in the input.
+    pub(super) at: usize,
+    /// Its entry count, from its header (at most the bytes left, each entry taking at least one).
+    pub(super) n: usize,
+    /// Its nesting depth.
+    pub(super) depth: usize,
+    /// The block's round as far as known, for errors.
+    pub(super) round: Option<Round>,
+    /// Entries taken at a time.
+    pub(super) chunk: u32,
+    /// Compute the flat commitment on the helper.
+    pub(super) flat: bool,
+}
+
+/// What the helper did (positions are offsets into the input).
+///
+/// The entries it decoded are handed over with their app ids moved out of their txns into one
+/// list, and the caller gives each txn its list back: memory the helper allocates and the
+/// caller frees goes back to the helper's allocator arena, under that arena's lock, while the
+/// helper allocates from it for the next block (with glibc, this took a two-thread decode of
+/// app calls from 0.70 to 0.95 of one thread's time). What is left crosses in a few buffers.
+#[derive(Debug)]
+struct Helped {
+    /// Where its walk over every entry ended: the payset's end.
+    end: usize,
+    /// Where each entry starts, from the walk.
+    walked: Vec<usize>,
+    /// Each chunk it decoded ended where the walk put the next entry (or the payset's end).
+    consistent: bool,
+    /// The payset's flat commitment, when asked for.
+    flat: Option<[u8; 32]>,
+    /// The chunks it took, highest first, with the error of the last one if it failed (the
+    /// helper stops at its first error).
+    chunks: Vec<(Range<usize>, Option<DecodeError>)>,
+    /// The txns of the chunks that decoded, in the order of `chunks`, their app ids taken out.
+    txns: Vec<Txn>,
+    /// Where each of those entries starts.
+    offsets: Vec<usize>,
+    /// Each of those txns' app ids, one after the other.
+    apps: Vec<u64>,
+    /// How many app ids each of those txns has.
+    app_counts: Vec<u32>,
+}
+
+/// The caller's entries from the front: their txns and where each starts.
+type Front = (Vec<Txn>, Vec<usize>);
+
+/// What the helper hands over: its work (`None`: it took nothing), or its panic.
+type Handed = std::thread::Result<Option<Helped>>;
+
+/// What the caller and the helper share.
+struct Shared {
+    claims: Claims,
+    /// Set once by the helper when it is done.
+    handed: Mutex<Option<Handed>>,
+}
+
+impl Payset {
+    /// Decodes the payset's entries under `r` (at the first entry) with a helper, `genesis`
+    /// being the block's `gen` and `gh`; on success `r` is after the payset, as after a decode
+    /// on one thread.
+    pub(super) fn decode(
+        &self,
+        r: &mut Reader<'_>,
+        genesis: (&[u8], &[u8; 32]),
+        helpers: &rayon::ThreadPool,
+    ) -> Result<Decoded, DecodeError> {
+        // `n` is at most the bytes left (the caller checks), which a `u32` count header bounds.
+        let shared = Arc::new(Shared {
+            claims: Claims::new(u32::try_from(self.n).unwrap_or(u32::MAX)),
+            handed: Mutex::new(None),
+        });
+        {
+            let shared = Arc::clone(&shared);
+            let job = *self;
+            let input: Arc<[u8]> = Arc::from(r.input());
+            let (start, end) = (r.pos(), r.pos() + r.remaining());
+            let (id, hash) = (genesis.0.to_vec(), *genesis.1);
+            helpers.spawn(move || {
+                let helped = catch_unwind(AssertUnwindSafe(|| {
+                    let genesis = Genesis::new(&id, &hash);
+                    job.help(Reader::span(&input, start, end), &genesis, &shared.claims)
+                }));
+                *lock(&shared.handed) = Some(helped);
+            });
+        }
+        let genesis = Genesis::new(genesis.0, genesis.1);
+        let mut front: Front = (Vec::new(), Vec::new());
+        loop {
+            let range = shared.claims.front(self.chunk);
+            if range.is_empty() {
+                break;
+            }
+            match decode_entries(r, range, self.depth, &genesis, self.round) {
+                Ok((t, o)) => {
+                    front.0.extend(t);
+                    front.1.extend(o);
+                }
+                Err(e) => {
+                    // The first error in entry order: the helper's entries come after it, and
+                    // it stops at its next claim.
+                    shared.claims.close();
+                    return Err(e);
+                }
+            }
+        }
+        if front.0.len() == self.n {
+            // The helper took nothing: not waited for (it stops at its next look at the claims).
+            return Ok(Decoded {
+                txns: front.0,
+                offsets: front.1,
+                flat: None,
+            });
+        }
+        // The helper took the rest: it is running, and hands its work over when its last chunk
+        // is decoded.
+        let handed = wait(&shared.handed);
+        let helped = handed.unwrap_or_else(|panic| resume_unwind(panic));
+        self.finish(r, &genesis, front, helped)
+    }
+
+    /// The one thread's result from what the two did: `front`, the caller's entries from the
+    /// front, and what the helper did; `r` is where the caller's decode ended.
+    fn finish(
+        &self,
+        r: &mut Reader<'_>,
+        genesis: &Genesis<'_>,
+        front: Front,
+        helped: Option<Helped>,
+    ) -> Result<Decoded, DecodeError> {
+        let (mut txns, mut offsets) = front;
+        let Some(helped) = helped else {
+            // The helper's walk met bad bytes, so it took nothing and the caller decoded every
+            // entry.
+            return Ok(Decoded {
+                txns,
+                offsets,
+                flat: None,
+            });
+        };
+        let from = helped
+            .chunks
+            .last()
+            .map_or(self.n, |(range, _)| range.start);
+        let at = helped.walked.get(from).copied().unwrap_or(helped.end);
+        if !helped.consistent || at != r.pos() {
+            // The walk put an entry (or the payset's end) elsewhere than a decode ended. Over
+            // entries that decode, the structural walk reads what the decoder reads, so this is
+            // not expected (tests and the fuzzer, with debug assertions, stop on it); should the
+            // two ever differ, the caller decodes the helper's entries, and the result is still
+            // one thread's.
+            debug_assert!(false, "walk and decode differ: {at} against {}", r.pos());
+            let (t, o) = decode_entries(r, from..self.n, self.depth, genesis, self.round)?;
+            txns.extend(t);
+            offsets.extend(o);
+            return Ok(Decoded {
+                txns,
+                offsets,
+                flat: None,
+            });
+        }
+        // The helper's chunks as they were taken (highest first), then put in entry order.
+        let mut taken = helped.txns.into_iter().zip(helped.offsets);
+        let (mut apps, mut counts) = (&helped.apps[..], helped.app_counts.into_iter());
+        let mut chunks = Vec::with_capacity(helped.chunks.len());
+        for (range, error) in helped.chunks {
+            if let Some(e) = error {
+                // The lowest chunk, the first error in entry order.
+                return Err(e);
+            }
+            let mut chunk = Vec::with_capacity(range.len());
+            for (mut t, at) in taken.by_ref().take(range.len()) {
+                let count = counts.next().unwrap_or(0) as usize;
+                let (own, rest) = apps.split_at(count.min(apps.len()));
+                t.app_ids = own.to_vec();
+                apps = rest;
+                chunk.push((t, at));
+            }
+            chunks.push(chunk);
+        }
+        for (t, at) in chunks.into_iter().rev().flatten() {
+            txns.push(t);
+            offsets.push(at);
+        }
+        // The caller goes on after the payset, where the walk ended: the end of the span the
+        // flat commitment hashed.
+        *r = r.at(helped.end);
+        Ok(Decoded {
+            txns,
+            offsets,
+            flat: helped.flat,
+        })
+    }
+
+    /// The helper: the walk from `first` (a reader at the first entry, over the caller's window)
+    /// that finds where each entry starts, the flat commitment when asked for, then chunks
+    /// claimed from the back and decoded until the claims are done or a chunk fails. `None`
+    /// when nothing was left to take when it looked, or its walk met bad bytes: it took nothing.
+    fn help(
+        &self,
+        mut first: Reader<'_>,
+        genesis: &Genesis<'_>,
+        claims: &Claims,
+    ) -> Option<Helped> {
+        if claims.is_done() {
+            return None;
+        }
+        let mut walked = Vec::with_capacity(self.n);
+        for _ in 0..self.n {
+            walked.push(first.pos());
+            first.skip(self.depth + 1).ok()?;
+        }
+        let end = first.pos();
+        // Hashed only while there is something to take: a caller that is done does not wait.
+        let flat =
+            (self.flat && !claims.is_done()).then(|| payset_digest(&first.input()[self.at..end]));
+        let mut helped = Helped {
+            end,
+            walked,
+            consistent: true,
+            flat,
+            chunks: Vec::new(),
+            txns: Vec::new(),
+            offsets: Vec::new(),
+            apps: Vec::new(),
+            app_counts: Vec::new(),
+        };
+        loop {
+            let range = claims.back(self.chunk);
+            if range.is_empty() {
+                break;
+            }
+            // The caller's window, from the chunk's first entry: a decode reads what it would
+            // read on one thread.
+            let mut r = first.at(helped.walked[range.start]);
+            match decode_entries(&mut r, range.clone(), self.depth, genesis, self.round) {
+                Ok((txns, offsets)) => {
+                    let next = helped.walked.get(range.end).copied().unwrap_or(end);
+                    helped.consistent = r.pos() == next;
+                    for mut t in txns {
+                        helped.apps.extend_from_slice(&t.app_ids);
+                        helped.app_counts.push(t.app_ids.len() as u32);
+                        // Freed here, on the thread that allocated it.
+                        t.app_ids = Vec::new();
+                        helped.txns.push(t);
+                    }
+                    helped.offsets.extend(offsets);
+                    helped.chunks.push((range, None));
+                    if !helped.consistent {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    helped.chunks.push((range, Some(e)));
+                    break;
+                }
+            }
+        }
+        Some(helped)
+    }
+}
+
+/// The helpers' pool: one thread for the process, named `txgate-decode`, started on first use
+/// (`None` if it could not be started: then every payset is decoded on the calling thread).
+/// Its own pool rather than rayon's global one: an idle worker of a pool spins (yielding) for a
+/// while before it sleeps, and the global pool's other workers would compete with the caller
+/// and the helper for a two-core machine's processors at each block.
+pub(super) fn helpers() -> Option<&'static rayon::ThreadPool> {
+    static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .thread_name(|_| "txgate-decode".to_owned())
+            .build()
+            .ok()
+    })
+    .as_ref()
+}
+
+/// The handover's lock. Nothing panics while holding it (the helper's panics are caught before
+/// it is taken), but a poisoned lock still holds its value.
+fn lock(handed: &Mutex<Option<Handed>>) -> std::sync::MutexGuard<'_, Option<Handed>> {
+    handed.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Waits for the helper's handover: spins for up to [`SPIN`] (the helper is running and about a
+/// chunk from its end), then yields the processor between looks.
+fn wait(handed: &Mutex<Option<Handed>>) -> Handed {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(h) = lock(handed).take() {
+            return h;
+        }
+        if start.elapsed() < SPIN {
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// How long the caller spins for the helper's handover before it yields between looks: a few
+/// chunks' decoding.
+const SPIN: std::time::Duration = std::time::Duration::from_micros(200);
+
+#[cfg(test)]
+mod tests {
+    //! The caller's and the helper's parts run one after the other, the caller taking the first
+    //! `k` entries (rounded up to its chunks) and the helper the rest (the caller what a failed
+    //! helper chunk leaves): every meeting point of the two, on good and damaged paysets, gives
+    //! the one thread's result. The threads' races over the claims are the claims' own loom
+    //! models; the codec's tests run the two threads.
+
+    use super::*;
+    use crate::codec::entry::read_payset_len;
+    use crate::codec::payset::locate_payset;
+    use crate::synth::{SynthTxn, encode_block};
+
+    const GEN: &str = "parallel-v1";
+    const GH: [u8; 32] = [0x33; 32];
+
+    /// A block of `n` txns, app calls and payments.
+    fn block(n: u64) -> Vec<u8> {
+        let txns: Vec<SynthTxn> = (0..n)
+            .map(|i| {
+                let mut t = if i % 3 == 0 {
+                    SynthTxn::payment([1; 32], 5, 900 + i)
+                } else {
+                    SynthTxn::app_call([2; 32], 5, 900 + i, vec![1000 + i])
+                };
+                t.note = format!("n{i}").into_bytes();
+                t
+            })
+            .collect();
+        encode_block(7, GEN, &GH, 1, &txns)
+    }
+
+    /// The payset of `bytes` (its place from the undamaged `clean`), the reader at its first
+    /// entry, on one thread: its entries (or error) and where the decode ended.
+    fn one_thread(
+        bytes: &[u8],
+        clean: &[u8],
+    ) -> (Payset, Reader<'static>, Result<Front, DecodeError>, usize) {
+        let located = locate_payset(clean).unwrap();
+        let at = located.payset.as_ptr() as usize - clean.as_ptr() as usize;
+        let bytes: &'static [u8] = bytes.to_vec().leak();
+        let mut r = Reader::new(bytes).at(at);
+        let n = read_payset_len(&mut r, None).unwrap() as usize;
+        let genesis = Genesis::new(GEN.as_bytes(), &GH);
+        let payset = Payset {
+            at,
+            n,
+            depth: located.payset_depth,
+            round: None,
+            chunk: 1,
+            flat: true,
+        };
+        let first = r.clone();
+        let mut seq = r.clone();
+        let want = decode_entries(&mut seq, 0..n, payset.depth, &genesis, None);
+        (payset, first, want, seq.pos())
+    }
+
+    /// The caller takes chunks from the front until it holds at least `k` entries (or fails),
+    /// then the helper runs whole, then the two are put together.
+    fn split_at(
+        payset: &Payset,
+        first: &Reader<'static>,
+        k: usize,
+    ) -> (Result<Decoded, DecodeError>, usize, bool) {
+        let genesis = Genesis::new(GEN.as_bytes(), &GH);
+        let claims = Claims::new(payset.n as u32);
+        let mut r = first.clone();
+        let mut front: Front = (Vec::new(), Vec::new());
+        let mut failed = None;
+        while front.0.len() < k {
+            let range = claims.front(payset.chunk);
+            if range.is_empty() {
+                break;
+            }
+            match decode_entries(&mut r, range, payset.depth, &genesis, None) {
+                Ok((t, o)) => {
+                    front.0.extend(t);
+                    front.1.extend(o);
+                }
+                Err(e) => {
+                    claims.close();
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        let helped = payset.help(first.clone(), &genesis, &claims);
+        let helper_ran = helped.is_some();
+        // What the helper left (after a failed chunk of its own), the caller takes.
+        if failed.is_none() {
+            loop {
+                let range = claims.front(payset.chunk);
+                if range.is_empty() {
+                    break;
+                }
+                match decode_entries(&mut r, range, payset.depth, &genesis, None) {
+                    Ok((t, o)) => {
+                        front.0.extend(t);
+                        front.1.extend(o);
+                    }
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
+                }
+            }
+        }
+        let out = match failed {
+            Some(e) => Err(e),
+            None => payset.finish(&mut r, &genesis, front, helped),
+        };
+        (out, r.pos(), helper_ran)
+    }
+
+    #[test]
+    fn every_meeting_point_gives_the_one_threads_entries() {
+        let clean = block(23);
+        for chunk in [1, 2, 5, 64] {
+            let (mut payset, first, want, end) = one_thread(&clean, &clean);
+            payset.chunk = chunk;
+            let want = want.unwrap();
+            let digest = payset_digest(&clean[payset.at..end]);
+            for k in 0..=payset.n {
+                let (got, pos, helper_ran) = split_at(&payset, &first, k);
+                let got = got.unwrap();
+                assert_eq!(
+                    (&got.txns, &got.offsets),
+                    (&want.0, &want.1),
+                    "chunk {chunk} k {k}"
+                );
+                assert_eq!(pos, end, "the caller goes on after the payset");
+                // The helper ran unless the caller's chunks had taken every entry.
+                let taken = (k.div_ceil(chunk as usize) * chunk as usize).min(payset.n);
+                assert_eq!(helper_ran, taken < payset.n, "chunk {chunk} k {k}");
+                // The flat commitment, when the helper ran: of the payset's bytes.
+                assert_eq!(
+                    got.flat,
+                    helper_ran.then_some(digest),
+                    "chunk {chunk} k {k}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_damaged_entry_gives_the_one_threads_error_at_every_meeting_point() {
+        let clean = block(12);
+        let located = locate_payset(&clean).unwrap();
+        let at = located.payset.as_ptr() as usize - clean.as_ptr() as usize;
+        let mut checked = 0;
+        // Each byte of the payset in turn, set to a msgpack type that breaks its value.
+        for i in (at + 3..at + located.payset.len()).step_by(5) {
+            for bad in [0xc1u8, 0xdf, 0x00] {
+                let mut bytes = clean.clone();
+                bytes[i] = bad;
+                let (payset, first, want, end) = one_thread(&bytes, &clean);
+                for k in [0, 1, payset.n / 2, payset.n] {
+                    let (got, pos, _) = split_at(&payset, &first, k);
+                    match (&want, got) {
+                        (Ok(w), Ok(g)) => {
+                            assert_eq!((&g.txns, &g.offsets), (&w.0, &w.1), "byte {i} k {k}");
+                            assert_eq!(pos, end);
+                        }
+                        (Err(w), Err(g)) => assert_eq!(*w, g, "byte {i} k {k}"),
+                        (w, g) => panic!("byte {i} k {k}: one thread {w:?}, split {g:?}"),
+                    }
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 100, "{checked}");
+    }
+
+    #[test]
+    fn a_helper_with_nothing_to_take_or_bad_bytes_takes_nothing() {
+        let clean = block(8);
+        let (payset, first, want, _) = one_thread(&clean, &clean);
+        let genesis = Genesis::new(GEN.as_bytes(), &GH);
+        // The caller took everything before the helper started.
+        let claims = Claims::new(payset.n as u32);
+        assert_eq!(claims.front(100).len(), payset.n);
+        assert!(payset.help(first.clone(), &genesis, &claims).is_none());
+        // A payset cut short: the walk fails, and nothing is claimed.
+        let cut = &clean[..clean.len() - 10];
+        let (payset, first, _, _) = one_thread(cut, &clean);
+        let claims = Claims::new(payset.n as u32);
+        assert!(payset.help(first, &genesis, &claims).is_none());
+        assert_eq!(claims.front(100), 0..payset.n);
+        assert!(want.is_ok());
+    }
+}
