@@ -304,13 +304,19 @@ impl Payset {
 }
 
 /// The helpers' pool: one thread for the process, named `txgate-decode`, started on first use
-/// (`None` if it could not be started: then every payset is decoded on the calling thread).
+/// (`None` on a machine with one processor, where a helper could only take turns with the
+/// caller, or if the thread could not be started: then every payset is decoded on the calling
+/// thread).
 /// Its own pool rather than rayon's global one: an idle worker of a pool spins (yielding) for a
 /// while before it sleeps, and the global pool's other workers would compete with the caller
 /// and the helper for a two-core machine's processors at each block.
 pub(super) fn helpers() -> Option<&'static rayon::ThreadPool> {
     static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
     POOL.get_or_init(|| {
+        let processors = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if processors < 2 {
+            return None;
+        }
         rayon::ThreadPoolBuilder::new()
             .num_threads(1)
             .thread_name(|_| "txgate-decode".to_owned())
