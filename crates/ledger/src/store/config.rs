@@ -105,11 +105,13 @@ pub struct LedgerConfig {
     /// in batches too (`ledger/blockqueue.go`: a syncer goroutine commits the queued blocks,
     /// which lookups see before they are written).
     pub sync_every: u64,
-    /// `add_block` decodes a block's payset on the calling thread and one helper, a thread
-    /// started for the call and ended before it returns (default true; false: on the calling
-    /// thread alone). Blocks of fewer than
-    /// [`MIN_PARALLEL_ENTRIES`](txgate_algorand::codec::MIN_PARALLEL_ENTRIES) txns are decoded
-    /// on the calling thread either way. See
+    /// `add_block` decodes a block's payset on the calling thread and a helper (default true;
+    /// false: on the calling thread alone): a job on a pool of one thread, `txgate-decode`,
+    /// started by the first such decode in the process and kept for it, which works on its own
+    /// copy of the block's bytes. Blocks of fewer than
+    /// [`MIN_PARALLEL_ENTRIES`](txgate_algorand::codec::MIN_PARALLEL_ENTRIES) txns, and every
+    /// block on a one-processor machine, are decoded on the calling thread either way. See
+    /// [`decode_block_parallel`](txgate_algorand::codec::decode_block_parallel) and
     /// [`decode_for_verify_parallel`](txgate_algorand::codec::decode_for_verify_parallel).
     pub parallel_decode: bool,
 }
