@@ -118,6 +118,23 @@ impl Claims {
     }
 }
 
+/// Checks that the front's claims `fronts` ascend from 0 and the back's `backs` descend from
+/// `n`, each without gaps; returns where the front's end and the back's begin.
+#[cfg(test)]
+fn check_ends(fronts: &[Range<usize>], backs: &[Range<usize>], n: usize) -> (usize, usize) {
+    let mut at = 0;
+    for r in fronts {
+        assert_eq!(r.start, at, "front {fronts:?}");
+        at = r.end;
+    }
+    let mut end = n;
+    for r in backs {
+        assert_eq!(r.end, end, "back {backs:?}");
+        end = r.start;
+    }
+    (at, end)
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
@@ -165,17 +182,7 @@ mod tests {
                     (0..n as usize).collect::<Vec<_>>(),
                     "n {n} chunk {chunk}"
                 );
-                // Front claims ascend from 0, back claims descend from n, each run contiguous.
-                let mut at = 0;
-                for r in &fronts {
-                    assert_eq!(r.start, at);
-                    at = r.end;
-                }
-                let mut at = n as usize;
-                for r in &backs {
-                    assert_eq!(r.end, at);
-                    at = r.start;
-                }
+                check_ends(&fronts, &backs, n as usize);
             }
         }
     }
@@ -202,6 +209,13 @@ mod loom_tests {
     use super::*;
     use crate::sync::{Arc, thread};
 
+    /// Every range `claim` gives, until it gives an empty one.
+    fn take_all(claim: impl Fn() -> Range<usize>) -> Vec<Range<usize>> {
+        std::iter::repeat_with(claim)
+            .take_while(|r| !r.is_empty())
+            .collect()
+    }
+
     /// Both ends taken by two threads until they meet, with chunks that do not divide the run:
     /// the claims partition the run, the front's ascending from 0 and the back's descending from
     /// its end.
@@ -212,36 +226,11 @@ mod loom_tests {
             let c = Arc::new(Claims::new(n));
             let back = {
                 let c = c.clone();
-                thread::spawn(move || {
-                    let mut got = Vec::new();
-                    loop {
-                        let r = c.back(2);
-                        if r.is_empty() {
-                            return got;
-                        }
-                        got.push(r);
-                    }
-                })
+                thread::spawn(move || take_all(|| c.back(2)))
             };
-            let mut fronts = Vec::new();
-            loop {
-                let r = c.front(1);
-                if r.is_empty() {
-                    break;
-                }
-                fronts.push(r);
-            }
+            let fronts = take_all(|| c.front(1));
             let backs = back.join().unwrap();
-            let mut at = 0;
-            for r in &fronts {
-                assert_eq!(r.start, at);
-                at = r.end;
-            }
-            let mut end = n as usize;
-            for r in &backs {
-                assert_eq!(r.end, end);
-                end = r.start;
-            }
+            let (at, end) = check_ends(&fronts, &backs, n as usize);
             assert_eq!(at, end, "front {fronts:?} back {backs:?}");
         });
     }
@@ -254,16 +243,7 @@ mod loom_tests {
             let c = Arc::new(Claims::new(4));
             let back = {
                 let c = c.clone();
-                thread::spawn(move || {
-                    let mut got = Vec::new();
-                    loop {
-                        let r = c.back(1);
-                        if r.is_empty() {
-                            return got;
-                        }
-                        got.push(r);
-                    }
-                })
+                thread::spawn(move || take_all(|| c.back(1)))
             };
             let first = c.front(1);
             c.close();
@@ -272,11 +252,7 @@ mod loom_tests {
             let backs = back.join().unwrap();
             // The back's claims descend from the end; the front's one item (if the back left it)
             // is below them.
-            let mut end = 4;
-            for r in &backs {
-                assert_eq!(r.end, end);
-                end = r.start;
-            }
+            let (_, end) = check_ends(&[], &backs, 4);
             if first.is_empty() {
                 assert_eq!(
                     end, 0,

@@ -137,24 +137,7 @@ impl Payset {
         }
         let genesis = Genesis::new(genesis.0, genesis.1);
         let mut front: Front = (Vec::new(), Vec::new());
-        loop {
-            let range = shared.claims.front(self.chunk);
-            if range.is_empty() {
-                break;
-            }
-            match decode_entries(r, range, self.depth, &genesis, self.round) {
-                Ok((t, o)) => {
-                    front.0.extend(t);
-                    front.1.extend(o);
-                }
-                Err(e) => {
-                    // The first error in entry order: the helper's entries come after it, and
-                    // it stops at its next claim.
-                    shared.claims.close();
-                    return Err(e);
-                }
-            }
-        }
+        self.take_front(r, &genesis, &shared.claims, &mut front, usize::MAX)?;
         if front.0.len() == self.n {
             // The helper took nothing: not waited for (it stops at its next look at the claims).
             return Ok(Decoded {
@@ -168,6 +151,37 @@ impl Payset {
         let handed = wait(&shared.handed);
         let helped = handed.unwrap_or_else(|panic| resume_unwind(panic));
         self.finish(r, &genesis, front, helped)
+    }
+
+    /// The caller's part: chunks claimed from the front and decoded under `r` onto `front`,
+    /// until the claims are done or `front` holds at least `until` entries. On an error, the
+    /// first in entry order (the helper's entries come after it), the claims are closed so
+    /// that the helper stops at its next claim.
+    fn take_front(
+        &self,
+        r: &mut Reader<'_>,
+        genesis: &Genesis<'_>,
+        claims: &Claims,
+        front: &mut Front,
+        until: usize,
+    ) -> Result<(), DecodeError> {
+        while front.0.len() < until {
+            let range = claims.front(self.chunk);
+            if range.is_empty() {
+                break;
+            }
+            match decode_entries(r, range, self.depth, genesis, self.round) {
+                Ok((t, o)) => {
+                    front.0.extend(t);
+                    front.1.extend(o);
+                }
+                Err(e) => {
+                    claims.close();
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The one thread's result from what the two did: `front`, the caller's entries from the
@@ -447,44 +461,16 @@ mod tests {
         let claims = Claims::new(payset.n as u32);
         let mut r = first.clone();
         let mut front: Front = (Vec::new(), Vec::new());
-        let mut failed = None;
-        while front.0.len() < k {
-            let range = claims.front(payset.chunk);
-            if range.is_empty() {
-                break;
-            }
-            match decode_entries(&mut r, range, payset.depth, &genesis, None) {
-                Ok((t, o)) => {
-                    front.0.extend(t);
-                    front.1.extend(o);
-                }
-                Err(e) => {
-                    claims.close();
-                    failed = Some(e);
-                    break;
-                }
-            }
-        }
+        let mut failed = payset
+            .take_front(&mut r, &genesis, &claims, &mut front, k)
+            .err();
         let helped = payset.help(first.clone(), &genesis, &claims);
         let helper_ran = helped.is_some();
         // What the helper left (after a failed chunk of its own), the caller takes.
         if failed.is_none() {
-            loop {
-                let range = claims.front(payset.chunk);
-                if range.is_empty() {
-                    break;
-                }
-                match decode_entries(&mut r, range, payset.depth, &genesis, None) {
-                    Ok((t, o)) => {
-                        front.0.extend(t);
-                        front.1.extend(o);
-                    }
-                    Err(e) => {
-                        failed = Some(e);
-                        break;
-                    }
-                }
-            }
+            failed = payset
+                .take_front(&mut r, &genesis, &claims, &mut front, usize::MAX)
+                .err();
         }
         let out = match failed {
             Some(e) => Err(e),
