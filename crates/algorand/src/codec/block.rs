@@ -214,7 +214,8 @@ pub fn decode_block(bytes: &[u8]) -> Result<Block, DecodeError> {
 ///
 /// The helper is a job on a pool of one thread (`txgate-decode`, started by the first call
 /// that needs it, and kept for the process; on a machine with one processor, or if it cannot be
-/// started, every payset is decoded on the calling thread). It works on its own copy of `bytes`: it walks the payset without
+/// started, every payset is decoded on the calling thread). It works on its own copy of
+/// `bytes`: it walks the payset without
 /// decoding it (about a tenth of a decode's cost) to find where each entry starts, then takes
 /// chunks of 16 entries from the back while the caller takes them from the front, until they
 /// meet. The caller starts at once and never waits for a helper that has taken nothing (one
@@ -486,8 +487,6 @@ fn decode_payset(
     split: Split,
     flat: bool,
 ) -> Result<Payset, DecodeError> {
-    #[cfg(not(feature = "parallel"))]
-    let _ = flat;
     let at_payset = r.pos();
     let n = read_payset_len(r, round)? as usize;
     // A count beyond the bytes left cannot be met (an entry takes at least one byte): one
@@ -509,7 +508,7 @@ fn decode_payset(
         return payset.decode(r, (genesis_id, genesis_hash), helpers);
     }
     #[cfg(not(feature = "parallel"))]
-    let _ = (at_payset, split);
+    let _ = (at_payset, split, flat);
     let genesis = Genesis::new(genesis_id, genesis_hash);
     let (txns, offsets) = decode_entries(r, 0..n, depth, &genesis, round)?;
     Ok(Payset {
@@ -593,14 +592,29 @@ pub(super) fn decode_entries(
     genesis: &Genesis<'_>,
     round: Option<Round>,
 ) -> Result<(Vec<Txn>, Vec<usize>), DecodeError> {
-    let mut scratch = TxnMap::default();
     // Entry counts come from length headers: an allocation is bounded, not trusted.
     let cap = range.len().min(4096);
-    let mut txns = Vec::with_capacity(cap);
-    let mut offsets = Vec::with_capacity(cap);
+    let mut out = (Vec::with_capacity(cap), Vec::with_capacity(cap));
+    let mut scratch = TxnMap::default();
+    decode_entries_onto(r, range, depth, genesis, round, &mut scratch, &mut out)?;
+    Ok(out)
+}
+
+/// [`decode_entries`] onto `out` (txns, where each entry starts), with `scratch` kept between
+/// calls. On an error, `out` may hold the range's entries before the failing one.
+pub(super) fn decode_entries_onto<'a: 'm, 'm>(
+    r: &mut Reader<'a>,
+    range: Range<usize>,
+    depth: usize,
+    genesis: &'m Genesis<'_>,
+    round: Option<Round>,
+    scratch: &mut TxnMap<'m>,
+    out: &mut (Vec<Txn>, Vec<usize>),
+) -> Result<(), DecodeError> {
     for intra in range {
-        offsets.push(r.pos());
-        txns.push(decode_entry(r, depth, genesis, intra, &mut scratch, round)?.0);
+        out.1.push(r.pos());
+        out.0
+            .push(decode_entry(r, depth, genesis, intra, scratch, round)?.0);
     }
-    Ok((txns, offsets))
+    Ok(())
 }

@@ -30,19 +30,20 @@
 //! walk's allocation grows with the entries it finds, and it stops walking (and hashing) once
 //! the caller has taken every entry.
 
+use std::ops::Range;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use txgate_sync::claims::Claims;
 
-use super::block::{Payset as Decoded, decode_entries};
+use super::block::{Payset as Decoded, decode_entries_onto};
 use super::entry::Genesis;
 use super::error::DecodeError;
 use super::msgpack::Reader;
 use super::payset::payset_digest;
+use super::txid::TxnMap;
 use super::txn::Txn;
 use crate::ids::Round;
-use std::ops::Range;
 
 /// A payset to decode with a helper: the array's place and shape, read by the caller.
 #[derive(Debug, Clone, Copy)]
@@ -165,20 +166,24 @@ impl Payset {
         front: &mut Front,
         until: usize,
     ) -> Result<(), DecodeError> {
+        let mut scratch = TxnMap::default();
         while front.0.len() < until {
             let range = claims.front(self.chunk);
             if range.is_empty() {
                 break;
             }
-            match decode_entries(r, range, self.depth, genesis, self.round) {
-                Ok((t, o)) => {
-                    front.0.extend(t);
-                    front.1.extend(o);
-                }
-                Err(e) => {
-                    claims.close();
-                    return Err(e);
-                }
+            let decoded = decode_entries_onto(
+                r,
+                range,
+                self.depth,
+                genesis,
+                self.round,
+                &mut scratch,
+                front,
+            );
+            if let Err(e) = decoded {
+                claims.close();
+                return Err(e);
             }
         }
         Ok(())
@@ -215,9 +220,19 @@ impl Payset {
             // two ever differ, the caller decodes the helper's entries, and the result is still
             // one thread's.
             debug_assert!(false, "walk and decode differ: {at} against {}", r.pos());
-            let (t, o) = decode_entries(r, from..self.n, self.depth, genesis, self.round)?;
-            txns.extend(t);
-            offsets.extend(o);
+            let mut out = (txns, offsets);
+            let mut scratch = TxnMap::default();
+            let range = from..self.n;
+            decode_entries_onto(
+                r,
+                range,
+                self.depth,
+                genesis,
+                self.round,
+                &mut scratch,
+                &mut out,
+            )?;
+            let (txns, offsets) = out;
             return Ok(Decoded {
                 txns,
                 offsets,
@@ -295,6 +310,8 @@ impl Payset {
             apps: Vec::new(),
             app_counts: Vec::new(),
         };
+        let mut scratch = TxnMap::default();
+        let mut out: Front = (Vec::new(), Vec::new());
         loop {
             let range = claims.back(self.chunk);
             if range.is_empty() {
@@ -303,27 +320,33 @@ impl Payset {
             // The caller's window, from the chunk's first entry: a decode reads what it would
             // read on one thread.
             let mut r = first.at(helped.walked[range.start]);
-            match decode_entries(&mut r, range.clone(), self.depth, genesis, self.round) {
-                Ok((txns, offsets)) => {
-                    let next = helped.walked.get(range.end).copied().unwrap_or(end);
-                    helped.consistent = r.pos() == next;
-                    for mut t in txns {
-                        helped.apps.extend_from_slice(&t.app_ids);
-                        helped.app_counts.push(t.app_ids.len() as u32);
-                        // Freed here, on the thread that allocated it.
-                        t.app_ids = Vec::new();
-                        helped.txns.push(t);
-                    }
-                    helped.offsets.extend(offsets);
-                    helped.chunks.push((range, None));
-                    if !helped.consistent {
-                        break;
-                    }
-                }
-                Err(e) => {
-                    helped.chunks.push((range, Some(e)));
-                    break;
-                }
+            let depth = self.depth;
+            let decoded = decode_entries_onto(
+                &mut r,
+                range.clone(),
+                depth,
+                genesis,
+                self.round,
+                &mut scratch,
+                &mut out,
+            );
+            if let Err(e) = decoded {
+                helped.chunks.push((range, Some(e)));
+                break;
+            }
+            let next = helped.walked.get(range.end).copied().unwrap_or(end);
+            helped.consistent = r.pos() == next;
+            for mut t in out.0.drain(..) {
+                helped.apps.extend_from_slice(&t.app_ids);
+                helped.app_counts.push(t.app_ids.len() as u32);
+                // Freed here, on the thread that allocated it.
+                t.app_ids = Vec::new();
+                helped.txns.push(t);
+            }
+            helped.offsets.append(&mut out.1);
+            helped.chunks.push((range, None));
+            if !helped.consistent {
+                break;
             }
         }
         Some(helped)
@@ -401,6 +424,7 @@ mod tests {
     //! models; the codec's tests run the two threads.
 
     use super::*;
+    use crate::codec::block::decode_entries;
     use crate::codec::entry::read_payset_len;
     use crate::codec::payset::locate_payset;
     use crate::synth::{SynthTxn, encode_block};

@@ -1057,9 +1057,13 @@ pub(super) fn decode_verify_split(
     expected: &Expected,
 ) -> Result<(Block, Option<[u8; 32]>), VerifyError> {
     let (block, located) = decode_located(bytes, split)?;
-    block.check_expected(expected)?;
-    block.verify_payset_at(bytes, &located, expected)?;
-    Ok((block, located.flat))
+    let decoded = DecodedBlock {
+        block,
+        bytes,
+        located,
+    };
+    decoded.verify(expected)?;
+    Ok((decoded.block, decoded.located.flat))
 }
 
 impl DecodedBlock<'_> {
