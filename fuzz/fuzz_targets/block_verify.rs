@@ -12,13 +12,17 @@
 //!   and the decoder skips keys it does not know).
 //!
 //! In both, the one-walk `decode_verified_block` gives exactly what `decode_block` then
-//! `Block::verify` give: the same block, or the same error.
+//! `Block::verify` give: the same block, or the same error; so does the payset decoded on the
+//! calling thread and a helper, one or three entries claimed at a time
+//! (`decode_verified_block_split`: the trees' leaves are computed by whichever thread decodes
+//! an entry).
 #![no_main]
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use txgate_algorand::codec::{
-    Block, Expected, VerifyError, decode_block, decode_verified_block, payset_commit_flat,
+    Block, Expected, VerifyError, decode_block, decode_verified_block, decode_verified_block_split,
+    payset_commit_flat,
 };
 use txgate_algorand::synth::{SynthTxn, encode_block, encode_block_with_protocol};
 
@@ -64,13 +68,22 @@ fn two_walks(bytes: &[u8], expected: &Expected) -> Result<Block, VerifyError> {
     Ok(block)
 }
 
-/// The one-walk path equals the two-walk path on `bytes` against `expected`.
+/// The one-walk path, on one thread and split, equals the two-walk path on `bytes` against
+/// `expected`.
 fn same_as_two_walks(bytes: &[u8], expected: &Expected) {
+    let want = two_walks(bytes, expected);
     assert_eq!(
         decode_verified_block(bytes, expected),
-        two_walks(bytes, expected),
+        want,
         "decode_verified_block differs from decode_block then verify"
     );
+    for chunk in [1, 3] {
+        assert_eq!(
+            decode_verified_block_split(bytes, expected, 0, chunk),
+            want,
+            "the split decode for verification differs (chunk {chunk})"
+        );
+    }
 }
 
 fuzz_target!(|input: Input<'_>| {

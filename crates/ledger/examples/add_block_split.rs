@@ -5,7 +5,8 @@
 //! - `decode`: `decode_block`, the whole block read and every txid computed;
 //! - `txids`: the txid hashes alone (SHA-512/256 over "TX" and each canonical `txn` map, the maps
 //!   prepared beforehand and checked against the decoder's txids), a part of `decode`;
-//! - `verify`: `Block::verify` (the flat commitment: one SHA-512/256 pass over the payset);
+//! - `verify`: `Block::verify` (the flat commitment: one SHA-512/256 pass over the payset; for
+//!   `v42`, its own walk over the entries for the three trees' leaves, then the trees);
 //! - `bloom`: the round's bloom built as the ledger builds it (sized for the round at 0.1 %);
 //! - `index`: the round's txid index row (its txids, 32 bytes each);
 //! - `write, off` / `write, on`: `add_verified_block` of the verified block (the writer's checks,
@@ -19,7 +20,8 @@
 //! - `add_block, 1 thread`: `add_block, on, disk` with `parallel_decode` off;
 //! - `decode+verify, 1 thr` / `decode+verify, par`: `decode_for_verify` or
 //!   `decode_for_verify_parallel` then `DecodedBlock::verify`, as `add_block` runs them (with a
-//!   helper, the flat commitment is hashed on it while the caller decodes).
+//!   helper, the flat commitment is hashed on it while the caller decodes; the trees' leaves
+//!   are computed with each entry's decode, on whichever thread decodes it).
 //!
 //! Each write is measured twice: in a temporary directory on disk (the commit's fsync
 //! included) and, where `/dev/shm` exists, on tmpfs (an fsync costs nothing there), so the
@@ -29,8 +31,11 @@
 //! minimum is the round least disturbed).
 //!
 //! ```text
-//! cargo run --release -p txgate-ledger --example add_block_split -- [rounds, default 200] [payments|workload, default payments]
+//! cargo run --release -p txgate-ledger --example add_block_split -- [rounds, default 200] [payments|workload|v42, default payments]
 //! ```
+//!
+//! `v42`: the `payments` rounds under go-algorand protocol v42 (the current one: a SHA-512/256
+//! Merkle `txn`, `txn256` and `txn512`).
 //!
 //! `payments`: 1,000 payments a round, one sender, a note `bench {round}/{i}` (the shape of the
 //! ledger benches and `add_block_ab`). `workload`: the shape of the CLI's built-in workload
@@ -47,7 +52,7 @@ use txgate_algorand::codec::{
     Expected, TxidHasher, decode_block, decode_block_parallel, decode_for_verify,
     decode_for_verify_parallel,
 };
-use txgate_algorand::synth::{SynthTxn, encode_block};
+use txgate_algorand::synth::{SynthTxn, encode_block, encode_block_with_protocol};
 use txgate_bloom::{BloomBuilder, Bytes};
 use txgate_ledger::store::{Ledger, LedgerConfig, VerifiedBlock};
 use txgate_ledger::{Round, Txid};
@@ -58,14 +63,28 @@ mod workload;
 
 use workload::{GEN, GH, TXNS, workload_block};
 
-fn round_block(round: Round) -> Vec<u8> {
-    let txns: Vec<SynthTxn> = (0..TXNS)
+fn round_txns(round: Round) -> Vec<SynthTxn> {
+    (0..TXNS)
         .map(|i| SynthTxn {
             note: format!("bench {round}/{i}").into_bytes(),
             ..SynthTxn::payment([9; 32], round.max(1), round + 1000)
         })
-        .collect();
-    encode_block(round, GEN, &GH, 1_700_000_000 + round as i64, &txns)
+        .collect()
+}
+
+fn round_block(round: Round) -> Vec<u8> {
+    encode_block(
+        round,
+        GEN,
+        &GH,
+        1_700_000_000 + round as i64,
+        &round_txns(round),
+    )
+}
+
+fn v42_block(round: Round) -> Vec<u8> {
+    let time = 1_700_000_000 + round as i64;
+    encode_block_with_protocol(round, GEN, &GH, time, &round_txns(round), 42)
 }
 
 /// Each payset entry's `txn` map completed with `gen` (when the entry has `hgi`) and `gh`, keys
@@ -129,7 +148,8 @@ fn main() {
     let block_of: fn(Round) -> Vec<u8> = match shape.as_str() {
         "payments" => round_block,
         "workload" => workload_block,
-        other => panic!("shape: payments or workload, not {other:?}"),
+        "v42" => v42_block,
+        other => panic!("shape: payments, workload or v42, not {other:?}"),
     };
     let shm = Path::new("/dev/shm");
     let shm = shm.is_dir().then_some(shm);

@@ -5,6 +5,7 @@ use std::ops::Range;
 
 use super::entry::{Genesis, decode_entry, read_payset_len};
 use super::error::{DecodeError, PaysetError};
+use super::leaves::{Leaves, Trees};
 use super::msgpack::Reader;
 use super::payset::{Located, locate_payset, payset_digest, peek_round};
 use super::read::{
@@ -283,21 +284,23 @@ fn decode_block_inner(bytes: &[u8], split: Split) -> Result<(Block, Located<'_>)
     expect_end(&r, block.round)?;
     let located = Located {
         round: block.round,
-        payset: payset.map_or(&[][..], |p| &bytes[p.start..p.end]),
-        payset_depth: payset.map_or(1, |p| p.depth),
-        flat: payset.and_then(|p| p.flat),
+        payset: payset.as_ref().map_or(&[][..], |p| &bytes[p.start..p.end]),
+        payset_depth: payset.as_ref().map_or(1, |p| p.depth),
+        flat: payset.as_ref().and_then(|p| p.flat),
+        leaves: payset.and_then(|p| p.leaves),
     };
     Ok((block, located))
 }
 
 /// Where a block map's `txns` value is: its byte range and its nesting depth, and its flat
-/// commitment when it was computed while decoding.
-#[derive(Debug, Clone, Copy)]
+/// commitment and tree leaves when they were computed while decoding.
+#[derive(Debug)]
 struct PaysetSpan {
     start: usize,
     end: usize,
     depth: usize,
     flat: Option<[u8; 32]>,
+    leaves: Option<Leaves>,
 }
 
 /// Header fields seen so far in a block map.
@@ -318,21 +321,61 @@ struct Header<'a> {
 }
 
 impl Header<'_> {
-    /// Whether verifying the block will hash its payset flat, as far as the header read so far
-    /// says: a protocol whose rule is the flat commitment (go-algorand `PaysetCommitFlat`), or one
-    /// txgate does not know whose header has `txn` and no vector commitment (the flat hash is
-    /// tried first). A guess only saves time: verification computes what it lacks.
-    fn flat_wanted(&self) -> bool {
+    /// What decoding the payset computes besides its entries, for a decode that `split` says a
+    /// verification follows, as far as the header read so far says. A guess only saves time:
+    /// verification computes what it lacks, and uses leaves computed while decoding only when
+    /// they cover the trees it builds.
+    ///
+    /// - The flat commitment (on a helper only): for a protocol whose rule is the flat one
+    ///   (go-algorand `PaysetCommitFlat`), or one txgate does not know whose header has `txn`
+    ///   and no vector commitment (the flat hash is tried first).
+    /// - The trees' leaves: for a known protocol, the trees of its rule; for one txgate does not
+    ///   know, a Merkle `txn` beside each vector commitment the header has.
+    fn extras(&self, split: Split) -> Extras {
+        if !split.for_verify {
+            return Extras::default();
+        }
         match rule(self.protocol.unwrap_or_default()) {
-            Rule::Known { merkle, .. } => !merkle,
+            Rule::Known {
+                merkle,
+                sha256,
+                sha512,
+            } => Extras {
+                flat: !merkle,
+                trees: Trees {
+                    merkle,
+                    sha256,
+                    sha512,
+                },
+            },
             Rule::FromHeader => {
-                self.commitment.is_some()
-                    && self.commitment_256.is_none()
-                    && self.commitment_512.is_none()
+                let sha256 = self.commitment_256.is_some_and(|c| c != [0; 32]);
+                let sha512 = self.commitment_512.is_some_and(|c| c != [0; 64]);
+                Extras {
+                    flat: self.commitment.is_some()
+                        && self.commitment_256.is_none()
+                        && self.commitment_512.is_none(),
+                    trees: Trees {
+                        merkle: sha256 || sha512,
+                        sha256,
+                        sha512,
+                    },
+                }
             }
-            Rule::Unsupported => false,
+            Rule::Unsupported => Extras::default(),
         }
     }
+}
+
+/// What a payset's decode computes besides its entries, for a verification that follows.
+#[derive(Debug, Clone, Copy, Default)]
+// Without feature `parallel` there is no helper to compute the flat commitment.
+#[cfg_attr(not(feature = "parallel"), allow(dead_code))]
+pub(super) struct Extras {
+    /// The flat commitment, on a helper (the calling thread alone leaves it to verification).
+    pub(super) flat: bool,
+    /// The leaves of these trees, for every entry.
+    pub(super) trees: Trees,
 }
 
 /// Reads the block map under `r` (or the `{block, cert}` wrapper around it, when `top`); returns
@@ -391,7 +434,7 @@ fn parse_block_map(
                 let start = r.pos();
                 match (h.genesis_id, h.genesis_hash) {
                     (Some(gen_id), Some(gh)) => {
-                        let flat = split.for_verify && h.flat_wanted();
+                        let extras = h.extras(split);
                         h.txns = Some(decode_payset(
                             r,
                             depth + 1,
@@ -399,7 +442,7 @@ fn parse_block_map(
                             &gh,
                             round,
                             split,
-                            flat,
+                            extras,
                         )?);
                     }
                     _ => {
@@ -411,6 +454,7 @@ fn parse_block_map(
                     end: r.pos(),
                     depth: depth + 1,
                     flat: None,
+                    leaves: None,
                 });
             }
             _ => r.skip(depth + 1).map_err(raw)?,
@@ -425,7 +469,7 @@ fn parse_block_map(
         field: "gh",
     })?;
     let genesis_id = h.genesis_id.unwrap_or_default();
-    let flat_wanted = h.flat_wanted();
+    let extras = h.extras(split);
     let decoded = match (h.txns, h.deferred) {
         (Some(txns), _) => txns,
         (None, Some((s, e))) => {
@@ -437,18 +481,23 @@ fn parse_block_map(
                 &genesis_hash,
                 Some(round),
                 split,
-                split.for_verify && flat_wanted,
+                extras,
             )?
         }
         (None, None) => Payset::default(),
     };
     let Payset {
-        txns,
-        offsets: entry_offsets,
+        entries:
+            Entries {
+                txns,
+                offsets: entry_offsets,
+                leaves,
+            },
         flat,
     } = decoded;
     if let Some(p) = payset.as_mut() {
         p.flat = flat;
+        p.leaves = leaves;
     }
     let block = Block {
         round,
@@ -465,19 +514,41 @@ fn parse_block_map(
     Ok((block, payset))
 }
 
-/// A decoded payset: its txns, where each entry starts, and its flat commitment when it was
-/// computed on the side ([`Split::for_verify`]).
+/// A decoded payset: its entries, and its flat commitment when it was computed on the side
+/// ([`Split::for_verify`]).
 #[derive(Debug, Default)]
 pub(super) struct Payset {
+    pub(super) entries: Entries,
+    pub(super) flat: Option<[u8; 32]>,
+}
+
+/// Decoded payset entries: their txns, where each starts, and their commitment trees' leaves.
+#[derive(Debug, Default)]
+pub(super) struct Entries {
     pub(super) txns: Vec<Txn>,
     pub(super) offsets: Vec<usize>,
-    pub(super) flat: Option<[u8; 32]>,
+    /// One leaf per entry for each tree asked for; `None` when none was, or when an entry's
+    /// leaves could not be computed (verification then walks the payset itself, and meets the
+    /// same bytes).
+    pub(super) leaves: Option<Leaves>,
+}
+
+impl Entries {
+    /// No entries yet, room for `capacity`, the leaves of `trees` to be computed.
+    pub(super) fn new(trees: Trees, capacity: usize) -> Self {
+        Entries {
+            txns: Vec::with_capacity(capacity),
+            offsets: Vec::with_capacity(capacity),
+            leaves: trees.any().then(|| Leaves::new(trees)),
+        }
+    }
 }
 
 /// Decodes the payset (`txns`: an array of `SignedTxnInBlock` maps, nil when empty) under `r`,
 /// on the calling thread or, as `split` says, on it and a helper (`parallel::decode_payset`).
-/// The same txns and offsets, and on bad bytes the same error, either way. With a helper and
-/// `flat`, the helper also computes the payset's flat commitment.
+/// The same txns and offsets, and on bad bytes the same error, either way. The leaves of
+/// `extras.trees` are computed for every entry; with a helper and `extras.flat`, the helper also
+/// computes the payset's flat commitment.
 fn decode_payset(
     r: &mut Reader<'_>,
     depth: usize,
@@ -485,7 +556,7 @@ fn decode_payset(
     genesis_hash: &[u8; 32],
     round: Option<Round>,
     split: Split,
-    flat: bool,
+    extras: Extras,
 ) -> Result<Payset, DecodeError> {
     let at_payset = r.pos();
     let n = read_payset_len(r, round)? as usize;
@@ -503,17 +574,16 @@ fn decode_payset(
             depth,
             round,
             chunk: split.chunk,
-            flat,
+            extras,
         };
         return payset.decode(r, (genesis_id, genesis_hash), helpers);
     }
     #[cfg(not(feature = "parallel"))]
-    let _ = (at_payset, split, flat);
+    let _ = (at_payset, split);
     let genesis = Genesis::new(genesis_id, genesis_hash);
-    let (txns, offsets) = decode_entries(r, 0..n, depth, &genesis, round)?;
+    let entries = decode_entries(r, 0..n, depth, &genesis, round, extras.trees)?;
     Ok(Payset {
-        txns,
-        offsets,
+        entries,
         flat: None,
     })
 }
@@ -584,24 +654,24 @@ impl Split {
 }
 
 /// Decodes the payset entries `range` (entry indices) under `r`, which is at entry
-/// `range.start`; returns the txns and where each entry starts.
+/// `range.start`, with the leaves of `trees`.
 pub(super) fn decode_entries(
     r: &mut Reader<'_>,
     range: Range<usize>,
     depth: usize,
     genesis: &Genesis<'_>,
     round: Option<Round>,
-) -> Result<(Vec<Txn>, Vec<usize>), DecodeError> {
+    trees: Trees,
+) -> Result<Entries, DecodeError> {
     // Entry counts come from length headers: an allocation is bounded, not trusted.
-    let cap = range.len().min(4096);
-    let mut out = (Vec::with_capacity(cap), Vec::with_capacity(cap));
+    let mut out = Entries::new(trees, range.len().min(4096));
     let mut scratch = TxnMap::default();
     decode_entries_onto(r, range, depth, genesis, round, &mut scratch, &mut out)?;
     Ok(out)
 }
 
-/// [`decode_entries`] onto `out` (txns, where each entry starts), with `scratch` kept between
-/// calls. On an error, `out` may hold the range's entries before the failing one.
+/// [`decode_entries`] onto `out`, with `scratch` kept between calls. On an error, `out` may
+/// hold the range's entries before the failing one.
 pub(super) fn decode_entries_onto<'a: 'm, 'm>(
     r: &mut Reader<'a>,
     range: Range<usize>,
@@ -609,12 +679,33 @@ pub(super) fn decode_entries_onto<'a: 'm, 'm>(
     genesis: &'m Genesis<'_>,
     round: Option<Round>,
     scratch: &mut TxnMap<'m>,
-    out: &mut (Vec<Txn>, Vec<usize>),
+    out: &mut Entries,
 ) -> Result<(), DecodeError> {
     for intra in range {
-        out.1.push(r.pos());
-        out.0
-            .push(decode_entry(r, depth, genesis, intra, scratch, round)?.0);
+        let start = r.pos();
+        out.offsets.push(start);
+        let txn = decode_entry(r, depth, genesis, intra, scratch, round)?.0;
+        if let Some(leaves) = &mut out.leaves {
+            // The entry decoded: `scratch` holds its completed `txn` map. Bytes that decode
+            // but cannot be hashed here are left to verification's own walk.
+            let (input, end) = (r.input(), r.pos());
+            let pushed = Reader::span(input, start, end)
+                .scan(depth + 1)
+                .and_then(|scan| {
+                    leaves.push(
+                        input,
+                        (start, end),
+                        scan.canonical,
+                        depth,
+                        &txn.txid,
+                        scratch,
+                    )
+                });
+            if pushed.is_err() {
+                out.leaves = None;
+            }
+        }
+        out.txns.push(txn);
     }
     Ok(())
 }

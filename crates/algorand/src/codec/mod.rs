@@ -10,6 +10,8 @@
 //! - `payset.rs`: the payset as stored: commitment ([`PAYSET_FLAT_PREFIX`]), offsets, an entry's
 //!   txid, app ids.
 //! - `entry.rs`: one payset entry: its `txn` completed with `gen`/`gh`, its signature fields.
+//! - `leaves.rs`: the leaves of the payset's commitment trees, one per entry, computed by
+//!   verification or while decoding for it.
 //! - `verify.rs`: [`Block::verify`], [`Expected`], [`VerifyError`]: the payset commitments of
 //!   every protocol (flat, Merkle, `txn256`, `txn512`), the round and the network.
 //! - `gossip.rs`: [`gossip_messages`]: a block's groups as the messages peers send.
@@ -124,6 +126,7 @@ mod block;
 mod entry;
 mod error;
 mod gossip;
+mod leaves;
 mod msgpack;
 #[cfg(feature = "parallel")]
 mod parallel;
@@ -147,6 +150,8 @@ pub use self::txid::{TXID_PREFIX, TxidHasher};
 pub use self::txn::{KNOWN_TX_TYPES, Txn, decode_txn_message, distinct_app_ids};
 #[cfg(feature = "parallel")]
 pub use self::verify::decode_for_verify_parallel;
+#[cfg(all(feature = "parallel", fuzzing))]
+pub use self::verify::decode_verified_block_split;
 pub use self::verify::{
     Commitment, DecodedBlock, Expected, MERKLE_BOTTOM_LEAF_PREFIX, MERKLE_NODE_PREFIX,
     SIGNED_TXN_IN_BLOCK_PREFIX, TXN_MERKLE_LEAF_PREFIX, VerifyError, decode_for_verify,

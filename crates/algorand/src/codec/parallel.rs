@@ -36,9 +36,10 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use txgate_sync::claims::Claims;
 
-use super::block::{Payset as Decoded, decode_entries_onto};
+use super::block::{Entries, Extras, Payset as Decoded, decode_entries_onto};
 use super::entry::Genesis;
 use super::error::DecodeError;
+use super::leaves::Leaves;
 use super::msgpack::Reader;
 use super::payset::payset_digest;
 use super::txid::TxnMap;
@@ -58,8 +59,9 @@ pub(super) struct Payset {
     pub(super) round: Option<Round>,
     /// Entries taken at a time.
     pub(super) chunk: u32,
-    /// Compute the flat commitment on the helper.
-    pub(super) flat: bool,
+    /// What to compute besides the entries: the flat commitment (on the helper) and the trees'
+    /// leaves (each thread for its entries).
+    pub(super) extras: Extras,
 }
 
 /// What the helper did (positions are offsets into the input).
@@ -92,10 +94,10 @@ struct Helped {
     apps: Vec<u64>,
     /// How many app ids each of those txns has.
     app_counts: Vec<u32>,
+    /// Those entries' tree leaves, in the order of `txns` (`None`: not asked for, or not
+    /// computed).
+    leaves: Option<Leaves>,
 }
-
-/// The caller's entries from the front: their txns and where each starts.
-type Front = (Vec<Txn>, Vec<usize>);
 
 /// What the helper hands over: its work (`None`: it took nothing), or its panic.
 type Handed = std::thread::Result<Option<Helped>>;
@@ -137,13 +139,12 @@ impl Payset {
             });
         }
         let genesis = Genesis::new(genesis.0, genesis.1);
-        let mut front: Front = (Vec::new(), Vec::new());
+        let mut front = Entries::new(self.extras.trees, 0);
         self.take_front(r, &genesis, &shared.claims, &mut front, usize::MAX)?;
-        if front.0.len() == self.n {
+        if front.txns.len() == self.n {
             // The helper took nothing: not waited for (it stops at its next look at the claims).
             return Ok(Decoded {
-                txns: front.0,
-                offsets: front.1,
+                entries: front,
                 flat: None,
             });
         }
@@ -163,11 +164,11 @@ impl Payset {
         r: &mut Reader<'_>,
         genesis: &Genesis<'_>,
         claims: &Claims,
-        front: &mut Front,
+        front: &mut Entries,
         until: usize,
     ) -> Result<(), DecodeError> {
         let mut scratch = TxnMap::default();
-        while front.0.len() < until {
+        while front.txns.len() < until {
             let range = claims.front(self.chunk);
             if range.is_empty() {
                 break;
@@ -195,16 +196,14 @@ impl Payset {
         &self,
         r: &mut Reader<'_>,
         genesis: &Genesis<'_>,
-        front: Front,
+        front: Entries,
         helped: Option<Helped>,
     ) -> Result<Decoded, DecodeError> {
-        let (mut txns, mut offsets) = front;
         let Some(helped) = helped else {
             // The helper's walk met bad bytes, so it took nothing and the caller decoded every
             // entry.
             return Ok(Decoded {
-                txns,
-                offsets,
+                entries: front,
                 flat: None,
             });
         };
@@ -220,7 +219,7 @@ impl Payset {
             // two ever differ, the caller decodes the helper's entries, and the result is still
             // one thread's.
             debug_assert!(false, "walk and decode differ: {at} against {}", r.pos());
-            let mut out = (txns, offsets);
+            let mut out = front;
             let mut scratch = TxnMap::default();
             let range = from..self.n;
             decode_entries_onto(
@@ -232,17 +231,17 @@ impl Payset {
                 &mut scratch,
                 &mut out,
             )?;
-            let (txns, offsets) = out;
             return Ok(Decoded {
-                txns,
-                offsets,
+                entries: out,
                 flat: None,
             });
         }
         // The helper's chunks as they were taken (highest first), then put in entry order.
         let mut taken = helped.txns.into_iter().zip(helped.offsets);
         let (mut apps, mut counts) = (&helped.apps[..], helped.app_counts.into_iter());
+        // Each chunk's entries, and where they start in the helper's order.
         let mut chunks = Vec::with_capacity(helped.chunks.len());
+        let mut position = 0;
         for (range, error) in helped.chunks {
             if let Some(e) = error {
                 // The lowest chunk, the first error in entry order.
@@ -256,18 +255,29 @@ impl Payset {
                 apps = rest;
                 chunk.push((t, at));
             }
-            chunks.push(chunk);
+            chunks.push((position, chunk));
+            position += range.len();
         }
-        for (t, at) in chunks.into_iter().rev().flatten() {
-            txns.push(t);
-            offsets.push(at);
+        let mut out = front;
+        // Both threads' leaves, or none.
+        out.leaves = match (out.leaves, &helped.leaves) {
+            (Some(mut leaves), Some(theirs)) if theirs.len() == position => {
+                for (at, chunk) in chunks.iter().rev() {
+                    leaves.extend_from(theirs, *at..*at + chunk.len());
+                }
+                Some(leaves)
+            }
+            _ => None,
+        };
+        for (t, at) in chunks.into_iter().rev().flat_map(|(_, chunk)| chunk) {
+            out.txns.push(t);
+            out.offsets.push(at);
         }
         // The caller goes on after the payset, where the walk ended: the end of the span the
         // flat commitment hashed.
         *r = r.at(helped.end);
         Ok(Decoded {
-            txns,
-            offsets,
+            entries: out,
             flat: helped.flat,
         })
     }
@@ -297,8 +307,8 @@ impl Payset {
         }
         let end = first.pos();
         // Hashed only while there is something to take: a caller that is done does not wait.
-        let flat =
-            (self.flat && !claims.is_done()).then(|| payset_digest(&first.input()[self.at..end]));
+        let flat = (self.extras.flat && !claims.is_done())
+            .then(|| payset_digest(&first.input()[self.at..end]));
         let mut helped = Helped {
             end,
             walked,
@@ -309,9 +319,11 @@ impl Payset {
             offsets: Vec::new(),
             apps: Vec::new(),
             app_counts: Vec::new(),
+            leaves: None,
         };
         let mut scratch = TxnMap::default();
-        let mut out: Front = (Vec::new(), Vec::new());
+        // Its txns and offsets are moved out after each chunk; its leaves stay until the end.
+        let mut out = Entries::new(self.extras.trees, 0);
         loop {
             let range = claims.back(self.chunk);
             if range.is_empty() {
@@ -336,19 +348,20 @@ impl Payset {
             }
             let next = helped.walked.get(range.end).copied().unwrap_or(end);
             helped.consistent = r.pos() == next;
-            for mut t in out.0.drain(..) {
+            for mut t in out.txns.drain(..) {
                 helped.apps.extend_from_slice(&t.app_ids);
                 helped.app_counts.push(t.app_ids.len() as u32);
                 // Freed here, on the thread that allocated it.
                 t.app_ids = Vec::new();
                 helped.txns.push(t);
             }
-            helped.offsets.append(&mut out.1);
+            helped.offsets.append(&mut out.offsets);
             helped.chunks.push((range, None));
             if !helped.consistent {
                 break;
             }
         }
+        helped.leaves = out.leaves;
         Some(helped)
     }
 }
@@ -426,11 +439,30 @@ mod tests {
     use super::*;
     use crate::codec::block::decode_entries;
     use crate::codec::entry::read_payset_len;
+    use crate::codec::leaves::Trees;
     use crate::codec::payset::locate_payset;
     use crate::synth::{SynthTxn, encode_block};
 
     const GEN: &str = "parallel-v1";
     const GH: [u8; 32] = [0x33; 32];
+
+    /// Every tree's leaves: the decode computes them whatever the header's rule says.
+    const ALL: Trees = Trees {
+        merkle: true,
+        sha256: true,
+        sha512: true,
+    };
+
+    /// The entries' txns and offsets, and their leaves as bytes (`None`: not computed).
+    type Seen<'e> = (&'e [Txn], &'e [usize], Option<[Vec<u8>; 3]>);
+
+    fn seen(e: &Entries) -> Seen<'_> {
+        let leaves = e.leaves.as_ref().map(|l| {
+            assert_eq!(l.len(), e.txns.len(), "a leaf per entry");
+            [l.native.concat(), l.sha256.concat(), l.sha512.concat()]
+        });
+        (&e.txns, &e.offsets, leaves)
+    }
 
     /// A block of `n` txns, app calls and payments.
     fn block(n: u64) -> Vec<u8> {
@@ -453,7 +485,7 @@ mod tests {
     fn one_thread(
         bytes: &[u8],
         clean: &[u8],
-    ) -> (Payset, Reader<'static>, Result<Front, DecodeError>, usize) {
+    ) -> (Payset, Reader<'static>, Result<Entries, DecodeError>, usize) {
         let located = locate_payset(clean).unwrap();
         let at = located.payset.as_ptr() as usize - clean.as_ptr() as usize;
         let bytes: &'static [u8] = bytes.to_vec().leak();
@@ -466,11 +498,14 @@ mod tests {
             depth: located.payset_depth,
             round: None,
             chunk: 1,
-            flat: true,
+            extras: Extras {
+                flat: true,
+                trees: ALL,
+            },
         };
         let first = r.clone();
         let mut seq = r.clone();
-        let want = decode_entries(&mut seq, 0..n, payset.depth, &genesis, None);
+        let want = decode_entries(&mut seq, 0..n, payset.depth, &genesis, None, ALL);
         (payset, first, want, seq.pos())
     }
 
@@ -484,7 +519,7 @@ mod tests {
         let genesis = Genesis::new(GEN.as_bytes(), &GH);
         let claims = Claims::new(payset.n as u32);
         let mut r = first.clone();
-        let mut front: Front = (Vec::new(), Vec::new());
+        let mut front = Entries::new(ALL, 0);
         let mut failed = payset
             .take_front(&mut r, &genesis, &claims, &mut front, k)
             .err();
@@ -510,15 +545,12 @@ mod tests {
             let (mut payset, first, want, end) = one_thread(&clean, &clean);
             payset.chunk = chunk;
             let want = want.unwrap();
+            assert!(seen(&want).2.is_some(), "one thread computed the leaves");
             let digest = payset_digest(&clean[payset.at..end]);
             for k in 0..=payset.n {
                 let (got, pos, helper_ran) = split_at(&payset, &first, k);
                 let got = got.unwrap();
-                assert_eq!(
-                    (&got.txns, &got.offsets),
-                    (&want.0, &want.1),
-                    "chunk {chunk} k {k}"
-                );
+                assert_eq!(seen(&got.entries), seen(&want), "chunk {chunk} k {k}");
                 assert_eq!(pos, end, "the caller goes on after the payset");
                 // The helper ran unless the caller's chunks had taken every entry.
                 let taken = (k.div_ceil(chunk as usize) * chunk as usize).min(payset.n);
@@ -549,7 +581,7 @@ mod tests {
                     let (got, pos, _) = split_at(&payset, &first, k);
                     match (&want, got) {
                         (Ok(w), Ok(g)) => {
-                            assert_eq!((&g.txns, &g.offsets), (&w.0, &w.1), "byte {i} k {k}");
+                            assert_eq!(seen(&g.entries), seen(w), "byte {i} k {k}");
                             assert_eq!(pos, end);
                         }
                         (Err(w), Err(g)) => assert_eq!(*w, g, "byte {i} k {k}"),

@@ -6,6 +6,7 @@ use sha2::{Digest, Sha512_256};
 
 use super::entry::{Genesis, decode_entry, read_payset_len};
 use super::error::DecodeError;
+use super::leaves::Leaves;
 use super::msgpack::{RawError, Reader, Token};
 use super::read::{expect_end, once, read_key, read_map_len, read_uint};
 use super::txid::TxnMap;
@@ -47,6 +48,9 @@ pub(super) struct Located<'a> {
     /// The flat commitment of `payset` ([`payset_digest`]), when it was computed while the
     /// block was decoded.
     pub(super) flat: Option<[u8; 32]>,
+    /// The leaves of its commitment trees, one per entry decoded, when they were computed
+    /// while the block was decoded.
+    pub(super) leaves: Option<Leaves>,
 }
 
 impl Located<'_> {
@@ -81,6 +85,7 @@ fn locate_in_map<'a>(
         payset: &[],
         payset_depth: depth + 1,
         flat: None,
+        leaves: None,
     };
     let mut inner = None;
     for _ in 0..n {

@@ -148,7 +148,7 @@ fn a_thousand_txn_round_round_trips() {
 
 /// Writes `v` as loosely as msgpack allows: widest integer, str and bin forms, map entries in
 /// reverse order, and an extra empty entry in every map. Canonical re-encoding must undo it all.
-fn write_loose(v: &Value, out: &mut Vec<u8>) {
+pub(super) fn write_loose(v: &Value, out: &mut Vec<u8>) {
     match v {
         Value::Nil => out.push(0xc0),
         Value::Boolean(b) => out.push(if *b { 0xc3 } else { 0xc2 }),
@@ -514,7 +514,12 @@ proptest! {
         flips in prop::collection::vec((any::<prop::sample::Index>(), 0u8..8), 1..4),
     ) {
         let txns: Vec<SynthTxn> = sample_txns().into_iter().cycle().take(n).collect();
-        for bytes in [encode_block(3, GEN, &GH, 4, &txns), encode_txn_message(&txns, GEN, &GH)] {
+        // A flat block, a block of the current protocol (three trees), a message.
+        for bytes in [
+            encode_block(3, GEN, &GH, 4, &txns),
+            encode_block_with_protocol(3, GEN, &GH, 4, &txns, 42),
+            encode_txn_message(&txns, GEN, &GH),
+        ] {
             if bytes.is_empty() {
                 prop_assert_eq!(decode_txn_message(&bytes), Err(DecodeError::EmptyMessage));
                 continue;

@@ -4,14 +4,14 @@
 
 use std::fmt;
 
-use rmp::encode::ByteBuf;
 use sha2::digest::Output;
 use sha2::{Digest, Sha256, Sha512, Sha512_256};
 
 use super::block::{Block, Split, decode_located};
 use super::entry::{Genesis, decode_entry, read_payset_len};
 use super::error::DecodeError;
-use super::msgpack::{Reader, Token, write_canonical};
+use super::leaves::{Leaves, Trees};
+use super::msgpack::{Reader, Token};
 use super::payset::{Located, locate_payset};
 use super::read::{read_key, read_map_len};
 use super::txid::TxnMap;
@@ -457,9 +457,7 @@ pub(crate) fn rule(proto: &[u8]) -> Rule {
 #[derive(Debug, Clone, Copy, Default)]
 struct Need {
     flat: bool,
-    merkle: bool,
-    sha256: bool,
-    sha512: bool,
+    trees: Trees,
 }
 
 /// Commitments computed from a payset (each only when needed), and its txids when an entry walk
@@ -481,11 +479,13 @@ fn nonzero<const N: usize>(d: [u8; N]) -> Option<[u8; N]> {
 
 /// Computes the commitments `need` asks for over the payset `located` found in `bytes`.
 ///
-/// `known`: the payset's txids as decoded from these bytes. The SHA-512/256 Merkle leaves take
-/// them as they are (the root commits to them, and to every byte of each entry beside them), so
-/// the entries are not decoded again: they are scanned, and for `txn256`/`txn512` each `txn` is
-/// completed and hashed with SHA-256 only. Without `known` every entry is decoded and its txids
-/// recomputed.
+/// `known`: the payset's txids as decoded from these bytes. The trees take the leaves computed
+/// while those txids were decoded when there are (`located.leaves`, one per txid, for the trees
+/// needed); otherwise the entries are walked here. The SHA-512/256 Merkle leaves take the txids
+/// as they are (the root commits to them, and to every byte of each entry beside them), so
+/// the walk does not decode the entries again: it scans them, and for `txn256`/`txn512`
+/// completes each `txn` and hashes it with SHA-256 only. Without `known` every entry is decoded
+/// and its txids recomputed.
 fn compute(
     bytes: &[u8],
     located: &Located<'_>,
@@ -498,14 +498,54 @@ fn compute(
     if need.flat {
         out.flat = Some(located.flat_digest());
     }
-    if !(need.merkle || need.sha256 || need.sha512) {
+    if !need.trees.any() {
         return Ok(out);
     }
+    let walked;
+    let leaves = match (&located.leaves, known) {
+        (Some(leaves), Some(known))
+            if leaves.trees.covers(need.trees) && leaves.len() == known.len() =>
+        {
+            out.entries = leaves.len();
+            leaves
+        }
+        _ => {
+            walked = walk(
+                bytes,
+                located,
+                (genesis_id, genesis_hash),
+                need.trees,
+                known,
+                &mut out,
+            )?;
+            &walked
+        }
+    };
+    if need.trees.merkle {
+        out.merkle = merkle_root::<Sha512_256>(&leaves.native).and_then(|d| nonzero(d.into()));
+    }
+    if need.trees.sha256 {
+        out.sha256 = nonzero(vector_commitment_root::<Sha256>(&leaves.sha256).into());
+    }
+    if need.trees.sha512 {
+        out.sha512 = nonzero(vector_commitment_root::<Sha512>(&leaves.sha512).into());
+    }
+    Ok(out)
+}
+
+/// The walk of [`compute`] over the payset's entries: their leaves for `trees`; sets
+/// `out.entries` and, without `known`, `out.txids`.
+fn walk(
+    bytes: &[u8],
+    located: &Located<'_>,
+    (genesis_id, genesis_hash): (&[u8], &[u8; 32]),
+    trees: Trees,
+    known: Option<&[Txid]>,
+    out: &mut Computed,
+) -> Result<Leaves, DecodeError> {
     let round = Some(located.round);
     let payset = located.payset;
-    let mut leaves_native: Vec<Output<Sha512_256>> = Vec::new();
-    let mut leaves_256: Vec<Output<Sha256>> = Vec::new();
-    let mut leaves_512: Vec<Output<Sha512>> = Vec::new();
+    let mut leaves = Leaves::new(trees);
     let mut txids = Vec::new();
     if !payset.is_empty() {
         // `payset` is a subslice of `bytes` (from `locate_payset`): its offset in it.
@@ -517,7 +557,6 @@ fn compute(
         txids.reserve(cap);
         let genesis = Genesis::new(genesis_id, genesis_hash);
         let mut scratch = TxnMap::default();
-        let mut canonical = ByteBuf::new();
         let raw = |e| DecodeError::raw(e, round);
         for intra in 0..n {
             let start = r.pos();
@@ -536,7 +575,7 @@ fn compute(
                 (txn.txid, scan)
             } else {
                 let scan = r.scan(located.payset_depth + 1).map_err(raw)?;
-                if need.sha256 || need.sha512 {
+                if trees.sha256 || trees.sha512 {
                     complete_txn(
                         bytes,
                         (start, r.pos()),
@@ -554,64 +593,22 @@ fn compute(
                     .unwrap_or_default();
                 (txid, scan)
             };
-            let end = r.pos();
-            // The entry hashed is its canonical encoding (go-algorand `SignedTxnInBlock.Hash`
-            // re-encodes the decoded struct): the stored bytes when they are canonical.
-            let stib: &[u8] = if entry_scan.canonical {
-                &bytes[start..end]
-            } else {
-                canonical.as_mut_vec().clear();
-                write_canonical(
-                    &mut Reader::span(bytes, start, end),
-                    &mut canonical,
-                    located.payset_depth + 1,
+            leaves
+                .push(
+                    bytes,
+                    (start, r.pos()),
+                    entry_scan.canonical,
+                    located.payset_depth,
+                    &txid,
+                    &scratch,
                 )
                 .map_err(raw)?;
-                canonical.as_slice()
-            };
-            if need.merkle {
-                let stib_hash = Sha512_256::new()
-                    .chain_update(SIGNED_TXN_IN_BLOCK_PREFIX)
-                    .chain_update(stib)
-                    .finalize();
-                leaves_native.push(
-                    Sha512_256::new()
-                        .chain_update(TXN_MERKLE_LEAF_PREFIX)
-                        .chain_update(txid.0)
-                        .chain_update(stib_hash)
-                        .finalize(),
-                );
-            }
-            if need.sha256 || need.sha512 {
-                let mut id = Sha256::new_with_prefix(super::TXID_PREFIX);
-                scratch.write(bytes, &mut |b| id.update(b));
-                let id = id.finalize();
-                let stib_hash = Sha256::new()
-                    .chain_update(SIGNED_TXN_IN_BLOCK_PREFIX)
-                    .chain_update(stib)
-                    .finalize();
-                if need.sha256 {
-                    leaves_256.push(leaf::<Sha256>(&id, &stib_hash));
-                }
-                if need.sha512 {
-                    leaves_512.push(leaf::<Sha512>(&id, &stib_hash));
-                }
-            }
             txids.push(txid);
         }
         out.entries = n;
     }
-    if need.merkle {
-        out.merkle = merkle_root::<Sha512_256>(&leaves_native).and_then(|d| nonzero(d.into()));
-    }
-    if need.sha256 {
-        out.sha256 = nonzero(vector_commitment_root::<Sha256>(&leaves_256).into());
-    }
-    if need.sha512 {
-        out.sha512 = nonzero(vector_commitment_root::<Sha512>(&leaves_512).into());
-    }
     out.txids = known.is_none().then_some(txids);
-    Ok(out)
+    Ok(leaves)
 }
 
 /// Fills `scratch` with the completed canonical `txn` map of the payset entry at
@@ -658,15 +655,6 @@ fn complete_txn<'a: 'm, 'm>(
         round,
     )?;
     Ok(())
-}
-
-/// A payset leaf: H(`"TL"` ‖ txid ‖ entry hash).
-fn leaf<D: Digest>(txid: &[u8], stib_hash: &[u8]) -> Output<D> {
-    D::new()
-        .chain_update(TXN_MERKLE_LEAF_PREFIX)
-        .chain_update(txid)
-        .chain_update(stib_hash)
-        .finalize()
 }
 
 /// An inner node: H(`"MA"` ‖ left ‖ right), a missing right child being all zero.
@@ -733,6 +721,7 @@ pub(crate) fn synth_commitments(
         payset,
         payset_depth: 2,
         flat: None,
+        leaves: None,
     };
     let c = compute(
         payset,
@@ -741,9 +730,11 @@ pub(crate) fn synth_commitments(
         genesis_hash,
         Need {
             flat: !merkle,
-            merkle,
-            sha256,
-            sha512,
+            trees: Trees {
+                merkle,
+                sha256,
+                sha512,
+            },
         },
         None,
     )?;
@@ -759,7 +750,9 @@ impl Block {
     ///
     /// Cost: one SHA-512/256 pass over the payset for the flat kind; for the Merkle kinds each
     /// entry is walked again (its txid, and its SHA-256 txid for `txn256`/`txn512`) and hashed
-    /// once per tree, and about one inner node per leaf per tree.
+    /// once per tree, and about one inner node per leaf per tree. [`decode_for_verify`] then
+    /// [`DecodedBlock::verify`] hash the entries as they are decoded instead of walking them
+    /// again.
     ///
     /// # Errors
     ///
@@ -879,8 +872,11 @@ impl Block {
                         bytes,
                         located,
                         Need {
-                            merkle: true,
-                            ..Need::default()
+                            flat: false,
+                            trees: Trees {
+                                merkle: true,
+                                ..Trees::default()
+                            },
                         },
                     )?;
                     if c.merkle == header_txn {
@@ -896,9 +892,11 @@ impl Block {
             located,
             Need {
                 flat: !merkle,
-                merkle,
-                sha256,
-                sha512,
+                trees: Trees {
+                    merkle,
+                    sha256,
+                    sha512,
+                },
             },
         )?;
         if uncommitted && (c.flat.is_some() || c.merkle.is_some() || c.sha256.is_some()) {
@@ -941,7 +939,7 @@ impl Block {
             need,
             Some(&known),
         )?;
-        let tree = need.merkle || need.sha256 || need.sha512;
+        let tree = need.trees.any();
         if (tree && c.entries != self.txns.len())
             || c.txids.as_ref().is_some_and(|txids| *txids != known)
         {
@@ -1000,7 +998,10 @@ pub struct DecodedBlock<'a> {
 
 /// Decodes the block in `bytes` as [`decode_block`](super::decode_block) does (the same block,
 /// the same errors), keeping where its payset is, so that [`DecodedBlock::verify`] does not
-/// look for it again.
+/// look for it again. When the header's protocol commits to the payset with trees (v26 and
+/// later, or a protocol txgate does not know whose header has `txn256` or `txn512`), each
+/// entry's leaves are hashed as it is decoded, so that `verify` only builds the trees: the
+/// hashing moves from `verify` to the decode, and the second walk over the entries is saved.
 ///
 /// # Errors
 ///
@@ -1031,6 +1032,8 @@ pub fn decode_for_verify(bytes: &[u8]) -> Result<DecodedBlock<'_>, DecodeError> 
 /// only a `txn` commitment), a helper that reaches the payset while the caller still has
 /// entries to take also hashes that commitment, and [`DecodedBlock::verify`] takes it instead
 /// of hashing the payset again; otherwise `verify` hashes it, as after [`decode_for_verify`].
+/// When it commits with trees, each thread hashes the leaves of the entries it decodes, as
+/// [`decode_for_verify`] does on one.
 ///
 /// # Errors
 ///
@@ -1038,6 +1041,26 @@ pub fn decode_for_verify(bytes: &[u8]) -> Result<DecodedBlock<'_>, DecodeError> 
 #[cfg(feature = "parallel")]
 pub fn decode_for_verify_parallel(bytes: &[u8]) -> Result<DecodedBlock<'_>, DecodeError> {
     decoded_for_verify(bytes, Split::PARALLEL)
+}
+
+/// [`decode_verified_block`] with the payset decoded as
+/// [`decode_block_split`](super::decode_block_split) decodes it (paysets of at least
+/// `min_entries` entries split over a helper, `chunk` entries claimed at a time), so that the
+/// fuzzer's small paysets are split too. Only in fuzzing builds.
+///
+/// # Errors
+///
+/// As [`decode_verified_block`].
+#[cfg(all(feature = "parallel", fuzzing))]
+pub fn decode_verified_block_split(
+    bytes: &[u8],
+    expected: &Expected,
+    min_entries: usize,
+    chunk: u32,
+) -> Result<Block, VerifyError> {
+    let decoded = decoded_for_verify(bytes, Split::small(min_entries, chunk))?;
+    decoded.verify(expected)?;
+    Ok(decoded.into_block())
 }
 
 fn decoded_for_verify(bytes: &[u8], split: Split) -> Result<DecodedBlock<'_>, DecodeError> {

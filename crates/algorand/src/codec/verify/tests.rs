@@ -141,6 +141,8 @@ struct Reference {
     merkle: Vec<u8>,
     sha256: Vec<u8>,
     sha512: Vec<u8>,
+    /// Each entry's leaf in the `txn`, `txn256` and `txn512` trees, concatenated.
+    leaves: [Vec<u8>; 3],
 }
 
 fn reference(bytes: &[u8]) -> Reference {
@@ -165,7 +167,86 @@ fn reference(bytes: &[u8]) -> Reference {
         merkle: reference_merkle(&native, &|l, r| h::<Sha512_256>(&[b"MA", l, r]), 32),
         sha256: reference_vc::<Sha256>(&l256),
         sha512: reference_vc::<Sha512>(&l512),
+        leaves: [native.concat(), l256.concat(), l512.concat()],
     }
+}
+
+/// The leaves computed while a block is decoded for a verification, on one thread and split
+/// over a helper, are the reference's, entry by entry, for every tree rule; so they are for the
+/// block written loosely (no entry canonical, `txns` before `gen` and `gh`, so decoded after the
+/// header). Verification then passes on them. No leaves for a flat protocol, or for a decode
+/// that no verification follows.
+#[test]
+fn leaves_computed_while_decoding_are_the_references() {
+    let mut splits = vec![Split::ONE.for_verify()];
+    #[cfg(feature = "parallel")]
+    splits.extend([
+        Split::small(0, 1).for_verify(),
+        Split::small(0, 3).for_verify(),
+    ]);
+    let mut checked = 0;
+    for version in [30, 34, 41, 42] {
+        for n in [1, 5, 40] {
+            let bytes = encode_block_with_protocol(9, GEN, &GH, 0, &txns(n), version);
+            let want = reference(&bytes);
+            let value = rmpv::decode::read_value(&mut &bytes[..]).unwrap();
+            let mut loose = Vec::new();
+            crate::codec::tests::write_loose(&value, &mut loose);
+            let trees = Trees {
+                merkle: true,
+                sha256: version >= 34,
+                sha512: version >= 41,
+            };
+            for input in [&bytes, &loose] {
+                for split in &splits {
+                    let (block, located) = decode_located(input, *split).unwrap();
+                    let leaves = located.leaves.as_ref().expect("leaves computed");
+                    assert_eq!(leaves.trees, trees, "v{version}");
+                    assert_eq!(leaves.len(), n);
+                    let empty = Vec::new;
+                    assert_eq!(
+                        [
+                            leaves.native.concat(),
+                            leaves.sha256.concat(),
+                            leaves.sha512.concat()
+                        ],
+                        [
+                            want.leaves[0].clone(),
+                            if trees.sha256 {
+                                want.leaves[1].clone()
+                            } else {
+                                empty()
+                            },
+                            if trees.sha512 {
+                                want.leaves[2].clone()
+                            } else {
+                                empty()
+                            },
+                        ],
+                        "v{version} n {n} {split:?}"
+                    );
+                    let decoded = DecodedBlock {
+                        block,
+                        bytes: input,
+                        located,
+                    };
+                    decoded.verify(&Expected::round(9)).unwrap();
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(checked, 4 * 3 * 2 * splits.len());
+    let flat = encode_block_with_protocol(9, GEN, &GH, 0, &txns(3), 25);
+    let v42 = encode_block_with_protocol(9, GEN, &GH, 0, &txns(3), 42);
+    assert!(
+        decode_located(&flat, Split::ONE.for_verify())
+            .unwrap()
+            .1
+            .leaves
+            .is_none()
+    );
+    assert!(decode_located(&v42, Split::ONE).unwrap().1.leaves.is_none());
 }
 
 #[test]
@@ -479,6 +560,13 @@ fn decode_verified_block_is_decode_then_verify() {
             .map_err(VerifyError::from)
             .and_then(|b| b.verify(bytes, expected).map(|()| b));
         assert_eq!(fused, apart, "{expected:?}");
+        // Split over a helper, one entry at a time: the same.
+        #[cfg(feature = "parallel")]
+        assert_eq!(
+            decode_verify_split(bytes, Split::small(0, 1).for_verify(), expected).map(|(b, _)| b),
+            fused,
+            "{expected:?}"
+        );
         fused.is_ok()
     };
     let mut blocks = vec![
@@ -520,13 +608,16 @@ fn decode_verified_block_is_decode_then_verify() {
         assert!(!both(bytes, &Expected::default().with_genesis("other", GH)));
     }
     assert_eq!(passed, blocks.len());
-    let small = &blocks[0];
-    let mut refused = 0;
-    for at in 0..small.len() {
-        let mut bad = small.clone();
-        bad[at] ^= 0x01;
-        refused += usize::from(!both(&bad, &Expected::default()));
+    // A flat block, and a v42 block of four entries (three trees).
+    for small in [&blocks[0], &blocks[blocks.len() - 2]] {
+        let mut refused = 0;
+        for at in 0..small.len() {
+            let mut bad = small.clone();
+            bad[at] ^= 0x01;
+            refused += usize::from(!both(&bad, &Expected::default()));
+        }
+        // Most flips are refused (a decode error or a mismatch); those in the certificate are
+        // not.
+        assert!(refused > small.len() / 2, "{refused} of {}", small.len());
     }
-    // Most flips are refused (a decode error or a mismatch); those in the certificate are not.
-    assert!(refused > small.len() / 2, "{refused} of {}", small.len());
 }
