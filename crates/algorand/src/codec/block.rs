@@ -685,27 +685,42 @@ pub(super) fn decode_entries_onto<'a: 'm, 'm>(
         let start = r.pos();
         out.offsets.push(start);
         let txn = decode_entry(r, depth, genesis, intra, scratch, round)?.0;
-        if let Some(leaves) = &mut out.leaves {
-            // The entry decoded: `scratch` holds its completed `txn` map. Bytes that decode
-            // but cannot be hashed here are left to verification's own walk.
-            let (input, end) = (r.input(), r.pos());
-            let pushed = Reader::span(input, start, end)
-                .scan(depth + 1)
-                .and_then(|scan| {
-                    leaves.push(
-                        input,
-                        (start, end),
-                        scan.canonical,
-                        depth,
-                        &txn.txid,
-                        scratch,
-                    )
-                });
-            if pushed.is_err() {
-                out.leaves = None;
-            }
+        if out.leaves.is_some() {
+            push_leaves(&mut out.leaves, r, start, depth, &txn, scratch);
         }
         out.txns.push(txn);
     }
     Ok(())
+}
+
+/// Pushes onto `leaves` those of the entry just decoded from `start` to where `r` is
+/// (`scratch` holds its completed `txn` map). Bytes that decode but cannot be hashed here (not
+/// expected) drop the leaves: verification then walks the payset itself. Out of line, so that a
+/// decode without leaves keeps its loop as it was.
+#[inline(never)]
+fn push_leaves(
+    leaves: &mut Option<Leaves>,
+    r: &Reader<'_>,
+    start: usize,
+    depth: usize,
+    txn: &Txn,
+    scratch: &TxnMap<'_>,
+) {
+    let Some(l) = leaves else { return };
+    let (input, end) = (r.input(), r.pos());
+    let pushed = Reader::span(input, start, end)
+        .scan(depth + 1)
+        .and_then(|scan| {
+            l.push(
+                input,
+                (start, end),
+                scan.canonical,
+                depth,
+                &txn.txid,
+                scratch,
+            )
+        });
+    if pushed.is_err() {
+        *leaves = None;
+    }
 }
