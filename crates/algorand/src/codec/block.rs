@@ -539,7 +539,7 @@ impl Entries {
         Entries {
             txns: Vec::with_capacity(capacity),
             offsets: Vec::with_capacity(capacity),
-            leaves: trees.any().then(|| Leaves::new(trees)),
+            leaves: trees.any().then(|| Leaves::new(trees, capacity)),
         }
     }
 }
@@ -610,8 +610,9 @@ pub(super) struct Split {
     min_entries: usize,
     /// Entries claimed at a time (at least 1).
     chunk: u32,
-    /// Decoding for a verification: the helper computes the payset's flat commitment too, when
-    /// the header says verification needs it.
+    /// Decoding for a verification: as the header says verification will need them, each
+    /// entry's tree leaves are computed as it is decoded (on whichever thread decodes it), and
+    /// a helper computes the payset's flat commitment.
     for_verify: bool,
 }
 
@@ -643,8 +644,9 @@ impl Split {
         }
     }
 
-    /// This split, for a decode that a verification follows: the helper computes the payset's
-    /// flat commitment meanwhile when the header says verification will need it.
+    /// This split, for a decode that a verification follows: as the header says verification
+    /// will need them, each entry's tree leaves are computed as it is decoded, and a helper
+    /// computes the payset's flat commitment meanwhile.
     pub(super) fn for_verify(self) -> Split {
         Split {
             for_verify: true,

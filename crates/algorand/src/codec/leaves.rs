@@ -52,7 +52,7 @@ impl Trees {
 ///
 /// Invariant: each vector of a tree asked for holds one leaf per entry pushed; the others are
 /// empty.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(super) struct Leaves {
     pub(super) trees: Trees,
     /// `txn` Merkle leaves.
@@ -68,10 +68,14 @@ pub(super) struct Leaves {
 }
 
 impl Leaves {
-    /// No leaves yet, for the trees `trees`.
-    pub(super) fn new(trees: Trees) -> Self {
+    /// No leaves yet, for the trees `trees`, room for `capacity` entries.
+    pub(super) fn new(trees: Trees, capacity: usize) -> Self {
+        let room = |wanted: bool| if wanted { capacity } else { 0 };
         Leaves {
             trees,
+            native: Vec::with_capacity(room(trees.merkle)),
+            sha256: Vec::with_capacity(room(trees.sha256)),
+            sha512: Vec::with_capacity(room(trees.sha512)),
             ..Leaves::default()
         }
     }
@@ -152,6 +156,16 @@ impl Leaves {
             self.sha512.extend_from_slice(&other.sha512[range.clone()]);
         }
         self.len += range.len();
+    }
+}
+
+// Not every leaf: a decoded block's `Debug` would print a thousand digests per tree.
+impl std::fmt::Debug for Leaves {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Leaves")
+            .field("trees", &self.trees)
+            .field("entries", &self.len)
+            .finish_non_exhaustive()
     }
 }
 

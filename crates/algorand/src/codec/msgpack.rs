@@ -14,6 +14,7 @@
 //! bin, str bytes kept as they are (Go strings need not be UTF-8).
 
 use std::cmp::Ordering;
+use std::collections::BTreeSet;
 
 use rmp::Marker;
 use rmp::encode::ByteBuf;
@@ -741,6 +742,9 @@ pub(crate) fn write_canonical(
     Ok(empty)
 }
 
+/// Keys up to which [`write_canonical_map`] looks for a repeated key by scanning the ones before.
+const SHORT_MAP: usize = 16;
+
 fn write_canonical_map(
     r: &mut Reader<'_>,
     out: &mut ByteBuf,
@@ -750,6 +754,9 @@ fn write_canonical_map(
     // Entries are encoded into one scratch buffer, then sorted by key.
     let mut scratch = ByteBuf::new();
     let mut entries: Vec<(KeyOrd<'_>, usize, usize)> = Vec::new();
+    // The keys so far, once the map outgrows a short scan: a repeat is found in input order (the
+    // first one is the error) in O(n log n) for a map of n keys, not O(n^2).
+    let mut seen: Option<BTreeSet<KeyOrd<'_>>> = None;
     for _ in 0..n {
         let key_at = r.pos();
         let (tok, _) = r.token()?;
@@ -779,7 +786,13 @@ fn write_canonical_map(
         if empty {
             scratch.as_mut_vec().truncate(start);
         } else {
-            if entries.iter().any(|(k, _, _)| *k == key) {
+            let repeat = if entries.len() < SHORT_MAP {
+                entries.iter().any(|(k, _, _)| *k == key)
+            } else {
+                let keys = seen.get_or_insert_with(|| entries.iter().map(|e| e.0).collect());
+                !keys.insert(key)
+            };
+            if repeat {
                 return Err(RawError {
                     offset: key_at,
                     kind: RawErrorKind::DuplicateKey,
@@ -958,6 +971,72 @@ mod tests {
         let dup = [0x82, 0xa1, b'a', 0x01, 0xa1, b'a', 0x02];
         let e = write_canonical(&mut Reader::new(&dup), &mut ByteBuf::new(), 0).unwrap_err();
         assert_eq!(e.kind, RawErrorKind::DuplicateKey);
+    }
+
+    /// A repeated key in a map of any size is the error at the first repeat in input order,
+    /// whether it comes before or after the scan gives way to the key set (16 keys), and keys
+    /// whose values are empty (left out) do not count; without a repeat, the keys come out
+    /// sorted. Checked against a reference that scans every key before.
+    #[test]
+    fn a_repeated_key_is_found_at_its_first_repeat_in_maps_of_any_size() {
+        // Keys `k{i}` with uint values; `empty` keys get nil (left out, so never a repeat).
+        let map = |keys: &[u32], empty: &[usize]| -> (Vec<u8>, Vec<usize>) {
+            let mut b = ByteBuf::new();
+            put_map_len(&mut b, keys.len());
+            let mut at = Vec::new();
+            for (i, k) in keys.iter().enumerate() {
+                at.push(b.as_slice().len());
+                put_str(&mut b, format!("k{k:05}").as_bytes());
+                if empty.contains(&i) {
+                    b.as_mut_vec().push(0xc0);
+                } else {
+                    put_uint(&mut b, u64::from(*k) + 1);
+                }
+            }
+            (b.into_vec(), at)
+        };
+        // The reference: the offset of the first key (in input order) that a kept key before it
+        // already had.
+        let first_repeat = |keys: &[u32], empty: &[usize], at: &[usize]| {
+            (0..keys.len()).find_map(|i| {
+                let kept = |j: usize| !empty.contains(&j);
+                (kept(i) && (0..i).any(|j| kept(j) && keys[j] == keys[i])).then_some(at[i])
+            })
+        };
+        let mut checked = 0;
+        for n in [3u32, 15, 16, 17, 40, 2000] {
+            let distinct: Vec<u32> = (0..n).map(|i| (i * 7919) % 10_007).collect();
+            let mut cases = vec![(distinct.clone(), vec![])];
+            for (from, to) in [(0, 1), (1, n - 1), (n / 2, n - 1), (n - 2, n - 1)] {
+                let mut keys = distinct.clone();
+                keys[to as usize] = keys[from as usize];
+                cases.push((keys.clone(), vec![]));
+                // The first of the pair empty: no repeat there.
+                cases.push((keys, vec![from as usize]));
+            }
+            for (keys, empty) in cases {
+                let (bytes, at) = map(&keys, &empty);
+                let got = write_canonical(&mut Reader::new(&bytes), &mut ByteBuf::new(), 0);
+                match first_repeat(&keys, &empty, &at) {
+                    Some(offset) => {
+                        let e = got.unwrap_err();
+                        assert_eq!((e.kind, e.offset), (RawErrorKind::DuplicateKey, offset));
+                    }
+                    None => {
+                        let (out, _) = canon(&bytes);
+                        let mut want: Vec<u32> = (0..keys.len())
+                            .filter(|i| !empty.contains(i))
+                            .map(|i| keys[i])
+                            .collect();
+                        want.sort_unstable();
+                        let (want_bytes, _) = map(&want, &[]);
+                        assert_eq!(out, want_bytes, "n {n}");
+                    }
+                }
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, 6 * 9);
     }
 
     /// Where `scan` and `skip` leave a reader over `bytes` (from depth `depth`): the end offset

@@ -4,7 +4,9 @@
 //! The calling thread starts at once, decoding chunks of entries from the front. The helper,
 //! whenever a pool thread takes it up, walks the payset structurally (without decoding, about a
 //! tenth of a decode's cost) to find where each entry starts, computes the payset's flat
-//! commitment when a verification will need it, then decodes chunks from the back. The two take
+//! commitment when a verification will need it, then decodes chunks from the back. For a
+//! verification of a tree commitment, each thread also hashes the leaves of the entries it
+//! decodes, which the caller puts in entry order with the txns. The two take
 //! their chunks from one [`Claims`], so they meet wherever their speeds put them: a helper that
 //! starts late (a sleeping pool thread can take a millisecond to wake on a virtual machine)
 //! decodes less, and one that has taken nothing when the caller is done is not waited for. The

@@ -545,7 +545,7 @@ fn walk(
 ) -> Result<Leaves, DecodeError> {
     let round = Some(located.round);
     let payset = located.payset;
-    let mut leaves = Leaves::new(trees);
+    let mut leaves = Leaves::new(trees, 0);
     let mut txids = Vec::new();
     if !payset.is_empty() {
         // `payset` is a subslice of `bytes` (from `locate_payset`): its offset in it.
@@ -554,7 +554,11 @@ fn walk(
         let n = read_payset_len(&mut r, round)? as usize;
         // A count is bounded by the bytes it claims, not trusted for an allocation.
         let cap = n.min(payset.len());
-        txids.reserve(cap);
+        if known.is_none() {
+            txids.reserve(cap);
+        }
+        // Leaves take 128 bytes per entry for three trees: room for what a block usually holds.
+        leaves = Leaves::new(trees, cap.min(4096));
         let genesis = Genesis::new(genesis_id, genesis_hash);
         let mut scratch = TxnMap::default();
         let raw = |e| DecodeError::raw(e, round);
@@ -603,7 +607,9 @@ fn walk(
                     &scratch,
                 )
                 .map_err(raw)?;
-            txids.push(txid);
+            if known.is_none() {
+                txids.push(txid);
+            }
         }
         out.entries = n;
     }
