@@ -2,6 +2,7 @@
 //! the header's `gen`/`gh` before hashing (go-algorand `BlockHeader.DecodeSignedTxn`).
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use super::entry::{Genesis, decode_entry, read_payset_len};
 use super::error::{DecodeError, PaysetError};
@@ -287,7 +288,8 @@ fn decode_block_inner(bytes: &[u8], split: Split) -> Result<(Block, Located<'_>)
         payset: payset.as_ref().map_or(&[][..], |p| &bytes[p.start..p.end]),
         payset_depth: payset.as_ref().map_or(1, |p| p.depth),
         flat: payset.as_ref().and_then(|p| p.flat),
-        leaves: payset.and_then(|p| p.leaves),
+        leaves: payset.and_then(|p| p.leaves).map(Arc::new),
+        tree_split: split.parallel.then_some(split.min_entries),
     };
     Ok((block, located))
 }

@@ -85,6 +85,12 @@ impl Leaves {
         self.len
     }
 
+    /// Sets the entry count of leaves pushed onto the vectors directly (tests).
+    #[cfg(test)]
+    pub(super) fn set_len(&mut self, len: usize) {
+        self.len = len;
+    }
+
     /// Pushes the leaves of the payset entry at `input[span.0..span.1]`, an entry of a payset at
     /// nesting depth `payset_depth`: `canonical` says whether its bytes are canonical (its
     /// [`Reader::scan`]), `txid` is its txid, `txn` its completed canonical `txn` map read from

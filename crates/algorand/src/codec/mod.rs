@@ -11,7 +11,8 @@
 //!   txid, app ids.
 //! - `entry.rs`: one payset entry: its `txn` completed with `gen`/`gh`, its signature fields.
 //! - `leaves.rs`: the leaves of the payset's commitment trees, one per entry, computed by
-//!   verification or while decoding for it.
+//!   verification or while decoding for it; `trees.rs`: the trees built from them, whole or as
+//!   two subtrees each.
 //! - `verify.rs`: [`Block::verify`], [`Expected`], [`VerifyError`]: the payset commitments of
 //!   every protocol (flat, Merkle, `txn256`, `txn512`), the round and the network.
 //! - `gossip.rs`: [`gossip_messages`]: a block's groups as the messages peers send.
@@ -132,6 +133,7 @@ mod msgpack;
 mod parallel;
 mod payset;
 mod read;
+mod trees;
 mod txid;
 mod txn;
 mod verify;

@@ -41,9 +41,10 @@ use txgate_sync::claims::Claims;
 use super::block::{Entries, Extras, Payset as Decoded, decode_entries_onto};
 use super::entry::Genesis;
 use super::error::DecodeError;
-use super::leaves::Leaves;
+use super::leaves::{Leaves, Trees};
 use super::msgpack::Reader;
 use super::payset::payset_digest;
+use super::trees::{Roots, build, join, pieces};
 use super::txid::TxnMap;
 use super::txn::Txn;
 use crate::ids::Round;
@@ -404,15 +405,86 @@ const WALK_CAPACITY: usize = 4096;
 /// Every how many entries the helper's walk looks whether the caller has taken them all.
 const WALK_CHECK: usize = 64;
 
-/// The handover's lock. Nothing panics while holding it (the helper's panics are caught before
-/// it is taken), but a poisoned lock still holds its value.
-fn lock(handed: &Mutex<Option<Handed>>) -> std::sync::MutexGuard<'_, Option<Handed>> {
+/// The roots of `trees` over `leaves`, built by the calling thread and a helper, which take
+/// the trees' parts ([`pieces`]: each tree of two leaves or more as its two subtrees) from the
+/// two ends of one [`Claims`]; the same roots as on one thread. `None` without a helper.
+pub(super) fn roots_split(leaves: &Arc<Leaves>, trees: Trees) -> Option<Roots> {
+    let pool = helpers()?;
+    let n = leaves.len();
+    let order: Arc<[_]> = pieces(trees, n).into();
+    let (shared, work) = (Arc::clone(leaves), Arc::clone(&order));
+    let built = run_split(order.len(), move |i| build(&shared, work[i]), pool);
+    join(trees, n, &built)
+}
+
+/// `work(i)` for every `i` in `0..n`, in that order: the calling thread claims indices one at a
+/// time from the front and a helper job on `pool` from the back. As with a payset's decode, the
+/// caller does not wait for a helper that took nothing, and waits ([`wait`]) for one that took
+/// some, which is then one index from done; a panic in the helper is resumed on the caller.
+fn run_split<T, F>(n: usize, work: F, pool: &rayon::ThreadPool) -> Vec<T>
+where
+    T: Send + 'static,
+    F: Fn(usize) -> T + Send + Sync + 'static,
+{
+    let work = Arc::new(work);
+    // A list of the indices taken, with their outputs.
+    type Taken<T> = Vec<(usize, T)>;
+    let claims = Arc::new(Claims::new(u32::try_from(n).unwrap_or(u32::MAX)));
+    let handed: Arc<Mutex<Option<std::thread::Result<Taken<T>>>>> = Arc::new(Mutex::new(None));
+    {
+        let (claims, handed, work) = (Arc::clone(&claims), Arc::clone(&handed), Arc::clone(&work));
+        pool.spawn(move || {
+            let taken = catch_unwind(AssertUnwindSafe(|| {
+                let mut taken = Vec::new();
+                loop {
+                    let range = claims.back(1);
+                    if range.is_empty() {
+                        return taken;
+                    }
+                    taken.extend(range.map(|i| (i, work(i))));
+                }
+            }));
+            *lock(&handed) = Some(taken);
+        });
+    }
+    let mut out: Vec<Option<T>> = (0..n).map(|_| None).collect();
+    let mut mine = 0;
+    loop {
+        let range = claims.front(1);
+        if range.is_empty() {
+            break;
+        }
+        for i in range {
+            out[i] = Some(work(i));
+            mine += 1;
+        }
+    }
+    if mine < n {
+        // The helper took the rest: it is running, and hands them over after its last one.
+        let taken = wait(&handed).unwrap_or_else(|panic| resume_unwind(panic));
+        for (i, t) in taken {
+            if let Some(slot) = out.get_mut(i) {
+                *slot = Some(t);
+            }
+        }
+    }
+    // Each index was claimed once, by one thread (the claims' invariant): none is missing. Should
+    // one ever be, it is built here.
+    out.into_iter()
+        .enumerate()
+        .map(|(i, t)| t.unwrap_or_else(|| work(i)))
+        .collect()
+}
+
+/// A handover's lock. Nothing panics while holding it (the helper's panics are caught before it
+/// is taken), but a poisoned lock still holds its value.
+fn lock<T>(handed: &Mutex<Option<T>>) -> std::sync::MutexGuard<'_, Option<T>> {
     handed.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Waits for the helper's handover: spins for up to [`SPIN`] (the helper is running and about a
 /// chunk from its end), then yields the processor between looks.
-fn wait(handed: &Mutex<Option<Handed>>) -> Handed {
+fn wait<T>(handed: &Mutex<Option<T>>) -> T {
     let start = std::time::Instant::now();
     loop {
         if let Some(h) = lock(handed).take() {
@@ -594,6 +666,78 @@ mod tests {
             }
         }
         assert!(checked > 100, "{checked}");
+    }
+
+    /// `run_split` on real threads, many short trials: every output in index order, however
+    /// the two threads met (both meetings seen: the helper taking some, and taking none); a
+    /// panic on the helper reaches the caller whenever the helper took an index.
+    #[test]
+    fn run_split_gives_every_output_in_order_and_resumes_a_helpers_panic() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .thread_name(|_| "split-test".to_owned())
+            .build()
+            .unwrap();
+        let on_helper = || std::thread::current().name() == Some("split-test");
+        let (mut helped, mut alone) = (0, 0);
+        for n in [0usize, 1, 2, 3, 6, 50] {
+            for trial in 0..200 {
+                let took = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+                let counter = Arc::clone(&took);
+                let out = run_split(
+                    n,
+                    move |i| {
+                        if on_helper() {
+                            // Relaxed: a count read after the join below.
+                            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        if (i + trial) % 4 == 0 {
+                            std::thread::yield_now();
+                        }
+                        i * i
+                    },
+                    &pool,
+                );
+                assert_eq!(out, (0..n).map(|i| i * i).collect::<Vec<_>>(), "n {n}");
+                if n > 0 {
+                    match took.load(std::sync::atomic::Ordering::Relaxed) {
+                        0 => alone += 1,
+                        _ => helped += 1,
+                    }
+                }
+            }
+        }
+        assert!(helped > 0 && alone > 0, "helped {helped}, alone {alone}");
+        let (mut resumed, mut returned) = (0, 0);
+        for _ in 0..200 {
+            let got = catch_unwind(AssertUnwindSafe(|| {
+                run_split(
+                    8,
+                    move |i| {
+                        if on_helper() {
+                            panic!("helper {i}");
+                        }
+                        std::thread::yield_now();
+                        i
+                    },
+                    &pool,
+                )
+            }));
+            match got {
+                Ok(out) => {
+                    assert_eq!(out, (0..8).collect::<Vec<_>>());
+                    returned += 1;
+                }
+                Err(payload) => {
+                    let text = payload
+                        .downcast_ref::<String>()
+                        .expect("the helper's message");
+                    assert!(text.starts_with("helper "), "{text}");
+                    resumed += 1;
+                }
+            }
+        }
+        assert_eq!(resumed + returned, 200);
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! entry's txid, each entry's application id, and the block's round for errors. These read the
 //! bytes structurally, without decoding the whole block.
 
+use std::sync::Arc;
+
 use sha2::{Digest, Sha512_256};
 
 use super::entry::{Genesis, decode_entry, read_payset_len};
@@ -49,8 +51,12 @@ pub(super) struct Located<'a> {
     /// block was decoded.
     pub(super) flat: Option<[u8; 32]>,
     /// The leaves of its commitment trees, one per entry decoded, when they were computed
-    /// while the block was decoded.
-    pub(super) leaves: Option<Leaves>,
+    /// while the block was decoded (shared, so that a helper can build trees from them).
+    pub(super) leaves: Option<Arc<Leaves>>,
+    /// Build the trees from `leaves` with a helper when there are at least this many (the
+    /// block was decoded with one); `None`: on the calling thread.
+    #[cfg_attr(not(feature = "parallel"), allow(dead_code))]
+    pub(super) tree_split: Option<usize>,
 }
 
 impl Located<'_> {
@@ -86,6 +92,7 @@ fn locate_in_map<'a>(
         payset_depth: depth + 1,
         flat: None,
         leaves: None,
+        tree_split: None,
     };
     let mut inner = None;
     for _ in 0..n {

@@ -4,9 +4,6 @@
 
 use std::fmt;
 
-use sha2::digest::Output;
-use sha2::{Digest, Sha256, Sha512, Sha512_256};
-
 use super::block::{Block, Split, decode_located};
 use super::entry::{Genesis, decode_entry, read_payset_len};
 use super::error::DecodeError;
@@ -14,6 +11,7 @@ use super::leaves::{Leaves, Trees};
 use super::msgpack::{Reader, Token};
 use super::payset::{Located, locate_payset};
 use super::read::{read_key, read_map_len};
+use super::trees::roots;
 use super::txid::TxnMap;
 use super::txn::read_txn_map;
 use crate::ids::{Round, Txid};
@@ -501,16 +499,23 @@ fn compute(
     if !need.trees.any() {
         return Ok(out);
     }
-    let walked;
-    let leaves = match (&located.leaves, known) {
+    let roots = match (&located.leaves, known) {
         (Some(leaves), Some(known))
             if leaves.trees.covers(need.trees) && leaves.len() == known.len() =>
         {
             out.entries = leaves.len();
-            leaves
+            #[cfg(feature = "parallel")]
+            if located.tree_split.is_some_and(|min| leaves.len() >= min) {
+                super::parallel::roots_split(leaves, need.trees)
+                    .unwrap_or_else(|| roots(leaves, need.trees))
+            } else {
+                roots(leaves, need.trees)
+            }
+            #[cfg(not(feature = "parallel"))]
+            roots(leaves, need.trees)
         }
         _ => {
-            walked = walk(
+            let walked = walk(
                 bytes,
                 located,
                 (genesis_id, genesis_hash),
@@ -518,18 +523,12 @@ fn compute(
                 known,
                 &mut out,
             )?;
-            &walked
+            roots(&walked, need.trees)
         }
     };
-    if need.trees.merkle {
-        out.merkle = merkle_root::<Sha512_256>(&leaves.native).and_then(|d| nonzero(d.into()));
-    }
-    if need.trees.sha256 {
-        out.sha256 = nonzero(vector_commitment_root::<Sha256>(&leaves.sha256).into());
-    }
-    if need.trees.sha512 {
-        out.sha512 = nonzero(vector_commitment_root::<Sha512>(&leaves.sha512).into());
-    }
+    out.merkle = roots.merkle.and_then(|d| nonzero(d.into()));
+    out.sha256 = roots.sha256.and_then(|d| nonzero(d.into()));
+    out.sha512 = roots.sha512.and_then(|d| nonzero(d.into()));
     Ok(out)
 }
 
@@ -663,50 +662,6 @@ fn complete_txn<'a: 'm, 'm>(
     Ok(())
 }
 
-/// An inner node: H(`"MA"` ‖ left ‖ right), a missing right child being all zero.
-fn node<D: Digest>(left: &Output<D>, right: Option<&Output<D>>) -> Output<D> {
-    let mut h = D::new_with_prefix(MERKLE_NODE_PREFIX);
-    h.update(left);
-    match right {
-        Some(r) => h.update(r),
-        None => h.update(Output::<D>::default()),
-    }
-    h.finalize()
-}
-
-/// The root of go-algorand's `merklearray.Build` over `leaves` (hashed leaves), `None` for no
-/// leaves (go-algorand's empty root, which `txn` shows as all zero).
-fn merkle_root<D: Digest>(leaves: &[Output<D>]) -> Option<Output<D>> {
-    let mut layer: Vec<Output<D>> = leaves.to_vec();
-    while layer.len() > 1 {
-        layer = layer
-            .chunks(2)
-            .map(|pair| node::<D>(&pair[0], pair.get(1)))
-            .collect();
-    }
-    layer.pop()
-}
-
-/// The root of go-algorand's `merklearray.BuildVectorCommitmentTree` over `leaves`: padded to a
-/// power of two (at least 1) with H(`"MB"`), leaf `i` at the position of `i`'s bits reversed.
-fn vector_commitment_root<D: Digest>(leaves: &[Output<D>]) -> Output<D> {
-    let n = leaves.len();
-    let path = if n <= 1 {
-        1
-    } else {
-        usize::BITS - (n - 1).leading_zeros()
-    };
-    let padded = if n <= 1 { 1 } else { 1usize << path };
-    let bottom = D::new_with_prefix(MERKLE_BOTTOM_LEAF_PREFIX).finalize();
-    let layer: Vec<Output<D>> = (0..padded)
-        .map(|pos| {
-            let index = ((pos as u64).reverse_bits() >> (64 - path)) as usize;
-            leaves.get(index).cloned().unwrap_or_else(|| bottom.clone())
-        })
-        .collect();
-    merkle_root::<D>(&layer).unwrap_or(bottom)
-}
-
 /// A header's `txn`, `txn256` and `txn512`, each `None` when absent.
 #[cfg(any(test, feature = "synth"))]
 pub(crate) type HeaderCommitments = (Option<[u8; 32]>, Option<[u8; 32]>, Option<[u8; 64]>);
@@ -728,6 +683,7 @@ pub(crate) fn synth_commitments(
         payset_depth: 2,
         flat: None,
         leaves: None,
+        tree_split: None,
     };
     let c = compute(
         payset,
@@ -1039,7 +995,9 @@ pub fn decode_for_verify(bytes: &[u8]) -> Result<DecodedBlock<'_>, DecodeError> 
 /// entries to take also hashes that commitment, and [`DecodedBlock::verify`] takes it instead
 /// of hashing the payset again; otherwise `verify` hashes it, as after [`decode_for_verify`].
 /// When it commits with trees, each thread hashes the leaves of the entries it decodes, as
-/// [`decode_for_verify`] does on one.
+/// [`decode_for_verify`] does on one, and `verify` builds each tree as its two subtrees, which
+/// the calling thread and the helper take from the two ends of the list of them: the same
+/// roots.
 ///
 /// # Errors
 ///
