@@ -1,5 +1,6 @@
 //! A payset decoded on two threads: the calling thread and a helper job on a one-thread rayon
-//! pool ([`helpers`]).
+//! pool ([`helpers`]); then, for a verification, its commitment trees built the same way
+//! ([`roots_split`]: each tree's two subtrees, taken from the two ends of a list).
 //!
 //! The calling thread starts at once, decoding chunks of entries from the front. The helper,
 //! whenever a pool thread takes it up, walks the payset structurally (without decoding, about a
@@ -421,15 +422,22 @@ pub(super) fn roots_split(leaves: &Arc<Leaves>, trees: Trees) -> Option<Roots> {
 /// time from the front and a helper job on `pool` from the back. As with a payset's decode, the
 /// caller does not wait for a helper that took nothing, and waits ([`wait`]) for one that took
 /// some, which is then one index from done; a panic in the helper is resumed on the caller.
+///
+/// The handover (who waits, the spin) is checked by reading and by the threaded test below;
+/// the claims are loom-checked in txgate-sync.
 fn run_split<T, F>(n: usize, work: F, pool: &rayon::ThreadPool) -> Vec<T>
 where
     T: Send + 'static,
     F: Fn(usize) -> T + Send + Sync + 'static,
 {
+    // "The caller did fewer than `n`" must mean "the helper took some": claims count in `u32`.
+    let Ok(count) = u32::try_from(n) else {
+        return (0..n).map(work).collect();
+    };
     let work = Arc::new(work);
     // A list of the indices taken, with their outputs.
     type Taken<T> = Vec<(usize, T)>;
-    let claims = Arc::new(Claims::new(u32::try_from(n).unwrap_or(u32::MAX)));
+    let claims = Arc::new(Claims::new(count));
     let handed: Arc<Mutex<Option<std::thread::Result<Taken<T>>>>> = Arc::new(Mutex::new(None));
     {
         let (claims, handed, work) = (Arc::clone(&claims), Arc::clone(&handed), Arc::clone(&work));

@@ -78,9 +78,12 @@ pub(super) enum Built {
 }
 
 /// The pieces that build `trees` over `n` leaves, a tree of two leaves or more in two parts.
-/// Ordered for two threads that take pieces from the two ends: the costliest parts (SHA-512's
-/// 128-byte nodes take two compressions, `txn`'s SHA-512/256 nodes one, SHA-256's are the
-/// cheapest) come first and last, so that each thread's last piece is a cheap one.
+/// Ordered for two threads that take pieces from the two ends: the costliest parts come first
+/// and last, so that each thread's last piece is a cheap one. An inner node takes two
+/// compressions in each tree (130 bytes in SHA-512's 128-byte blocks, 66 in SHA-256's 64-byte
+/// ones) but one in `txn`'s (66 bytes in SHA-512/256's 128-byte blocks); a SHA-512
+/// compression costs about three SHA-256 ones with SHA extensions (x86 SHA-NI covers SHA-256
+/// only), so `txn512`'s parts cost most, then `txn`'s, then `txn256`'s.
 pub(super) fn pieces(trees: Trees, n: usize) -> Vec<Piece> {
     let split = n >= 2;
     let mut front = Vec::new();

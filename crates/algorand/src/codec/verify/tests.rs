@@ -171,6 +171,62 @@ fn reference(bytes: &[u8]) -> Reference {
     }
 }
 
+/// Each tree built in parts (its two subtrees, as a split decode's verification builds it) and
+/// joined is the reference's root, for every leaf count up to 70 and at the power-of-two edges
+/// up to 1,025, every tree asked for.
+#[test]
+fn trees_built_in_parts_are_the_references() {
+    use crate::codec::trees::{build, join, pieces};
+    use sha2::digest::Output;
+    let zero_as_none = |v: Vec<u8>| (v.iter().any(|b| *b != 0)).then_some(v);
+    for n in (0..=70).chain([
+        127, 128, 129, 255, 256, 257, 511, 512, 513, 1023, 1024, 1025,
+    ]) {
+        let seeds: Vec<[u8; 8]> = (0..n as u64).map(u64::to_le_bytes).collect();
+        let native: Vec<Vec<u8>> = seeds.iter().map(|s| h::<Sha512_256>(&[s])).collect();
+        let l256: Vec<Vec<u8>> = seeds.iter().map(|s| h::<Sha256>(&[s])).collect();
+        let l512: Vec<Vec<u8>> = seeds.iter().map(|s| h::<Sha512>(&[s])).collect();
+        let all = Trees {
+            merkle: true,
+            sha256: true,
+            sha512: true,
+        };
+        let mut leaves = Leaves::new(all, n);
+        leaves.native = native
+            .iter()
+            .map(|v| *Output::<Sha512_256>::from_slice(v))
+            .collect();
+        leaves.sha256 = l256
+            .iter()
+            .map(|v| *Output::<Sha256>::from_slice(v))
+            .collect();
+        leaves.sha512 = l512
+            .iter()
+            .map(|v| *Output::<Sha512>::from_slice(v))
+            .collect();
+        leaves.set_len(n);
+        let built: Vec<_> = pieces(all, n)
+            .into_iter()
+            .map(|p| build(&leaves, p))
+            .collect();
+        let got = join(all, n, &built).expect("every part built");
+        let merkle = reference_merkle(&native, &|l, r| h::<Sha512_256>(&[b"MA", l, r]), 32);
+        assert_eq!(
+            got.merkle.map(|d| d.to_vec()),
+            zero_as_none(merkle),
+            "n {n}"
+        );
+        assert_eq!(
+            got.sha256.map(|d| d.to_vec()),
+            Some(reference_vc::<Sha256>(&l256))
+        );
+        assert_eq!(
+            got.sha512.map(|d| d.to_vec()),
+            Some(reference_vc::<Sha512>(&l512))
+        );
+    }
+}
+
 /// The leaves computed while a block is decoded for a verification, on one thread and split
 /// over a helper, are the reference's, entry by entry, for every tree rule; so they are for the
 /// block written loosely (no entry canonical, `txns` before `gen` and `gh`, so decoded after the
