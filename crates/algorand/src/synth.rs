@@ -10,8 +10,9 @@
 //! (concatenated `SignedTxn` maps whose `txn` holds `gen` and `gh`); their txids equal those of
 //! the block form.
 //!
-//! What is synthetic: the signature (`sig`) is SHA-512 of the txid, 64 bytes that make entries
-//! as large as signed ones but verify nothing; the header holds only `gen`, `gh`, `rnd`, `ts`,
+//! What is synthetic: the signature (`sig`) is 64 bytes mixed from the transaction's own `txn`
+//! map (as a block entry holds it), which make entries as large as signed ones and as varied,
+//! but verify nothing; the header holds only `gen`, `gh`, `rnd`, `ts`,
 //! `txn` and `txns`; the certificate is empty. Every transaction carries the minimum fee
 //! ([`MIN_FEE`]).
 //!
@@ -28,7 +29,6 @@
 //! ```
 
 use rmp::encode::ByteBuf;
-use sha2::{Digest, Sha512};
 
 use crate::codec::{
     TxidHasher, consensus_version, payset_digest, put_array_len, put_bin, put_bool, put_int,
@@ -178,9 +178,27 @@ impl SynthTxn {
         }
     }
 
-    /// The placeholder signature: SHA-512 of the txid (64 bytes).
-    fn signature(txid: &Txid) -> [u8; 64] {
-        Sha512::digest(txid.as_bytes()).into()
+    /// The placeholder signature, from `txn_map`, the transaction's `txn` map as a block entry
+    /// holds it (without `gen` and `gh`): 64 bytes that differ with every field, at the cost of
+    /// one multiply per 8 bytes. Hashing the txid instead takes three SHA-512 compressions per
+    /// transaction: more than half of the time to encode the CLI's built-in workload (AMD EPYC
+    /// Zen 4). The mixing step is SplitMix64's multiply-xorshift (Steele, Lea and Flood 2014);
+    /// nothing relies on its quality.
+    fn signature(txn_map: &[u8]) -> [u8; 64] {
+        const K: u64 = 0xBF58_476D_1CE4_E5B9;
+        let step = |h: u64| (h ^ (h >> 29)).wrapping_mul(K);
+        let mut h = txn_map.len() as u64;
+        for word in txn_map.chunks(8) {
+            let mut b = [0u8; 8];
+            b[..word.len()].copy_from_slice(word);
+            h = step(h ^ u64::from_le_bytes(b));
+        }
+        let mut out = [0u8; 64];
+        for chunk in out.chunks_exact_mut(8) {
+            h = step(h.wrapping_add(K));
+            chunk.copy_from_slice(&h.to_le_bytes());
+        }
+        out
     }
 }
 
@@ -190,8 +208,8 @@ impl SynthTxn {
 /// to the flat payset commitment. `timestamp` is seconds since the Unix epoch. An empty `txns`
 /// writes a block without `txns` and with the commitment of the empty (nil) payset.
 ///
-/// Cost: per transaction, two map encodings and two hashes (its txid and its placeholder
-/// signature).
+/// Cost: per transaction, one map encoding and a multiply per 8 of its bytes (its placeholder
+/// signature); then the payset commitment's hashes.
 pub fn encode_block(
     round: Round,
     genesis_id: &str,
@@ -256,7 +274,6 @@ fn encode(
     put_array_len(&mut payset, txns.len());
     let mut entry_txn = ByteBuf::new();
     for t in txns {
-        let txid = t.txid(genesis_id, genesis_hash);
         entry_txn.as_mut_vec().clear();
         t.write_txn(&mut entry_txn, None, None);
         // SignedTxnInBlock keys in sorted order: hgi sig txn.
@@ -267,7 +284,7 @@ fn encode(
             put_bool(&mut payset, true);
         }
         put_str(&mut payset, b"sig");
-        put_bin(&mut payset, &SynthTxn::signature(&txid));
+        put_bin(&mut payset, &SynthTxn::signature(entry_txn.as_slice()));
         put_str(&mut payset, b"txn");
         payset.as_mut_vec().extend_from_slice(entry_txn.as_slice());
     }
@@ -353,13 +370,16 @@ fn encode(
 pub fn encode_txn_message(txns: &[SynthTxn], genesis_id: &str, genesis_hash: &[u8; 32]) -> Vec<u8> {
     let mut out = ByteBuf::with_capacity(txns.len() * 256);
     let mut map = ByteBuf::new();
+    let mut entry_txn = ByteBuf::new();
     for t in txns {
+        // The block entry's `txn` map: the signature is the one `encode_block` writes.
+        entry_txn.as_mut_vec().clear();
+        t.write_txn(&mut entry_txn, None, None);
         map.as_mut_vec().clear();
         t.write_txn(&mut map, Some(genesis_id.as_bytes()), Some(genesis_hash));
-        let txid = TxidHasher::txid_of(map.as_slice());
         put_map_len(&mut out, 2);
         put_str(&mut out, b"sig");
-        put_bin(&mut out, &SynthTxn::signature(&txid));
+        put_bin(&mut out, &SynthTxn::signature(entry_txn.as_slice()));
         put_str(&mut out, b"txn");
         out.as_mut_vec().extend_from_slice(map.as_slice());
     }
