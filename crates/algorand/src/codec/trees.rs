@@ -145,36 +145,45 @@ pub(super) fn join(trees: Trees, n: usize, built: &[Built]) -> Option<Roots> {
         };
     }
     if trees.sha256 {
-        out.sha256 = Some(match (n >= 2, get(Piece::Sha256(Part::Whole))) {
-            (false, Some(Built::Sha256(root))) => root,
-            (true, _) => {
-                let (Built::Sha256(l), Built::Sha256(r)) = (
-                    get(Piece::Sha256(Part::Left))?,
-                    get(Piece::Sha256(Part::Right))?,
-                ) else {
-                    return None;
-                };
-                node::<Sha256>(&l, Some(&r))
-            }
-            _ => return None,
-        });
+        out.sha256 = Some(join_vector::<Sha256>(
+            n,
+            &get,
+            Piece::Sha256,
+            |b| match b {
+                Built::Sha256(root) => Some(root),
+                _ => None,
+            },
+        )?);
     }
     if trees.sha512 {
-        out.sha512 = Some(match (n >= 2, get(Piece::Sha512(Part::Whole))) {
-            (false, Some(Built::Sha512(root))) => root,
-            (true, _) => {
-                let (Built::Sha512(l), Built::Sha512(r)) = (
-                    get(Piece::Sha512(Part::Left))?,
-                    get(Piece::Sha512(Part::Right))?,
-                ) else {
-                    return None;
-                };
-                node::<Sha512>(&l, Some(&r))
-            }
-            _ => return None,
-        });
+        out.sha512 = Some(join_vector::<Sha512>(
+            n,
+            &get,
+            Piece::Sha512,
+            |b| match b {
+                Built::Sha512(root) => Some(root),
+                _ => None,
+            },
+        )?);
     }
     Some(out)
+}
+
+/// A vector commitment's root from its pieces (`get`, as in [`join`]): the whole tree's root
+/// below two leaves, else the node over its two halves' roots. `root` takes the digest out of a
+/// [`Built`] of this tree (`None`: another tree's).
+fn join_vector<D: Digest>(
+    n: usize,
+    get: &impl Fn(Piece) -> Option<Built>,
+    piece: fn(Part) -> Piece,
+    root: fn(Built) -> Option<Output<D>>,
+) -> Option<Output<D>> {
+    if n < 2 {
+        return root(get(piece(Part::Whole))?);
+    }
+    let left = root(get(piece(Part::Left))?)?;
+    let right = root(get(piece(Part::Right))?)?;
+    Some(node::<D>(&left, Some(&right)))
 }
 
 /// An inner node: H(`"MA"` ‖ left ‖ right), a missing right child being all zero.
