@@ -91,6 +91,16 @@ impl Claims {
         front == back
     }
 
+    /// Where the back's claims end (`n` if the back took nothing): exact once the run is done
+    /// ([`is_done`](Self::is_done) was seen true, or a claim came back empty, by this thread), as
+    /// a done run's word never changes again (a claim with nothing to take writes nothing, and
+    /// `close` moves only the front end); a hint before.
+    pub fn back_end(&self) -> usize {
+        // Relaxed: once done, the word is final and this thread has read it (read-read
+        // coherence: no older value can be read after it).
+        unpack(self.word.load(Ordering::Relaxed)).1 as usize
+    }
+
     /// Replaces the untaken range `front..back` by the one `take` returns, with the items it
     /// takes: `take(front, back)` gives `((front', back'), taken)`, `front..back` less `taken`
     /// being `front'..back'`.

@@ -13,6 +13,8 @@
 //!   under `cfg(loom)`.
 //! - [`claims`]: [`Claims`](claims::Claims), a run of work items two threads take in chunks
 //!   from its two ends, lock-free.
+//! - [`split`]: [`split`](split::split), such a run shared by the calling thread and one helper,
+//!   with the helper's handover of its work (not waited for when it took nothing).
 //! - [`reclaim`]: [`Collector`](reclaim::Collector) and [`Guard`](reclaim::Guard), seize's
 //!   reclamation, or under `cfg(loom)` a stand-in that flags any access to memory a real
 //!   collector could already have freed.
@@ -41,6 +43,7 @@
 
 pub mod claims;
 pub mod reclaim;
+pub mod split;
 pub mod sync;
 
 /// The crate README's examples, compiled and run as doctests.

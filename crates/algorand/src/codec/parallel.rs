@@ -24,20 +24,21 @@
 //!   the helper's entries itself;
 //! - the flat commitment is kept only when the walk's payset span is the one the decode read.
 //!
-//! When the helper has taken entries, the caller waits for its result by spinning for up to
-//! 200 us, then yielding between looks: the helper is then running, one chunk of entries from
-//! its end (16 entries, about 25 us of a 1,000-txn block's; entries of megabytes take longer),
-//! and a sleeping caller would wait as long again to be woken.
+//! The split and the handover are [`txgate_sync::split`]'s (loom-checked there): when the
+//! helper has taken entries, the caller waits for its result by spinning for up to 200 us, then
+//! yielding between looks: the helper is then running, one chunk of entries from its end (16
+//! entries, about 25 us of a 1,000-txn block's; entries of megabytes take longer), and a
+//! sleeping caller would wait as long again to be woken.
 //!
 //! The helper's work is bounded by the input, not by the count in the payset's header: its
 //! walk's allocation grows with the entries it finds, and it stops walking (and hashing) once
 //! the caller has taken every entry.
 
 use std::ops::Range;
-use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock};
 
 use txgate_sync::claims::Claims;
+use txgate_sync::split::split;
 
 use super::block::{Entries, Extras, Payset as Decoded, decode_entries_onto};
 use super::entry::Genesis;
@@ -103,16 +104,6 @@ struct Helped {
     leaves: Option<Leaves>,
 }
 
-/// What the helper hands over: its work (`None`: it took nothing), or its panic.
-type Handed = std::thread::Result<Option<Helped>>;
-
-/// What the caller and the helper share.
-struct Shared {
-    claims: Claims,
-    /// Set once by the helper when it is done.
-    handed: Mutex<Option<Handed>>,
-}
-
 impl Payset {
     /// Decodes the payset's entries under `r` (at the first entry) with a helper, `genesis`
     /// being the block's `gen` and `gh`; on success `r` is after the payset, as after a decode
@@ -123,40 +114,52 @@ impl Payset {
         genesis: (&[u8], &[u8; 32]),
         helpers: &rayon::ThreadPool,
     ) -> Result<Decoded, DecodeError> {
-        // `n` is at most the bytes left (the caller checks), which a `u32` count header bounds.
-        let shared = Arc::new(Shared {
-            claims: Claims::new(u32::try_from(self.n).unwrap_or(u32::MAX)),
-            handed: Mutex::new(None),
-        });
+        let genesis_id = Genesis::new(genesis.0, genesis.1);
+        // `n` is at most the bytes left (the caller checks), which a `u32` count header bounds;
+        // should it not fit the claims, one thread decodes.
+        let Ok(count) = u32::try_from(self.n) else {
+            let mut out = Entries::new(self.extras.trees, 0);
+            let mut scratch = TxnMap::default();
+            decode_entries_onto(
+                r,
+                0..self.n,
+                self.depth,
+                &genesis_id,
+                self.round,
+                &mut scratch,
+                &mut out,
+            )?;
+            return Ok(Decoded {
+                entries: out,
+                flat: None,
+            });
+        };
+        // The helper's result: its work, `None` if it took nothing.
+        let (caller, helper) = split::<Option<Helped>>(count);
         {
-            let shared = Arc::clone(&shared);
             let job = *self;
             let input: Arc<[u8]> = Arc::from(r.input());
             let (start, end) = (r.pos(), r.pos() + r.remaining());
             let (id, hash) = (genesis.0.to_vec(), *genesis.1);
             helpers.spawn(move || {
-                let helped = catch_unwind(AssertUnwindSafe(|| {
+                helper.run(|claims| {
                     let genesis = Genesis::new(&id, &hash);
-                    job.help(Reader::span(&input, start, end), &genesis, &shared.claims)
-                }));
-                *lock(&shared.handed) = Some(helped);
+                    job.help(Reader::span(&input, start, end), &genesis, claims)
+                });
             });
         }
-        let genesis = Genesis::new(genesis.0, genesis.1);
         let mut front = Entries::new(self.extras.trees, 0);
-        self.take_front(r, &genesis, &shared.claims, &mut front, usize::MAX)?;
-        if front.txns.len() == self.n {
+        // On an error, `caller` drops: the run is closed and the helper is not waited for.
+        self.take_front(r, &genesis_id, caller.claims(), &mut front, usize::MAX)?;
+        match caller.finish() {
             // The helper took nothing: not waited for (it stops at its next look at the claims).
-            return Ok(Decoded {
+            None => Ok(Decoded {
                 entries: front,
                 flat: None,
-            });
+            }),
+            // It took the rest, and handed its work over when its last chunk was decoded.
+            Some(helped) => self.finish(r, &genesis_id, front, helped),
         }
-        // The helper took the rest: it is running, and hands its work over when its last chunk
-        // is decoded.
-        let handed = wait(&shared.handed);
-        let helped = handed.unwrap_or_else(|panic| resume_unwind(panic));
-        self.finish(r, &genesis, front, helped)
     }
 
     /// The caller's part: chunks claimed from the front and decoded under `r` onto `front`,
@@ -420,29 +423,24 @@ pub(super) fn roots_split(leaves: &Arc<Leaves>, trees: Trees) -> Option<Roots> {
 
 /// `work(i)` for every `i` in `0..n`, in that order: the calling thread claims indices one at a
 /// time from the front and a helper job on `pool` from the back. As with a payset's decode, the
-/// caller does not wait for a helper that took nothing, and waits ([`wait`]) for one that took
-/// some, which is then one index from done; a panic in the helper is resumed on the caller.
-///
-/// The handover (who waits, the spin) is checked by reading and by the threaded test below;
-/// the claims are loom-checked in txgate-sync.
+/// caller does not wait for a helper that took nothing, and waits for one that took some, which
+/// is then one index from done; a panic in the helper is resumed on the caller. The split and
+/// its handover are [`txgate_sync::split`]'s, loom-checked there.
 fn run_split<T, F>(n: usize, work: F, pool: &rayon::ThreadPool) -> Vec<T>
 where
     T: Send + 'static,
     F: Fn(usize) -> T + Send + Sync + 'static,
 {
-    // "The caller did fewer than `n`" must mean "the helper took some": claims count in `u32`.
     let Ok(count) = u32::try_from(n) else {
         return (0..n).map(work).collect();
     };
     let work = Arc::new(work);
-    // A list of the indices taken, with their outputs.
-    type Taken<T> = Vec<(usize, T)>;
-    let claims = Arc::new(Claims::new(count));
-    let handed: Arc<Mutex<Option<std::thread::Result<Taken<T>>>>> = Arc::new(Mutex::new(None));
+    // The helper's result: the indices it took, with their outputs.
+    let (caller, helper) = split::<Vec<(usize, T)>>(count);
     {
-        let (claims, handed, work) = (Arc::clone(&claims), Arc::clone(&handed), Arc::clone(&work));
+        let work = Arc::clone(&work);
         pool.spawn(move || {
-            let taken = catch_unwind(AssertUnwindSafe(|| {
+            helper.run(|claims| {
                 let mut taken = Vec::new();
                 loop {
                     let range = claims.back(1);
@@ -451,29 +449,23 @@ where
                     }
                     taken.extend(range.map(|i| (i, work(i))));
                 }
-            }));
-            *lock(&handed) = Some(taken);
+            });
         });
     }
     let mut out: Vec<Option<T>> = (0..n).map(|_| None).collect();
-    let mut mine = 0;
     loop {
-        let range = claims.front(1);
+        let range = caller.claims().front(1);
         if range.is_empty() {
             break;
         }
         for i in range {
             out[i] = Some(work(i));
-            mine += 1;
         }
     }
-    if mine < n {
-        // The helper took the rest: it is running, and hands them over after its last one.
-        let taken = wait(&handed).unwrap_or_else(|panic| resume_unwind(panic));
-        for (i, t) in taken {
-            if let Some(slot) = out.get_mut(i) {
-                *slot = Some(t);
-            }
+    // `None`: the helper took nothing, and is not waited for.
+    for (i, t) in caller.finish().unwrap_or_default() {
+        if let Some(slot) = out.get_mut(i) {
+            *slot = Some(t);
         }
     }
     // Each index was claimed once, by one thread (the claims' invariant): none is missing. Should
@@ -484,32 +476,6 @@ where
         .collect()
 }
 
-/// A handover's lock. Nothing panics while holding it (the helper's panics are caught before it
-/// is taken), but a poisoned lock still holds its value.
-fn lock<T>(handed: &Mutex<Option<T>>) -> std::sync::MutexGuard<'_, Option<T>> {
-    handed.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Waits for the helper's handover: spins for up to [`SPIN`] (the helper is running and about a
-/// chunk from its end), then yields the processor between looks.
-fn wait<T>(handed: &Mutex<Option<T>>) -> T {
-    let start = std::time::Instant::now();
-    loop {
-        if let Some(h) = lock(handed).take() {
-            return h;
-        }
-        if start.elapsed() < SPIN {
-            std::hint::spin_loop();
-        } else {
-            std::thread::yield_now();
-        }
-    }
-}
-
-/// How long the caller spins for the helper's handover before it yields between looks: a few
-/// chunks' decoding.
-const SPIN: std::time::Duration = std::time::Duration::from_micros(200);
-
 #[cfg(test)]
 mod tests {
     //! The caller's and the helper's parts run one after the other, the caller taking the first
@@ -517,6 +483,8 @@ mod tests {
     //! helper chunk leaves): every meeting point of the two, on good and damaged paysets, gives
     //! the one thread's result. The threads' races over the claims are the claims' own loom
     //! models; the codec's tests run the two threads.
+
+    use std::panic::{AssertUnwindSafe, catch_unwind};
 
     use super::*;
     use crate::codec::block::decode_entries;
