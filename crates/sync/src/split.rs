@@ -18,8 +18,10 @@
 //! took an item exactly when that end is below `n`. A caller that stops early (an error) just
 //! drops its [`Caller`], which closes the run: the helper takes nothing more, and nobody waits.
 //!
-//! Checked by loom models (the two threads in every interleaving, the caller giving up early
-//! included) and by threaded tests (a helper that never runs, a helper that panics).
+//! Checked by loom models (the two threads in every interleaving: the run used up, a caller
+//! that finishes after one item while the helper takes from the back, a caller that drops its
+//! side) and by threaded tests (a helper that never runs, a helper that panics, a drop that
+//! closes the run).
 
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::PoisonError;
@@ -246,13 +248,17 @@ mod tests {
 
     #[test]
     fn a_dropped_caller_closes_the_run() {
-        let (caller, helper) = split::<()>(10);
+        let (caller, helper) = split::<(bool, Range<usize>)>(10);
+        let shared = Arc::clone(&helper.shared);
         assert_eq!(caller.claims().front(3), 0..3);
         drop(caller);
-        helper.run(|claims| {
-            assert!(claims.is_done());
-            assert!(claims.back(1).is_empty());
-        });
+        // The helper's view, handed over (a panic inside `run` would be caught, not seen).
+        helper.run(|claims| (claims.is_done(), claims.back(1)));
+        let handed = lock(&shared.handed).take().expect("handed over");
+        let (done, taken) = handed.expect("no panic");
+        assert!(done, "the run is closed");
+        assert!(taken.is_empty(), "the helper took {taken:?} after the drop");
+        assert_eq!(shared.claims.back_end(), 10);
     }
 
     #[test]
@@ -359,6 +365,57 @@ mod loom_tests {
             }
             assert_eq!(out, (0..n).map(|i| Some(i * 10)).collect::<Vec<_>>());
             job.join().unwrap();
+        });
+    }
+
+    /// The caller finishes after one item (closing the run) while the helper takes single items
+    /// from the back: `finish` returns exactly what the helper took (`None` for nothing), so no
+    /// item the helper did is lost, whenever the close falls among its claims.
+    #[test]
+    fn an_early_finish_gets_everything_the_helper_took() {
+        loom::model(|| {
+            let n = 3;
+            let (caller, helper) = split::<Vec<usize>>(n as u32);
+            let job = thread::spawn(move || {
+                let mut took = Vec::new();
+                helper.run(|claims| {
+                    took = take_all(|| claims.back(1))
+                        .into_iter()
+                        .map(|(i, _)| i)
+                        .collect();
+                    took.clone()
+                });
+                took
+            });
+            let first = caller.claims().front(1);
+            let got = caller.finish();
+            let took = job.join().unwrap();
+            assert_eq!(got.is_some(), !took.is_empty(), "first {first:?}");
+            assert_eq!(got.unwrap_or_default(), took, "first {first:?}");
+        });
+    }
+
+    /// A caller that drops its side closes the run: a helper that runs after the drop takes
+    /// nothing.
+    #[test]
+    fn a_dropped_caller_leaves_nothing_to_take() {
+        loom::model(|| {
+            let (caller, helper) = split::<bool>(3);
+            let first = caller.claims().front(1);
+            assert_eq!(first, 0..1);
+            drop(caller);
+            let job = thread::spawn(move || {
+                let mut nothing = false;
+                helper.run(|claims| {
+                    nothing = claims.back(1).is_empty();
+                    nothing
+                });
+                nothing
+            });
+            assert!(
+                job.join().unwrap(),
+                "the helper took an item after the drop"
+            );
         });
     }
 

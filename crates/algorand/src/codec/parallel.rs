@@ -118,21 +118,7 @@ impl Payset {
         // `n` is at most the bytes left (the caller checks), which a `u32` count header bounds;
         // should it not fit the claims, one thread decodes.
         let Ok(count) = u32::try_from(self.n) else {
-            let mut out = Entries::new(self.extras.trees, 0);
-            let mut scratch = TxnMap::default();
-            decode_entries_onto(
-                r,
-                0..self.n,
-                self.depth,
-                &genesis_id,
-                self.round,
-                &mut scratch,
-                &mut out,
-            )?;
-            return Ok(Decoded {
-                entries: out,
-                flat: None,
-            });
+            return self.decode_rest(r, &genesis_id, Entries::new(self.extras.trees, 0), 0);
         };
         // The helper's result: its work, `None` if it took nothing.
         let (caller, helper) = split::<Option<Helped>>(count);
@@ -207,12 +193,12 @@ impl Payset {
         helped: Option<Helped>,
     ) -> Result<Decoded, DecodeError> {
         let Some(helped) = helped else {
-            // The helper's walk met bad bytes, so it took nothing and the caller decoded every
-            // entry.
-            return Ok(Decoded {
-                entries: front,
-                flat: None,
-            });
+            // The helper reports nothing only when it took nothing, and `split` waits for it only
+            // when it took entries, so this is not expected; should it happen, the caller
+            // decodes the entries after its own, and the result is still one thread's.
+            debug_assert!(false, "the helper took entries and reported none");
+            let from = front.txns.len();
+            return self.decode_rest(r, genesis, front, from);
         };
         let from = helped
             .chunks
@@ -226,22 +212,7 @@ impl Payset {
             // two ever differ, the caller decodes the helper's entries, and the result is still
             // one thread's.
             debug_assert!(false, "walk and decode differ: {at} against {}", r.pos());
-            let mut out = front;
-            let mut scratch = TxnMap::default();
-            let range = from..self.n;
-            decode_entries_onto(
-                r,
-                range,
-                self.depth,
-                genesis,
-                self.round,
-                &mut scratch,
-                &mut out,
-            )?;
-            return Ok(Decoded {
-                entries: out,
-                flat: None,
-            });
+            return self.decode_rest(r, genesis, front, from);
         }
         // The helper's chunks as they were taken (highest first), then put in entry order.
         let mut taken = helped.txns.into_iter().zip(helped.offsets);
@@ -286,6 +257,32 @@ impl Payset {
         Ok(Decoded {
             entries: out,
             flat: helped.flat,
+        })
+    }
+
+    /// The one thread's result when the caller decodes entries `from..n` itself under `r`
+    /// (where its own entries, `front`, ended) rather than take the helper's.
+    fn decode_rest(
+        &self,
+        r: &mut Reader<'_>,
+        genesis: &Genesis<'_>,
+        front: Entries,
+        from: usize,
+    ) -> Result<Decoded, DecodeError> {
+        let mut out = front;
+        let mut scratch = TxnMap::default();
+        decode_entries_onto(
+            r,
+            from..self.n,
+            self.depth,
+            genesis,
+            self.round,
+            &mut scratch,
+            &mut out,
+        )?;
+        Ok(Decoded {
+            entries: out,
+            flat: None,
         })
     }
 
@@ -583,6 +580,11 @@ mod tests {
         }
         let out = match failed {
             Some(e) => Err(e),
+            // As in `decode` (`split`'s rule): a helper that took no entry is not waited for.
+            None if claims.back_end() == payset.n => Ok(Decoded {
+                entries: front,
+                flat: None,
+            }),
             None => payset.finish(&mut r, &genesis, front, helped),
         };
         (out, r.pos(), helper_ran)
@@ -664,8 +666,20 @@ mod tests {
                     n,
                     move |i| {
                         if on_helper() {
-                            // Relaxed: a count read after the join below.
+                            // Relaxed: a count read after `run_split` returns (which waited for
+                            // the helper if it took an index), or polled below.
                             counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        } else if i == 0 && n >= 2 && trial % 8 == 0 {
+                            // Some trials hold the caller at its first index until the helper
+                            // has done one (or 5 s have passed), so that the helped case is
+                            // seen however the threads are scheduled (a loaded machine can
+                            // start the pool's thread late in every other trial).
+                            let start = std::time::Instant::now();
+                            while counter.load(std::sync::atomic::Ordering::Relaxed) == 0
+                                && start.elapsed() < std::time::Duration::from_secs(5)
+                            {
+                                std::thread::yield_now();
+                            }
                         }
                         if (i + trial) % 4 == 0 {
                             std::thread::yield_now();
