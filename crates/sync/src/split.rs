@@ -18,11 +18,16 @@
 //! took an item exactly when that end is below `n`. A caller that stops early (an error) just
 //! drops its [`Caller`], which closes the run: the helper takes nothing more, and nobody waits.
 //!
+//! Each side sees only its own end of the run ([`Front`], [`Back`]): an item the helper took
+//! from the front would not be counted as the helper's, and one the caller took from the back
+//! would make it wait for a handover the helper does not owe.
+//!
 //! Checked by loom models (the two threads in every interleaving: the run used up, a caller
 //! that finishes after one item while the helper takes from the back, a caller that drops its
-//! side) and by threaded tests (a helper that never runs, a helper that panics, a drop that
-//! closes the run).
+//! side) and by unit tests (a helper that never runs, a helper that panics on another thread,
+//! a drop that closes the run, many short two-thread trials).
 
+use std::ops::Range;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::PoisonError;
 
@@ -50,10 +55,10 @@ struct Shared<H> {
 /// let n = 100u32;
 /// let (caller, helper) = split::<Vec<(usize, u64)>>(n);
 /// let job = std::thread::spawn(move || {
-///     helper.run(|claims| {
+///     helper.run(|back| {
 ///         let mut done = Vec::new();
 ///         loop {
-///             let items = claims.back(4);
+///             let items = back.take(4);
 ///             if items.is_empty() {
 ///                 return done;
 ///             }
@@ -63,7 +68,7 @@ struct Shared<H> {
 /// });
 /// let mut out = vec![None; n as usize];
 /// loop {
-///     let items = caller.claims().front(4);
+///     let items = caller.front().take(4);
 ///     if items.is_empty() {
 ///         break;
 ///     }
@@ -92,8 +97,8 @@ pub fn split<H>(n: u32) -> (Caller<H>, Helper<H>) {
     )
 }
 
-/// The calling thread's side of a [`split`]: takes items from the front of its
-/// [`claims`](Caller::claims), then
+/// The calling thread's side of a [`split`]: takes items from its [`front`](Caller::front),
+/// then
 /// [`finish`](Caller::finish)es. Dropped without finishing, it closes the run (the helper takes
 /// nothing more) and waits for nothing.
 pub struct Caller<H> {
@@ -123,9 +128,9 @@ impl<H> std::fmt::Debug for Helper<H> {
 }
 
 impl<H> Caller<H> {
-    /// The run's claims: the caller takes items with [`front`](Claims::front).
-    pub fn claims(&self) -> &Claims {
-        &self.shared.claims
+    /// The run's front end, which the caller takes its items from.
+    pub fn front(&self) -> Front<'_> {
+        Front(&self.shared.claims)
     }
 
     /// Ends the caller's part (closing the run if items are left, which then stay untaken):
@@ -173,20 +178,77 @@ impl<H> Drop for Caller<H> {
 }
 
 impl<H> Helper<H> {
-    /// Runs the helper's part on the run's claims (it takes items with
-    /// [`back`](Claims::back)) and hands its result over to the caller, or its panic, caught
-    /// here, to be resumed on the caller. The part may look at
-    /// [`is_done`](Claims::is_done) to stop early once the caller has taken everything.
-    pub fn run(self, part: impl FnOnce(&Claims) -> H) {
-        let result = catch_unwind(AssertUnwindSafe(|| part(&self.shared.claims)));
+    /// Runs the helper's part on the run's back end (it takes items with [`Back::take`]) and
+    /// hands its result over to the caller, or its panic, caught here, to be resumed on the
+    /// caller if the helper had taken an item. The part may look at [`Back::is_done`] to stop
+    /// early once the caller has taken everything, and should return once `take` comes back
+    /// empty: a caller that waits for it is waiting for that return.
+    pub fn run(self, part: impl FnOnce(Back<'_>) -> H) {
+        let result = catch_unwind(AssertUnwindSafe(|| part(Back(&self.shared.claims))));
         *lock(&self.shared.handed) = Some(result);
+    }
+}
+
+/// A run's front end: the items the calling thread of a [`split`] takes, from 0 upwards. Only
+/// the front: the caller's side cannot take from the back, which would make
+/// [`Caller::finish`] wait for a handover the helper owes nothing for.
+#[derive(Clone, Copy, Debug)]
+pub struct Front<'a>(&'a Claims);
+
+/// A run's back end: the items the helper of a [`split`] takes, from `n` downwards. Only the
+/// back: an item the helper took from the front would not be counted as the helper's, and
+/// [`Caller::finish`] would not wait for it.
+#[derive(Clone, Copy, Debug)]
+pub struct Back<'a>(&'a Claims);
+
+impl<'a> Front<'a> {
+    /// The front end of `claims`, for code that takes a run's items the way a split's caller
+    /// does (a test of one side alone, say).
+    pub fn of(claims: &'a Claims) -> Self {
+        Self(claims)
+    }
+
+    /// Takes up to `chunk` items ([`Claims::front`]): empty once the ends have met or the run
+    /// was closed.
+    pub fn take(&self, chunk: u32) -> Range<usize> {
+        self.0.front(chunk)
+    }
+
+    /// Closes the run ([`Claims::close`]): the items not yet taken stay untaken.
+    pub fn close(&self) {
+        self.0.close();
+    }
+
+    /// Whether nothing is left to take ([`Claims::is_done`]).
+    pub fn is_done(&self) -> bool {
+        self.0.is_done()
+    }
+}
+
+impl<'a> Back<'a> {
+    /// The back end of `claims`, for code that takes a run's items the way a split's helper
+    /// does (a test of one side alone, say).
+    pub fn of(claims: &'a Claims) -> Self {
+        Self(claims)
+    }
+
+    /// Takes up to `chunk` items ([`Claims::back`]): empty once the ends have met or the run
+    /// was closed.
+    pub fn take(&self, chunk: u32) -> Range<usize> {
+        self.0.back(chunk)
+    }
+
+    /// Whether nothing is left to take ([`Claims::is_done`]).
+    pub fn is_done(&self) -> bool {
+        self.0.is_done()
     }
 }
 
 /// How long [`Caller::finish`] spins for the helper's handover before it yields between looks:
 /// 200 us, a few chunks of a payset's decode (a chunk of 16 entries of a 1,000-txn block takes
-/// about 25 us on one core). A helper the caller waits for is running and at most a chunk from
-/// done; a caller that slept instead would wait about as long again to be woken.
+/// about 25 us on one core). A helper the caller waits for is running, and, as its part returns
+/// once its last take comes back empty ([`Helper::run`]), at most its last chunk from done; a
+/// caller that slept instead would wait about as long again to be woken.
 pub const SPIN: std::time::Duration = std::time::Duration::from_micros(200);
 
 /// The handover's lock. Nothing panics while holding it (the helper's panic is caught before it
@@ -197,8 +259,6 @@ fn lock<T>(handed: &Mutex<T>) -> MutexGuard<'_, T> {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use std::ops::Range;
-
     use super::*;
 
     /// Takes every item `claim` gives, recording `(item, item * 10)`.
@@ -217,7 +277,7 @@ mod tests {
     fn a_helper_that_never_runs_is_not_waited_for() {
         // As a pool job that never starts: the caller takes everything and does not wait.
         let (caller, helper) = split::<Vec<(usize, usize)>>(5);
-        let mine = take_all(|| caller.claims().front(2));
+        let mine = take_all(|| caller.front().take(2));
         assert_eq!(mine.len(), 5);
         assert!(caller.finish().is_none());
         drop(helper);
@@ -227,7 +287,7 @@ mod tests {
     fn a_helper_that_took_everything_is_waited_for() {
         let (caller, helper) = split::<Vec<(usize, usize)>>(5);
         // The helper runs first, on this thread: the caller finds nothing and takes its result.
-        helper.run(|claims| take_all(|| claims.back(2)));
+        helper.run(|back| take_all(|| back.take(2)));
         let got = caller.finish().expect("the helper took items");
         // Chunks of two from the back: 3..5, 1..3, 0..1.
         assert_eq!(got, [(3, 30), (4, 40), (1, 10), (2, 20), (0, 0)]);
@@ -237,8 +297,8 @@ mod tests {
     fn a_callers_early_finish_leaves_the_rest_untaken() {
         let (caller, helper) = split::<Vec<usize>>(10);
         let shared = Arc::clone(&helper.shared);
-        assert_eq!(caller.claims().front(3), 0..3);
-        helper.run(|claims| claims.back(3).collect());
+        assert_eq!(caller.front().take(3), 0..3);
+        helper.run(|back| back.take(3).collect());
         // The caller gives up on 3..7 and still gets the helper's 7..10.
         assert_eq!(caller.finish(), Some(vec![7, 8, 9]));
         assert!(shared.claims.is_done());
@@ -250,10 +310,10 @@ mod tests {
     fn a_dropped_caller_closes_the_run() {
         let (caller, helper) = split::<(bool, Range<usize>)>(10);
         let shared = Arc::clone(&helper.shared);
-        assert_eq!(caller.claims().front(3), 0..3);
+        assert_eq!(caller.front().take(3), 0..3);
         drop(caller);
         // The helper's view, handed over (a panic inside `run` would be caught, not seen).
-        helper.run(|claims| (claims.is_done(), claims.back(1)));
+        helper.run(|back| (back.is_done(), back.take(1)));
         let handed = lock(&shared.handed).take().expect("handed over");
         let (done, taken) = handed.expect("no panic");
         assert!(done, "the run is closed");
@@ -265,13 +325,13 @@ mod tests {
     fn a_helpers_panic_is_resumed_on_the_caller() {
         let (caller, helper) = split::<()>(4);
         let job = std::thread::spawn(move || {
-            helper.run(|claims| {
-                let _ = claims.back(4);
+            helper.run(|back| {
+                let _ = back.take(4);
                 panic!("helper failed");
             })
         });
         // Whatever the caller took, the helper took something unless the caller took all.
-        let mine = take_all(|| caller.claims().front(1));
+        let mine = take_all(|| caller.front().take(1));
         job.join().expect("the panic is caught in `run`");
         let finished = catch_unwind(AssertUnwindSafe(|| caller.finish()));
         match finished {
@@ -295,9 +355,9 @@ mod tests {
         for trial in 0..trials {
             let n = 1 + trial % 40;
             let (caller, helper) = split::<Vec<(usize, usize)>>(n as u32);
-            let job = std::thread::spawn(move || helper.run(|claims| take_all(|| claims.back(3))));
+            let job = std::thread::spawn(move || helper.run(|back| take_all(|| back.take(3))));
             let mut out = vec![None; n];
-            for (i, v) in take_all(|| caller.claims().front(2)) {
+            for (i, v) in take_all(|| caller.front().take(2)) {
                 out[i] = Some(v);
             }
             match caller.finish() {
@@ -323,8 +383,6 @@ mod tests {
 
 #[cfg(all(test, loom))]
 mod loom_tests {
-    use std::ops::Range;
-
     use super::*;
     use crate::sync::thread;
 
@@ -348,8 +406,8 @@ mod loom_tests {
         loom::model(|| {
             let n = 3;
             let (caller, helper) = split::<Vec<(usize, usize)>>(n as u32);
-            let job = thread::spawn(move || helper.run(|claims| take_all(|| claims.back(1))));
-            let mine = take_all(|| caller.claims().front(1));
+            let job = thread::spawn(move || helper.run(|back| take_all(|| back.take(1))));
+            let mine = take_all(|| caller.front().take(1));
             let theirs = caller.finish();
             // The caller waited exactly when the helper took something, and got all of it.
             match &theirs {
@@ -378,8 +436,8 @@ mod loom_tests {
             let (caller, helper) = split::<Vec<usize>>(n as u32);
             let job = thread::spawn(move || {
                 let mut took = Vec::new();
-                helper.run(|claims| {
-                    took = take_all(|| claims.back(1))
+                helper.run(|back| {
+                    took = take_all(|| back.take(1))
                         .into_iter()
                         .map(|(i, _)| i)
                         .collect();
@@ -387,7 +445,7 @@ mod loom_tests {
                 });
                 took
             });
-            let first = caller.claims().front(1);
+            let first = caller.front().take(1);
             let got = caller.finish();
             let took = job.join().unwrap();
             assert_eq!(got.is_some(), !took.is_empty(), "first {first:?}");
@@ -401,13 +459,13 @@ mod loom_tests {
     fn a_dropped_caller_leaves_nothing_to_take() {
         loom::model(|| {
             let (caller, helper) = split::<bool>(3);
-            let first = caller.claims().front(1);
+            let first = caller.front().take(1);
             assert_eq!(first, 0..1);
             drop(caller);
             let job = thread::spawn(move || {
                 let mut nothing = false;
-                helper.run(|claims| {
-                    nothing = claims.back(1).is_empty();
+                helper.run(|back| {
+                    nothing = back.take(1).is_empty();
                     nothing
                 });
                 nothing
@@ -429,12 +487,12 @@ mod loom_tests {
             let (caller, helper) = split::<()>(n as u32);
             let job = thread::spawn(move || {
                 let mut mine = None;
-                helper.run(|claims| {
-                    mine = Some(take_all(|| claims.back(1)));
+                helper.run(|back| {
+                    mine = Some(take_all(|| back.take(1)));
                 });
                 mine.unwrap()
             });
-            let first = caller.claims().front(1);
+            let first = caller.front().take(1);
             drop(caller);
             let theirs = job.join().unwrap();
             for (i, _) in &theirs {

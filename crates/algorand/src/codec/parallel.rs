@@ -7,8 +7,8 @@
 //! tenth of a decode's cost) to find where each entry starts, computes the payset's flat
 //! commitment when a verification will need it, then decodes chunks from the back. For a
 //! verification of a tree commitment, each thread also hashes the leaves of the entries it
-//! decodes, which the caller puts in entry order with the txns. The two take
-//! their chunks from one [`Claims`], so they meet wherever their speeds put them: a helper that
+//! decodes, which the caller puts in entry order with the txns. The two take their chunks from
+//! the two ends of one run ([`split`]), so they meet wherever their speeds put them: a helper that
 //! starts late (a sleeping pool thread can take a millisecond to wake on a virtual machine)
 //! decodes less, and one that has taken nothing when the caller is done is not waited for. The
 //! helper works on its own copy of the block's bytes (a memory copy, about a hundredth of the
@@ -37,8 +37,7 @@
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
-use txgate_sync::claims::Claims;
-use txgate_sync::split::split;
+use txgate_sync::split::{Back, Front, split};
 
 use super::block::{Entries, Extras, Payset as Decoded, decode_entries_onto};
 use super::entry::Genesis;
@@ -128,15 +127,15 @@ impl Payset {
             let (start, end) = (r.pos(), r.pos() + r.remaining());
             let (id, hash) = (genesis.0.to_vec(), *genesis.1);
             helpers.spawn(move || {
-                helper.run(|claims| {
+                helper.run(|back| {
                     let genesis = Genesis::new(&id, &hash);
-                    job.help(Reader::span(&input, start, end), &genesis, claims)
+                    job.help(Reader::span(&input, start, end), &genesis, back)
                 });
             });
         }
         let mut front = Entries::new(self.extras.trees, 0);
         // On an error, `caller` drops: the run is closed and the helper is not waited for.
-        self.take_front(r, &genesis_id, caller.claims(), &mut front, usize::MAX)?;
+        self.take_front(r, &genesis_id, caller.front(), &mut front, usize::MAX)?;
         match caller.finish() {
             // The helper took nothing: not waited for (it stops at its next look at the claims).
             None => Ok(Decoded {
@@ -148,21 +147,21 @@ impl Payset {
         }
     }
 
-    /// The caller's part: chunks claimed from the front and decoded under `r` onto `front`,
-    /// until the claims are done or `front` holds at least `until` entries. On an error, the
-    /// first in entry order (the helper's entries come after it), the claims are closed so
-    /// that the helper stops at its next claim.
+    /// The caller's part: chunks taken from the run's front end `ends` and decoded under `r`
+    /// onto `front`, until the run is done or `front` holds at least `until` entries. On an
+    /// error, the first in entry order (the helper's entries come after it), the run is closed
+    /// so that the helper stops at its next take.
     fn take_front(
         &self,
         r: &mut Reader<'_>,
         genesis: &Genesis<'_>,
-        claims: &Claims,
+        ends: Front<'_>,
         front: &mut Entries,
         until: usize,
     ) -> Result<(), DecodeError> {
         let mut scratch = TxnMap::default();
         while front.txns.len() < until {
-            let range = claims.front(self.chunk);
+            let range = ends.take(self.chunk);
             if range.is_empty() {
                 break;
             }
@@ -176,7 +175,7 @@ impl Payset {
                 front,
             );
             if let Err(e) = decoded {
-                claims.close();
+                ends.close();
                 return Err(e);
             }
         }
@@ -290,20 +289,15 @@ impl Payset {
     /// that finds where each entry starts, the flat commitment when asked for, then chunks
     /// claimed from the back and decoded until the claims are done or a chunk fails. `None`
     /// when nothing was left to take when it looked, or its walk met bad bytes: it took nothing.
-    fn help(
-        &self,
-        mut first: Reader<'_>,
-        genesis: &Genesis<'_>,
-        claims: &Claims,
-    ) -> Option<Helped> {
-        if claims.is_done() {
+    fn help(&self, mut first: Reader<'_>, genesis: &Genesis<'_>, ends: Back<'_>) -> Option<Helped> {
+        if ends.is_done() {
             return None;
         }
         // Grown by the entries found, not sized by the header's count; given up (nothing taken
         // yet) once the caller has taken every entry.
         let mut walked = Vec::with_capacity(self.n.min(WALK_CAPACITY));
         for i in 0..self.n {
-            if i % WALK_CHECK == 0 && i > 0 && claims.is_done() {
+            if i % WALK_CHECK == 0 && i > 0 && ends.is_done() {
                 return None;
             }
             walked.push(first.pos());
@@ -311,7 +305,7 @@ impl Payset {
         }
         let end = first.pos();
         // Hashed only while there is something to take: a caller that is done does not wait.
-        let flat = (self.extras.flat && !claims.is_done())
+        let flat = (self.extras.flat && !ends.is_done())
             .then(|| payset_digest(&first.input()[self.at..end]));
         let mut helped = Helped {
             end,
@@ -329,7 +323,7 @@ impl Payset {
         // Its txns and offsets are moved out after each chunk; its leaves stay until the end.
         let mut out = Entries::new(self.extras.trees, 0);
         loop {
-            let range = claims.back(self.chunk);
+            let range = ends.take(self.chunk);
             if range.is_empty() {
                 break;
             }
@@ -408,7 +402,7 @@ const WALK_CHECK: usize = 64;
 
 /// The roots of `trees` over `leaves`, built by the calling thread and a helper, which take
 /// the trees' parts ([`pieces`]: each tree of two leaves or more as its two subtrees) from the
-/// two ends of one [`Claims`]; the same roots as on one thread. `None` without a helper.
+/// two ends of one run ([`split`]); the same roots as on one thread. `None` without a helper.
 pub(super) fn roots_split(leaves: &Arc<Leaves>, trees: Trees) -> Option<Roots> {
     let pool = helpers()?;
     let n = leaves.len();
@@ -437,10 +431,10 @@ where
     {
         let work = Arc::clone(&work);
         pool.spawn(move || {
-            helper.run(|claims| {
+            helper.run(|back| {
                 let mut taken = Vec::new();
                 loop {
-                    let range = claims.back(1);
+                    let range = back.take(1);
                     if range.is_empty() {
                         return taken;
                     }
@@ -451,7 +445,7 @@ where
     }
     let mut out: Vec<Option<T>> = (0..n).map(|_| None).collect();
     loop {
-        let range = caller.claims().front(1);
+        let range = caller.front().take(1);
         if range.is_empty() {
             break;
         }
@@ -478,8 +472,8 @@ mod tests {
     //! The caller's and the helper's parts run one after the other, the caller taking the first
     //! `k` entries (rounded up to its chunks) and the helper the rest (the caller what a failed
     //! helper chunk leaves): every meeting point of the two, on good and damaged paysets, gives
-    //! the one thread's result. The threads' races over the claims are the claims' own loom
-    //! models; the codec's tests run the two threads.
+    //! the one thread's result. The threads' races over the run and the handover are
+    //! `txgate_sync::split`'s loom models; the codec's tests run the two threads.
 
     use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -489,6 +483,7 @@ mod tests {
     use crate::codec::leaves::Trees;
     use crate::codec::payset::locate_payset;
     use crate::synth::{SynthTxn, encode_block};
+    use txgate_sync::claims::Claims;
 
     const GEN: &str = "parallel-v1";
     const GH: [u8; 32] = [0x33; 32];
@@ -568,14 +563,14 @@ mod tests {
         let mut r = first.clone();
         let mut front = Entries::new(ALL, 0);
         let mut failed = payset
-            .take_front(&mut r, &genesis, &claims, &mut front, k)
+            .take_front(&mut r, &genesis, Front::of(&claims), &mut front, k)
             .err();
-        let helped = payset.help(first.clone(), &genesis, &claims);
+        let helped = payset.help(first.clone(), &genesis, Back::of(&claims));
         let helper_ran = helped.is_some();
         // What the helper left (after a failed chunk of its own), the caller takes.
         if failed.is_none() {
             failed = payset
-                .take_front(&mut r, &genesis, &claims, &mut front, usize::MAX)
+                .take_front(&mut r, &genesis, Front::of(&claims), &mut front, usize::MAX)
                 .err();
         }
         let out = match failed {
@@ -738,12 +733,16 @@ mod tests {
         // The caller took everything before the helper started.
         let claims = Claims::new(payset.n as u32);
         assert_eq!(claims.front(100).len(), payset.n);
-        assert!(payset.help(first.clone(), &genesis, &claims).is_none());
+        assert!(
+            payset
+                .help(first.clone(), &genesis, Back::of(&claims))
+                .is_none()
+        );
         // A payset cut short: the walk fails, and nothing is claimed.
         let cut = &clean[..clean.len() - 10];
         let (payset, first, _, _) = one_thread(cut, &clean);
         let claims = Claims::new(payset.n as u32);
-        assert!(payset.help(first, &genesis, &claims).is_none());
+        assert!(payset.help(first, &genesis, Back::of(&claims)).is_none());
         assert_eq!(claims.front(100), 0..payset.n);
         assert!(want.is_ok());
     }
