@@ -69,8 +69,13 @@ pub(super) fn run(
         congestion_threshold: handler_config.congestion_threshold() as u64,
         ..TrafficReport::default()
     };
+    // With the limiter on, the messages are replayed twice (on, then off): the count says so.
     let mut progress = Progress::start(
-        "traffic",
+        if config.enable_app_rate_limiting {
+            "traffic, limiter on then off"
+        } else {
+            "traffic"
+        },
         Some(msgs.len() as u64 * (1 + u64::from(config.enable_app_rate_limiting))),
     );
     if config.enable_app_rate_limiting {
