@@ -98,9 +98,8 @@ pub fn split<H>(n: u32) -> (Caller<H>, Helper<H>) {
 }
 
 /// The calling thread's side of a [`split`]: takes items from its [`front`](Caller::front),
-/// then
-/// [`finish`](Caller::finish)es. Dropped without finishing, it closes the run (the helper takes
-/// nothing more) and waits for nothing.
+/// then [`finish`](Caller::finish)es. Dropped without finishing, it closes the run (the helper
+/// takes nothing more) and waits for nothing.
 pub struct Caller<H> {
     shared: Arc<Shared<H>>,
 }
