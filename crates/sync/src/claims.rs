@@ -93,9 +93,9 @@ impl Claims {
 
     /// Where the back's claims end (`n` if the back took nothing): exact once the run is done
     /// ([`is_done`](Self::is_done) was seen true, or a claim of at least one item came back
-    /// empty, or [`close`](Self::close) returned, on this thread), as
-    /// a done run's word never changes again (a claim with nothing to take writes nothing, and
-    /// `close` moves only the front end); a hint before.
+    /// empty, or [`close`](Self::close) returned, on this thread), as a done run's word never
+    /// changes again (a claim with nothing to take writes nothing, and `close` moves only the
+    /// front end); a hint before.
     pub fn back_end(&self) -> usize {
         // Relaxed: once done, the word is final and this thread has read it (read-read
         // coherence: no older value can be read after it).

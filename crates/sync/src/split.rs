@@ -256,21 +256,22 @@ fn lock<T>(handed: &Mutex<T>) -> MutexGuard<'_, T> {
     handed.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// Takes every item `claim` gives, recording `(item, item * 10)` (the tests' and models' work).
+#[cfg(test)]
+fn take_all(mut claim: impl FnMut() -> Range<usize>) -> Vec<(usize, usize)> {
+    let mut done = Vec::new();
+    loop {
+        let items = claim();
+        if items.is_empty() {
+            return done;
+        }
+        done.extend(items.map(|i| (i, i * 10)));
+    }
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-
-    /// Takes every item `claim` gives, recording `(item, item * 10)`.
-    fn take_all(mut claim: impl FnMut() -> Range<usize>) -> Vec<(usize, usize)> {
-        let mut done = Vec::new();
-        loop {
-            let items = claim();
-            if items.is_empty() {
-                return done;
-            }
-            done.extend(items.map(|i| (i, i * 10)));
-        }
-    }
 
     #[test]
     fn a_helper_that_never_runs_is_not_waited_for() {
@@ -384,18 +385,6 @@ mod tests {
 mod loom_tests {
     use super::*;
     use crate::sync::thread;
-
-    /// Takes every item `claim` gives, recording `(item, item * 10)`.
-    fn take_all(mut claim: impl FnMut() -> Range<usize>) -> Vec<(usize, usize)> {
-        let mut done = Vec::new();
-        loop {
-            let items = claim();
-            if items.is_empty() {
-                return done;
-            }
-            done.extend(items.map(|i| (i, i * 10)));
-        }
-    }
 
     /// The caller and the helper take single items until the ends meet: every item is done
     /// exactly once, the caller waits exactly when the helper took something (and then gets
