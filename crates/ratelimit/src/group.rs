@@ -645,7 +645,7 @@ pub(crate) enum Outcome {
 /// One key of a group as the group's lookup left it.
 #[derive(Clone, Copy)]
 struct Key {
-    /// Its node, from `Shard::get_or_insert` under the caller's guard.
+    /// Its node, from `Shard::get_or_insert` or `Shard::peek` under the caller's guard.
     node: *const Node,
     /// Evicted by a later lookup of the same group (more of its keys in one shard than the shard
     /// holds): its final word, which decides for it, and which is never installed on (as in a
@@ -698,8 +698,8 @@ pub(crate) fn run<'g>(
     let mut keys = SmallBuf::new();
     let mut words = SmallBuf::new();
     let mut plans = SmallBuf::new();
-    if find_all(n, &mut find, &mut keys) {
-        match try_found(g, keys.as_slice(), &mut words, &mut plans, guard) {
+    if let Some(found) = try_found(g, n, &mut find, &mut keys, &mut words, &mut plans, guard) {
+        match found {
             Found::Applied(outcome) => return outcome,
             // A key refuses: the lookup steps on the nodes found (each leaving the word it
             // read or wrote in `words`), then the drop decided on those words, validated (or,
@@ -737,23 +737,6 @@ pub(crate) fn run<'g>(
         backoff(attempt);
         attempt += 1;
     }
-}
-
-/// Every key's node into `keys` if each is tracked (no write); `false` at the first that is
-/// not.
-fn find_all<'g>(
-    n: usize,
-    find: &mut impl FnMut(usize) -> Option<&'g Node>,
-    keys: &mut SmallBuf<Key, INLINE>,
-) -> bool {
-    keys.clear();
-    for i in 0..n {
-        let Some(node) = find(i) else {
-            return false;
-        };
-        keys.push(Key { node, frozen: None });
-    }
-    true
 }
 
 /// The lookup steps of tracked keys (`keys`, none frozen) whose words were just read into
@@ -797,26 +780,51 @@ enum Found {
     Aborted,
 }
 
-/// A read-only attempt over tracked keys (`keys`, none frozen): reads the words and, if every
-/// key admits, commits with entries that hold each word as its lookup leaves it.
-fn try_found(
+/// A read-only attempt: finds each key's node (`find`, a scan, no write), reads its word and
+/// plans it, one key after another, into `keys`, `words` and `plans` (no plan after the first
+/// key that refuses), and, if every key admits, commits with entries that hold each word as its
+/// lookup leaves it. `None` at the first key that is not tracked (the words read before it
+/// change nothing: a read only resolves markers, as any operation may).
+fn try_found<'g>(
     g: &Group<'_>,
-    keys: &[Key],
+    n: usize,
+    find: &mut impl FnMut(usize) -> Option<&'g Node>,
+    keys: &mut SmallBuf<Key, INLINE>,
     words: &mut Words,
     plans: &mut Plans,
     guard: &Guard<'_>,
-) -> Found {
-    if snapshot(keys, words, guard).is_none() {
-        return Found::Aborted;
+) -> Option<Found> {
+    keys.clear();
+    words.clear();
+    plans.clear();
+    let mut over = None;
+    for i in 0..n {
+        let key = Key {
+            node: find(i)?,
+            frozen: None,
+        };
+        let Some(word) = read(&key, guard) else {
+            return Some(Found::Aborted);
+        };
+        keys.push(key);
+        words.push(word);
+        if over.is_none() {
+            match plan(g, word, true) {
+                Some(p) => plans.push(p),
+                None => over = Some(i),
+            }
+        }
     }
-    if let Err(i) = plan_all(g, words.as_slice(), true, plans) {
-        return Found::Over(Some(i));
+    if over.is_some() {
+        return Some(Found::Over(over));
     }
-    match commit(g, keys, words, plans.as_slice(), true, guard) {
-        Commit::Applied(outcome) => Found::Applied(outcome),
-        Commit::Over => Found::Over(None),
-        Commit::Aborted => Found::Aborted,
-    }
+    Some(
+        match commit(g, keys.as_slice(), words, plans.as_slice(), true, guard) {
+            Commit::Applied(outcome) => Found::Applied(outcome),
+            Commit::Over => Found::Over(None),
+            Commit::Aborted => Found::Aborted,
+        },
+    )
 }
 
 /// The word a lookup step leaves for a tracked key whose word is `word`: rolled to the group's
@@ -860,8 +868,8 @@ fn look_up_all<'g>(
 /// The node of a group's key.
 fn node<'g>(key: &Key, guard: &'g Guard<'_>) -> &'g Node {
     guard.check(key.node);
-    // SAFETY: returned by `get_or_insert` under `guard`, which keeps it allocated; not one this
-    // thread retired (those are frozen with their final word and never read again).
+    // SAFETY: returned by `get_or_insert` or `peek` under `guard`, which keeps it allocated; not
+    // one this thread retired (those are frozen with their final word and never read again).
     unsafe { &*key.node }
 }
 

@@ -594,13 +594,12 @@ impl AppRateLimiter {
     /// Reduces shards, removes repeated keys (keeping first indices) and sorts the rest into
     /// the canonical order `(shard, hash)`.
     fn canonical<'a>(&self, members: &'a mut Members) -> &'a [Member] {
-        let shards = self.shards.len() as u32;
+        let mask = self.shards.len() as u32 - 1;
         let all = members.as_mut_slice();
-        for m in all.iter_mut() {
-            m.shard &= shards - 1;
-        }
         // Two keys (the usual multi-app group): one comparison.
         if let [a, b] = all {
+            a.shard &= mask;
+            b.shard &= mask;
             return match (a.shard, a.hash).cmp(&(b.shard, b.hash)) {
                 std::cmp::Ordering::Less => &all[..2],
                 std::cmp::Ordering::Greater => {
@@ -610,6 +609,9 @@ impl AppRateLimiter {
                 // Equal keys count once, with the first index (the first is `a`).
                 std::cmp::Ordering::Equal => &all[..1],
             };
+        }
+        for m in all.iter_mut() {
+            m.shard &= mask;
         }
         // By (shard, hash, index): an insertion sort for the usual small groups, a sort beyond.
         if all.len() > INLINE_GROUP {
