@@ -592,11 +592,12 @@ impl AppRateLimiter {
     }
 
     /// Reduces shards, removes repeated keys (keeping first indices) and sorts the rest into
-    /// the canonical order `(shard, hash)`.
+    /// the canonical order `(shard, hash)`. Inlined for two keys (the usual multi-app group:
+    /// one comparison); other lengths go to [`sorted`](Self::sorted).
+    #[inline(always)]
     fn canonical<'a>(&self, members: &'a mut Members) -> &'a [Member] {
         let mask = self.shards.len() as u32 - 1;
         let all = members.as_mut_slice();
-        // Two keys (the usual multi-app group): one comparison.
         if let [a, b] = all {
             a.shard &= mask;
             b.shard &= mask;
@@ -610,6 +611,12 @@ impl AppRateLimiter {
                 std::cmp::Ordering::Equal => &all[..1],
             };
         }
+        Self::sorted(all, mask)
+    }
+
+    /// [`canonical`](Self::canonical) of any number of keys but two (`mask`: shards - 1).
+    #[inline(never)]
+    fn sorted(all: &mut [Member], mask: u32) -> &[Member] {
         for m in all.iter_mut() {
             m.shard &= mask;
         }
