@@ -8,7 +8,7 @@
 //! evicted; in this order each side has one of each in every round (the first txgate pass
 //! follows the last round's). Alternating which single pass goes first instead makes the
 //! per-round ratios bimodal on a table larger than the L2 cache (`new_key_eviction`: about 0.75
-//! with txgate warm, about 1.3 with the baseline warm), and their median lands anywhere between.
+//! with txgate warm, about 1.25 with the baseline warm), and their median lands anywhere between.
 //!
 //! ```text
 //! cargo run --release -p txgate-benches --example ratelimit_ab -- [rounds] [case]
@@ -94,9 +94,9 @@ fn existing_key(rounds: usize) {
     let tk: Vec<AppKey> = pairs.iter().map(|(a, o)| t.app_key(*a, o)).collect();
     let mk: Vec<(usize, u64)> = pairs.iter().map(|(a, o)| m.key(*a, o)).collect();
     // Tracked before the first pass, as in the criterion group.
-    for (tk, mk) in tk.iter().zip(&mk) {
-        assert!(t.admit_key(*tk, T0).is_admit());
-        black_box(m.admit_keys(std::slice::from_ref(mk), T0));
+    for (t_key, m_key) in tk.iter().zip(&mk) {
+        assert!(t.admit_key(*t_key, T0).is_admit());
+        black_box(m.admit_keys(std::slice::from_ref(m_key), T0));
     }
     ab(
         "existing_key",
