@@ -142,8 +142,11 @@ impl Table {
                 // Acquire: pairs with the Release store that published the node.
                 let v = way.load(Ordering::Acquire);
                 if v == EMPTY {
+                    // Relaxed: the counter only hands out distinct indices; the node's fields
+                    // are published by the Release store of the way below.
                     let i = self.next_node.fetch_add(1, Ordering::Relaxed);
                     let node = &self.nodes[i];
+                    // Relaxed: published by the way's Release store below.
                     node.key.store(key, Ordering::Relaxed);
                     node.state.store(pack(interval, 0, 0), Ordering::Relaxed);
                     way.store(tag << 48 | i as u64, Ordering::Release);
@@ -151,6 +154,7 @@ impl Table {
                 }
                 if v >> 48 == tag {
                     let node = &self.nodes[(v & 0xffff_ffff_ffff) as usize];
+                    // Relaxed: ordered after the way's Acquire load above.
                     if node.key.load(Ordering::Relaxed) == key {
                         return Some(&node.state);
                     }
@@ -165,6 +169,7 @@ impl Table {
                 return Some(&set[2 * way + 1]);
             }
             if k == 0 {
+                // Relaxed: published by the key's Release store that follows.
                 set[2 * way + 1].store(pack(interval, 0, 0), Ordering::Relaxed);
                 set[2 * way].store(key, Ordering::Release);
                 return Some(&set[2 * way + 1]);
@@ -203,6 +208,8 @@ impl Table {
                 old[i] = w;
                 new[i] = pack(interval, prev, cur + 1);
             }
+            // Relaxed: the descriptor is this thread's alone until its markers are installed
+            // by the AcqRel compare-and-swaps below, which publish it.
             d.status.store(0, Ordering::Relaxed);
             // AcqRel/Acquire throughout: the orderings of txgate's commit.
             if words[0]
@@ -233,6 +240,7 @@ impl Table {
     fn fill(&self, (shard, key): (usize, u64), now: u64) {
         let interval = now / WINDOW;
         if let Some(word) = self.word(shard, key, interval) {
+            // SeqCst: as the group's reads of the word (set-up, one thread, untimed).
             let (prev, _) = roll(word.load(Ordering::SeqCst), interval);
             word.store(pack(interval, prev, LIMIT), Ordering::SeqCst);
         }
