@@ -248,10 +248,21 @@ impl DedupCache {
             .remove_if(&inserted.key, |_, tag| *tag == inserted.generation)
             && tag == generation
         {
-            // Relaxed: a count. Saturating: a racing rotation may have reset it already.
-            let _ = self
-                .current_len
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+            // Relaxed (all three): a count. Saturating: a racing rotation may have reset it
+            // already. A loop of its own rather than `fetch_update`, which nightly deprecates
+            // for `try_update` (not yet stable).
+            let mut n = self.current_len.load(Ordering::Relaxed);
+            while n > 0 {
+                match self.current_len.compare_exchange_weak(
+                    n,
+                    n - 1,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => break,
+                    Err(now) => n = now,
+                }
+            }
         }
     }
 
@@ -423,6 +434,41 @@ mod tests {
         c.remove(&kb);
         assert_eq!(c.live_len(), 0);
         assert!(is_new(&c, b"a", 0));
+    }
+
+    #[test]
+    fn a_removal_gives_back_its_room_in_current() {
+        // max_size 2: with "a" removed, current holds one key, so "c" fits without a swap and
+        // "a" is new again; a third new key then finds current at 2 and swaps.
+        let c = DedupCache::new([4; 16], 2, 3600 * S);
+        let ka = inserted(&c, b"a", 0);
+        assert!(is_new(&c, b"b", 0));
+        c.remove(&ka);
+        assert!(is_new(&c, b"c", 0));
+        assert_eq!(
+            c.rotations(),
+            0,
+            "the removal did not lower current's count"
+        );
+        assert!(is_new(&c, b"a", 0)); // current full: swap, prev = {b, c}, cur = {a}
+        assert_eq!(c.rotations(), 1);
+        // cur = {a, d}, then {a}: a removal takes one off the count, and removing an entry that
+        // is gone already takes nothing. "e" fits; "f" finds current at 2 and swaps.
+        let kd = inserted(&c, b"d", 0);
+        c.remove(&kd);
+        c.remove(&kd);
+        assert!(is_new(&c, b"e", 0));
+        assert_eq!(
+            c.rotations(),
+            1,
+            "current's count is above the keys it holds"
+        );
+        assert!(is_new(&c, b"f", 0));
+        assert_eq!(
+            c.rotations(),
+            2,
+            "current's count is below the keys it holds"
+        );
     }
 
     #[test]
