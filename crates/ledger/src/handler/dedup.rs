@@ -438,8 +438,8 @@ mod tests {
 
     #[test]
     fn a_removal_gives_back_its_room_in_current() {
-        // max_size 2: with "a" removed, current holds one key, so "c" fits without a swap and
-        // "a" is new again; a third new key then finds current at 2 and swaps.
+        // max_size 2: with "a" removed, current holds one key, so "c" fits without a swap; "a",
+        // new again, then finds current at 2 and swaps.
         let c = DedupCache::new([4; 16], 2, 3600 * S);
         let ka = inserted(&c, b"a", 0);
         assert!(is_new(&c, b"b", 0));
