@@ -29,6 +29,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
+use txgate_benches::median;
+
 /// Operations per timed loop.
 const OPS: u64 = 20_000_000;
 
@@ -40,11 +42,6 @@ fn ns_per(ops: u64, f: impl FnOnce()) -> f64 {
     let t = Instant::now();
     f();
     t.elapsed().as_secs_f64() * 1e9 / ops as f64
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 /// A compare-and-swap from `v` to `v + 1`, which succeeds: nothing else writes the word, and

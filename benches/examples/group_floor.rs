@@ -36,6 +36,7 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
+use txgate_benches::median;
 use txgate_benches::mutex_limiter::MutexLimiter;
 use txgate_ratelimit::Origin;
 
@@ -326,10 +327,6 @@ fn main() {
         bare_ns.push(per_bare * 1e9);
         rebuild_ns.push(per_rebuild * 1e9);
     }
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
     println!(
         "group2, bare table ({}) / mutex rebuild: median {:.2} over {rounds} rounds (per group \
          checked); medians {:.1} vs {:.1} ns per group; admitted {admitted} vs \

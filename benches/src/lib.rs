@@ -4,7 +4,7 @@
 //! # Modules
 //! - This file: [`random_u64s`] and [`random_ids`], seeded pre-hashed keys and 32-byte ids;
 //!   [`thread_cpu`], the calling thread's CPU time, for probes that must not count waiting for a
-//!   core.
+//!   core; [`median`], the figure the probes report over their rounds.
 //! - [`mutex_limiter`]: [`MutexLimiter`](mutex_limiter::MutexLimiter), go-algorand's
 //!   mutex-and-LRU `appRateLimiter` design in Rust, the ratelimit benches' baseline.
 //! - [`eviction`]: the `new_key_eviction` stream (2^21 operations over 2^20 pairs against 2^16
@@ -16,6 +16,17 @@ pub mod mutex_limiter;
 use std::time::Duration;
 
 use rand::{Rng, SeedableRng, rngs::SmallRng};
+
+/// The median of `v` (the upper of the two middle values when `v.len()` is even), the figure
+/// the probes report over their rounds.
+///
+/// # Panics
+///
+/// If `v` is empty.
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
 
 /// `n` uniformly random 64-bit values from a fixed `seed` (pre-hashed keys for filters that take them).
 pub fn random_u64s(n: usize, seed: u64) -> Vec<u64> {

@@ -94,23 +94,16 @@ fn pass(
             },
         );
         // The in-value variant's value is built before the timer, as the others' are.
-        let both = match variant {
+        let value = match variant {
             Variant::InValue => [block.as_slice(), row.as_slice()].concat(),
-            _ => Vec::new(),
+            _ => block,
         };
         let t = Instant::now();
         let mut txn = db.begin_write()?;
         txn.set_durability(Durability::Immediate);
         {
             let mut values = txn.open_table(VALUES)?;
-            match variant {
-                Variant::InValue => {
-                    values.insert(round, both.as_slice())?;
-                }
-                _ => {
-                    values.insert(round, block.as_slice())?;
-                }
-            }
+            values.insert(round, value.as_slice())?;
             if let Variant::SameTable = variant {
                 // Keys with the top bit set sort after every round.
                 values.insert(round | 1 << 63, row.as_slice())?;
