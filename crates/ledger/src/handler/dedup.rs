@@ -472,6 +472,27 @@ mod tests {
     }
 
     #[test]
+    fn a_removal_after_a_rotation_reset_the_count_leaves_it_at_zero() {
+        // The state a removal racing a rotation can meet: the removal read the generation
+        // before the rotation stepped it (so the entry it removes counts as current's), and
+        // reads the count after the rotation reset it to 0. Here on one thread: the count
+        // reset directly, the generation left as it was.
+        let c = DedupCache::new([5; 16], 1000, 3600 * S);
+        let a = inserted(&c, b"a", 0);
+        // Relaxed: one thread.
+        c.current_len.store(0, Ordering::Relaxed);
+        c.remove(&a);
+        // Relaxed: one thread.
+        assert_eq!(c.current_len.load(Ordering::Relaxed), 0);
+        assert_eq!(c.live_len(), 0);
+        // The count still moves: the next new key counts 1, and no size rotation came.
+        assert!(is_new(&c, b"b", 0));
+        // Relaxed: one thread.
+        assert_eq!(c.current_len.load(Ordering::Relaxed), 1);
+        assert_eq!(c.rotations(), 0);
+    }
+
+    #[test]
     fn a_stale_remove_keeps_a_later_copys_entry() {
         // A copy inserted at t0; two intervals pass (both generations dropped) and a second copy
         // is inserted anew; the first copy's late backlog-full removal must leave the second's
@@ -502,5 +523,59 @@ mod tests {
         h.update([4u8; 16]);
         h.update(b"m");
         assert_eq!(a.key(b"m").0, <[u8; 32]>::from(h.finalize()));
+    }
+}
+
+/// loom model (run with `RUSTFLAGS="--cfg loom" cargo test -p txgate-ledger --release --lib
+/// handler::dedup`): a removal racing a rotation never takes current's count below 0.
+#[cfg(all(test, loom))]
+mod loom_models {
+    use loom::sync::Arc;
+    use loom::thread;
+
+    use super::*;
+
+    const S: u64 = 1_000_000_000;
+
+    /// `x` and `a` inserted at `t0` (current holds both, count 2); then one thread removes
+    /// `a`'s entry while another's copy of `x` at `t0 + 1 s` rotates on time (current becomes
+    /// previous, count reset to 0) and finds `x` a duplicate (in previous: nothing inserted).
+    /// Current ends empty. A removal that read the generation before the rotation and
+    /// decrements after its reset must not take the count below 0: unsigned, it would wrap to
+    /// `usize::MAX` and make every new message rotate on size.
+    ///
+    /// The count is asserted at most 1, not exactly 0. loom keeps a partial modification order:
+    /// when the removal's decrement (2 to 1) runs first and the rotation's reset (a relaxed
+    /// store of 0) after it, with no synchronization between them, loom lets the final load
+    /// read the decrement's 1. In C++'s total modification order the reset follows the
+    /// decrement, so the count is 0; on one thread the test below checks that exactly.
+    #[test]
+    fn a_removal_racing_a_rotation_never_wraps_the_count() {
+        loom::model(|| {
+            let t0 = 1_700_000_000 * S;
+            let c = Arc::new(DedupCache::new([3; 16], 1000, S));
+            assert!(matches!(c.check_and_put(b"x", t0), Check::New(_)));
+            let Check::New(a) = c.check_and_put(b"a", t0) else {
+                panic!("a is new");
+            };
+            // Relaxed: single-threaded here.
+            assert_eq!(c.current_len.load(Ordering::Relaxed), 2);
+            let remover = {
+                let c = c.clone();
+                thread::spawn(move || c.remove(&a))
+            };
+            let rotator = {
+                let c = c.clone();
+                thread::spawn(move || c.check_and_put(b"x", t0 + S))
+            };
+            remover.join().expect("remover");
+            assert_eq!(rotator.join().expect("rotator"), Check::Duplicate);
+            assert_eq!(c.rotations(), 1);
+            // Relaxed: both threads joined.
+            assert!(c.current_len.load(Ordering::Relaxed) <= 1);
+            // Only `x` is left, in previous; `a` is gone from both generations.
+            assert_eq!(c.live_len(), 1);
+            assert!(matches!(c.check_and_put(b"a", t0 + S), Check::New(_)));
+        });
     }
 }
