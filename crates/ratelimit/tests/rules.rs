@@ -859,3 +859,31 @@ fn callers_behind_a_key_they_widen_agree_with_the_model_above_65535() {
     assert!(l.admit_n(&[7], &peer(1), c(1), b).unwrap().is_drop());
     assert!(l.admit_n(&[7], &peer(1), c(1), a).unwrap().is_drop());
 }
+
+/// A group's keys are each app's `app_key` for the origin, however many distinct apps it has
+/// (one; several derived side by side, four at a time, with a remainder; more than 16, sorted
+/// first), repeats and zeros counted once or not at all: an admission counts one on exactly
+/// those keys.
+#[test]
+fn a_groups_keys_are_its_apps_keys() {
+    for distinct in [1usize, 2, 3, 4, 5, 8, 9, 16, 17, 21] {
+        let l = limiter(1, 10);
+        let o = peer(7);
+        let apps: Vec<u64> = (0..distinct as u64).map(|i| 100 + 3 * i).collect();
+        // Each app twice (the repeat after the others), and a zero, which names no app.
+        let mut group = apps.clone();
+        group.extend(apps.iter().rev());
+        group.insert(distinct / 2, 0);
+        assert!(l.admit(&group, &o, T0).is_admit(), "{distinct} apps");
+        for &app in &apps {
+            assert_eq!(
+                l.counts(l.app_key(app, &o)),
+                Some((0, 1)),
+                "app {app} of {distinct}"
+            );
+        }
+        assert_eq!(l.stats().entries, distinct, "{distinct} apps");
+        // Another origin's keys were not touched.
+        assert_eq!(l.counts(l.app_key(apps[0], &peer(8))), None);
+    }
+}
