@@ -230,7 +230,8 @@ impl AppKey {
 /// kept). BLAKE2b's output length is part of its parameter block, so this is *not* the prefix of
 /// BLAKE2b-512 or of an 8-byte BLAKE2b; choosing `Sum256` makes keys match upstream's bytes.
 /// The input is at most 40 bytes (one BLAKE2b block): one compression per key. (RustCrypto's
-/// `blake2`, one input at a time; a group's keys go through [`derive_key_hashes`].)
+/// `blake2`, one input at a time; [`AppRateLimiter::admit`](crate::AppRateLimiter::admit)
+/// derives a group's keys four at a time, to the same digests.)
 pub fn derive_key_hash(app_id: u64, salt: &[u8; 16], origin: &Origin) -> u64 {
     let mut h = Blake2b::<U32>::new();
     h.update(app_id.to_le_bytes());

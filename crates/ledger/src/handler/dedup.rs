@@ -548,7 +548,9 @@ mod loom_models {
     /// when the removal's decrement (2 to 1) runs first and the rotation's reset (a relaxed
     /// store of 0) after it, with no synchronization between them, loom lets the final load
     /// read the decrement's 1. In C++'s total modification order the reset follows the
-    /// decrement, so the count is 0; on one thread the test below checks that exactly.
+    /// decrement, so the count is 0; on one thread,
+    /// `tests::a_removal_after_a_rotation_reset_the_count_leaves_it_at_zero` checks that
+    /// exactly.
     #[test]
     fn a_removal_racing_a_rotation_never_wraps_the_count() {
         loom::model(|| {
