@@ -246,9 +246,9 @@ impl AppRateLimiter {
     /// until its key would admit again; a [`Decision::Admit`] the admissions its tightest key
     /// has left. (For a weighted group, see [`admit_n`](Self::admit_n).)
     ///
-    /// Costs one BLAKE2b per distinct app (up to four side by side on CPUs with AVX2); see
-    /// [`admit_keys`](Self::admit_keys) to skip that.
-    /// Allocates only for the node of a new key, or for groups of more than 16 distinct apps.
+    /// Costs one BLAKE2b per distinct app (up to four side by side on Intel CPUs with AVX2);
+    /// see [`admit_keys`](Self::admit_keys) to skip that.
+    /// Allocates only for the node of a new key, or for groups of more than 16 app ids.
     pub fn admit(&self, app_ids: &[u64], origin: &Origin, now_ns: u64) -> Decision {
         let mut members = SmallBuf::new();
         self.app_members(app_ids, origin, &mut members);
@@ -256,7 +256,8 @@ impl AppRateLimiter {
     }
 
     /// The keys of a group's distinct non-zero app ids, each with the index of the app's first
-    /// occurrence: one BLAKE2b per distinct app, up to four side by side (`derive_key_hashes`).
+    /// occurrence: one BLAKE2b per distinct app, up to four side by side where the CPU takes
+    /// the lanes (`derive_key_hashes`).
     /// O(n log n) in the group's length (a sort beyond 16 apps), so a hostile group of many app
     /// ids costs no more than sorting them. (Filled in place, as
     /// [`key_members`](Self::key_members).)

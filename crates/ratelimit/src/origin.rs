@@ -231,7 +231,7 @@ impl AppKey {
 /// BLAKE2b-512 or of an 8-byte BLAKE2b; choosing `Sum256` makes keys match upstream's bytes.
 /// The input is at most 40 bytes (one BLAKE2b block): one compression per key. (RustCrypto's
 /// `blake2`, one input at a time; [`AppRateLimiter::admit`](crate::AppRateLimiter::admit)
-/// derives a group's keys four at a time, to the same digests.)
+/// derives a group's keys four at a time on Intel CPUs with AVX2, to the same digests.)
 pub fn derive_key_hash(app_id: u64, salt: &[u8; 16], origin: &Origin) -> u64 {
     let mut h = Blake2b::<U32>::new();
     h.update(app_id.to_le_bytes());
@@ -246,6 +246,35 @@ pub fn derive_key_hash(app_id: u64, salt: &[u8; 16], origin: &Origin) -> u64 {
 /// Keys whose BLAKE2b compressions [`derive_key_hashes`] runs side by side: blake2b_simd's
 /// widest degree (four 64-bit lanes of AVX2).
 pub(crate) const LANES: usize = 4;
+
+/// Whether [`derive_key_hashes`] runs its keys side by side on this CPU: an Intel CPU on which
+/// blake2b_simd runs four lanes (AVX2). There five keys took 531 ns side by side against 969 ns
+/// one by one through RustCrypto's `blake2` (an Intel Xeon, 2026-12-04); on an AMD EPYC Zen 3
+/// the four lanes measured no faster than one input at a time and `blake2` faster than both
+/// (BENCHMARKS.md, "Figures behind the code's choices"), so other CPUs keep one key at a time
+/// until measured (`cargo run --release -p txgate-benches --example derive_cost`). Decided once.
+fn side_by_side() -> bool {
+    static SIDE_BY_SIDE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SIDE_BY_SIDE.get_or_init(|| blake2b_simd::many::degree() >= LANES && intel())
+}
+
+/// Whether the CPU's vendor string (CPUID leaf 0) is `GenuineIntel`.
+fn intel() -> bool {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    {
+        // SAFETY: CPUID is present on every x86-64 CPU, and leaf 0 on every CPU with CPUID
+        // (Intel SDM, CPUID); it reads identification registers and changes no state. (The
+        // intrinsic is unsafe on the minimum Rust version, 1.89, and safe on later ones.)
+        #[allow(unused_unsafe)]
+        let leaf = unsafe { std::arch::x86_64::__cpuid(0) };
+        // The vendor string's 12 bytes, in EBX, EDX, ECX order: "Genu", "ineI", "ntel".
+        (leaf.ebx, leaf.edx, leaf.ecx) == (0x756e_6547, 0x4965_6e69, 0x6c65_746e)
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    {
+        false
+    }
+}
 
 /// The longest key input: app id (8 bytes), salt (16), origin (at most 16).
 const MAX_INPUT: usize = 8 + 16 + 16;
@@ -262,7 +291,8 @@ fn key_input(app_id: u64, salt: &[u8; 16], origin: &Origin) -> ([u8; MAX_INPUT],
 
 /// [`derive_key_hash`] of each of `app_ids` (one origin) into `hashes`: the same digests, up to
 /// [`LANES`] of them computed side by side in one pass of SIMD lanes (blake2b_simd's
-/// `hash_many`) where the CPU has AVX2, else one after another.
+/// `hash_many`) where [`side_by_side`] holds, else one after another through
+/// [`derive_key_hash`].
 ///
 /// # Panics
 ///
@@ -274,16 +304,29 @@ pub(crate) fn derive_key_hashes(
     hashes: &mut [u64],
 ) {
     assert_eq!(app_ids.len(), hashes.len(), "one hash per app id");
-    // blake2b_simd's degree is its run-time choice: 4 with AVX2, 1 without (one input at a
-    // time, where RustCrypto's one-input path is as fast). A single key goes there at once.
-    if app_ids.len() < 2 || blake2b_simd::many::degree() < 2 {
+    // A single key, or a CPU where the lanes are not known to pay, one at a time.
+    if app_ids.len() < 2 || !side_by_side() {
         for (hash, &app_id) in hashes.iter_mut().zip(app_ids) {
             *hash = derive_key_hash(app_id, salt, origin);
         }
         return;
     }
+    derive_in_lanes(app_ids, salt, origin, hashes);
+}
+
+/// [`derive_key_hash`] of each of `app_ids` into `hashes`, up to four at a time in blake2b_simd's
+/// `hash_many` lanes, on any CPU (blake2b_simd picks its backend at run time; the digests are
+/// the same on every one): the limiter's side-by-side path, public for probes that time it
+/// where the limiter does not take it (`derive_cost`).
+///
+/// # Panics
+///
+/// If `hashes` is not as long as `app_ids`.
+#[doc(hidden)]
+pub fn derive_in_lanes(app_ids: &[u64], salt: &[u8; 16], origin: &Origin, hashes: &mut [u64]) {
     let mut params = blake2b_simd::Params::new();
     params.hash_length(32);
+    assert_eq!(app_ids.len(), hashes.len(), "one hash per app id");
     for (ids, out) in app_ids.chunks(LANES).zip(hashes.chunks_mut(LANES)) {
         if let [app_id] = ids {
             out[0] = derive_key_hash(*app_id, salt, origin);
@@ -333,10 +376,14 @@ mod tests {
         assert_ne!(derive_key_hash(5, &[1; 16], &origin), want);
     }
 
+    // Not under miri: proptest reads the working directory (for its regressions file), which
+    // miri's isolation refuses, and there is no unsafe code of ours on this path.
+    #[cfg(not(miri))]
     proptest::proptest! {
-        /// Keys derived side by side (blake2b_simd), in any number (lanes used in part, several
-        /// passes), equal those derived one by one (RustCrypto's `blake2`, checked against a
-        /// known vector above), for origins of every length.
+        /// Keys derived for a group (side by side where `side_by_side` holds) and in lanes
+        /// (blake2b_simd, on any CPU), in any number (lanes used in part, several passes), equal
+        /// those derived one by one (RustCrypto's `blake2`, checked against a known vector
+        /// above), for origins of every length.
         #[test]
         fn keys_derived_side_by_side_equal_the_reference(
             app_ids in proptest::collection::vec(proptest::prelude::any::<u64>(), 0..=10),
@@ -346,8 +393,13 @@ mod tests {
             let origin = Origin::from_peer_id(&origin);
             let mut hashes = vec![0; app_ids.len()];
             derive_key_hashes(&app_ids, &salt, &origin, &mut hashes);
-            for (&app_id, &hash) in app_ids.iter().zip(&hashes) {
-                proptest::prop_assert_eq!(hash, derive_key_hash(app_id, &salt, &origin));
+            // The lanes themselves, whether or not this CPU takes them.
+            let mut in_lanes = vec![0; app_ids.len()];
+            derive_in_lanes(&app_ids, &salt, &origin, &mut in_lanes);
+            for ((&app_id, &hash), &in_lane) in app_ids.iter().zip(&hashes).zip(&in_lanes) {
+                let want = derive_key_hash(app_id, &salt, &origin);
+                proptest::prop_assert_eq!(hash, want);
+                proptest::prop_assert_eq!(in_lane, want);
             }
         }
     }

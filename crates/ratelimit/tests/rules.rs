@@ -861,9 +861,10 @@ fn callers_behind_a_key_they_widen_agree_with_the_model_above_65535() {
 }
 
 /// A group's keys are each app's `app_key` for the origin, however many distinct apps it has
-/// (one; several derived side by side, four at a time, with a remainder; more than 16, sorted
-/// first), repeats and zeros counted once or not at all: an admission counts one on exactly
-/// those keys.
+/// (one; several, derived four at a time where the CPU takes the lanes, with a remainder), its
+/// repeats counted once and its zero not at all: an admission counts one on exactly those keys.
+/// Each group holds its apps twice and a zero, so up to 7 distinct apps take the path of groups
+/// of at most 16 app ids, and 8 or more the sorted one.
 #[test]
 fn a_groups_keys_are_its_apps_keys() {
     for distinct in [1usize, 2, 3, 4, 5, 8, 9, 16, 17, 21] {

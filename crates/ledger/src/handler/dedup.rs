@@ -542,12 +542,12 @@ mod loom_models {
     /// previous, count reset to 0) and finds `x` a duplicate (in previous: nothing inserted).
     /// Current ends empty. A removal that read the generation before the rotation and
     /// decrements after its reset must not take the count below 0: unsigned, it would wrap to
-    /// `usize::MAX` and make every new message rotate on size.
+    /// `usize::MAX` and make the next new message rotate on size at once.
     ///
-    /// The count is asserted at most 1, not exactly 0. loom keeps a partial modification order:
-    /// when the removal's decrement (2 to 1) runs first and the rotation's reset (a relaxed
-    /// store of 0) after it, with no synchronization between them, loom lets the final load
-    /// read the decrement's 1. In C++'s total modification order the reset follows the
+    /// The count is asserted at most 1, not exactly 0. loom does not enforce a read-modify-
+    /// write's atomicity in its modification order: when the removal's decrement (2 to 1) runs
+    /// first and the rotation's reset (a relaxed store of 0) after it, with no synchronization
+    /// between them, loom lets the final load read the decrement's 1. In C++'s total modification order the reset follows the
     /// decrement, so the count is 0; on one thread,
     /// `tests::a_removal_after_a_rotation_reset_the_count_leaves_it_at_zero` checks that
     /// exactly.

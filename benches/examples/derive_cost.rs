@@ -1,0 +1,104 @@
+//! What deriving a group's keys costs on this CPU, one at a time and side by side: the measure
+//! behind the limiter's choice of derivation per CPU (txgate-ratelimit's `origin::side_by_side`,
+//! and BENCHMARKS.md's "Figures behind the code's choices").
+//!
+//! ```text
+//! cargo run --release -p txgate-benches --example derive_cost -- [rounds, default 15]
+//! ```
+//!
+//! Each round times the five distinct apps of `group16_5apps` from 20,000 origins, two ways, in
+//! turn:
+//!
+//! - `one by one`: `derive_key_hash` five times (RustCrypto's `blake2`, one input at a time: the
+//!   limiter's path for a single key, and for groups on CPUs where it does not take the lanes);
+//! - `in lanes`: `derive_in_lanes` over the five (blake2b_simd's `hash_many`: four inputs in one
+//!   pass of its widest lanes, the fifth alone), the limiter's path for groups on Intel CPUs
+//!   with AVX2.
+//!
+//! It checks that both give the same keys, and prints each one's median over rounds in
+//! nanoseconds per five-key group and the median of the per-round ratios (in lanes / one by
+//! one), with the CPU's vendor and whether it has AVX2: where the ratio is clearly below 1 the
+//! lanes pay on that CPU.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use txgate_benches::median;
+use txgate_ratelimit::{Origin, derive_in_lanes, derive_key_hash};
+
+/// The five distinct apps of a `group16_5apps` group.
+const APPS: [u64; 5] = [11, 12, 13, 14, 15];
+const ORIGINS: u32 = 20_000;
+const SALT: [u8; 16] = [7; 16];
+
+fn main() {
+    let rounds: usize = std::env::args()
+        .nth(1)
+        .map(|a| a.parse().expect("rounds: a number"))
+        .unwrap_or(15)
+        .max(1);
+    let origins: Vec<Origin> = (0..ORIGINS)
+        .map(|i| Origin::from_peer_id(&i.to_le_bytes()))
+        .collect();
+    let mut one = [0u64; 5];
+    let mut lanes = [0u64; 5];
+    for o in &origins {
+        for (k, &app) in one.iter_mut().zip(&APPS) {
+            *k = derive_key_hash(app, &SALT, o);
+        }
+        derive_in_lanes(&APPS, &SALT, o, &mut lanes);
+        assert_eq!(one, lanes, "the two ways give the same keys");
+    }
+    let (mut t_one, mut t_lanes, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let start = Instant::now();
+        for o in &origins {
+            for (k, &app) in one.iter_mut().zip(&APPS) {
+                *k = derive_key_hash(black_box(app), &SALT, black_box(o));
+            }
+            black_box(&one);
+        }
+        let a = start.elapsed().as_secs_f64() * 1e9 / f64::from(ORIGINS);
+        let start = Instant::now();
+        for o in &origins {
+            derive_in_lanes(black_box(&APPS), &SALT, black_box(o), &mut lanes);
+            black_box(&lanes);
+        }
+        let b = start.elapsed().as_secs_f64() * 1e9 / f64::from(ORIGINS);
+        t_one.push(a);
+        t_lanes.push(b);
+        ratios.push(b / a);
+    }
+    #[cfg(target_arch = "x86_64")]
+    let cpu = format!(
+        "{}, AVX2 {}",
+        vendor(),
+        if std::arch::is_x86_feature_detected!("avx2") {
+            "yes"
+        } else {
+            "no"
+        }
+    );
+    #[cfg(not(target_arch = "x86_64"))]
+    let cpu = String::from("not x86-64");
+    println!(
+        "five keys ({cpu}): one by one {:.0} ns, in lanes {:.0} ns; in lanes / one by one median {:.2} over {rounds} rounds",
+        median(t_one),
+        median(t_lanes),
+        median(ratios)
+    );
+}
+
+/// The CPU's vendor string (CPUID leaf 0: EBX, EDX, ECX).
+#[cfg(target_arch = "x86_64")]
+fn vendor() -> String {
+    // SAFETY: CPUID leaf 0 exists on every x86-64 CPU and only reads identification registers.
+    // (The intrinsic is unsafe on the minimum Rust version, 1.89, and safe on later ones.)
+    #[allow(unused_unsafe)]
+    let leaf = unsafe { std::arch::x86_64::__cpuid(0) };
+    let bytes: Vec<u8> = [leaf.ebx, leaf.edx, leaf.ecx]
+        .iter()
+        .flat_map(|r| r.to_le_bytes())
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
