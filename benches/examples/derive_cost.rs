@@ -7,7 +7,7 @@
 //! ```
 //!
 //! Each round times the five distinct apps of `group16_5apps` from 20,000 origins, two ways, in
-//! turn:
+//! turn (which goes first alternates from round to round):
 //!
 //! - `one by one`: `derive_key_hash` five times (RustCrypto's `blake2`, one input at a time: the
 //!   limiter's path for a single key, and for groups on CPUs where it does not take the lanes);
@@ -32,11 +32,14 @@ const ORIGINS: u32 = 20_000;
 const SALT: [u8; 16] = [7; 16];
 
 fn main() {
-    let rounds: usize = std::env::args()
-        .nth(1)
-        .map(|a| a.parse().expect("rounds: a number"))
-        .unwrap_or(15)
-        .max(1);
+    let rounds: usize = match std::env::args().nth(1).map(|a| a.parse()) {
+        None => 15,
+        Some(Ok(n)) if n > 0 => n,
+        Some(_) => {
+            eprintln!("usage: derive_cost [rounds > 0, default 15]");
+            std::process::exit(2);
+        }
+    };
     let origins: Vec<Origin> = (0..ORIGINS)
         .map(|i| Origin::from_peer_id(&i.to_le_bytes()))
         .collect();
@@ -50,26 +53,38 @@ fn main() {
         assert_eq!(one, lanes, "the two ways give the same keys");
     }
     let (mut t_one, mut t_lanes, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..rounds {
-        let start = Instant::now();
-        for o in &origins {
-            for (k, &app) in one.iter_mut().zip(&APPS) {
-                *k = derive_key_hash(black_box(app), &SALT, black_box(o));
+    for round in 0..rounds {
+        let mut by_one = || {
+            let start = Instant::now();
+            for o in &origins {
+                for (k, &app) in one.iter_mut().zip(&APPS) {
+                    *k = derive_key_hash(black_box(app), &SALT, black_box(o));
+                }
+                black_box(&one);
             }
-            black_box(&one);
-        }
-        let a = start.elapsed().as_secs_f64() * 1e9 / f64::from(ORIGINS);
-        let start = Instant::now();
-        for o in &origins {
-            derive_in_lanes(black_box(&APPS), &SALT, black_box(o), &mut lanes);
-            black_box(&lanes);
-        }
-        let b = start.elapsed().as_secs_f64() * 1e9 / f64::from(ORIGINS);
+            start.elapsed().as_secs_f64() * 1e9 / f64::from(ORIGINS)
+        };
+        let mut in_lanes = || {
+            let start = Instant::now();
+            for o in &origins {
+                derive_in_lanes(black_box(&APPS), &SALT, black_box(o), &mut lanes);
+                black_box(&lanes);
+            }
+            start.elapsed().as_secs_f64() * 1e9 / f64::from(ORIGINS)
+        };
+        // Which way goes first alternates from round to round.
+        let (a, b) = if round % 2 == 0 {
+            let a = by_one();
+            (a, in_lanes())
+        } else {
+            let b = in_lanes();
+            (by_one(), b)
+        };
         t_one.push(a);
         t_lanes.push(b);
         ratios.push(b / a);
     }
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", not(target_env = "sgx")))]
     let cpu = format!(
         "{}, AVX2 {}",
         vendor(),
@@ -79,10 +94,11 @@ fn main() {
             "no"
         }
     );
-    #[cfg(not(target_arch = "x86_64"))]
-    let cpu = String::from("not x86-64");
+    #[cfg(not(all(target_arch = "x86_64", not(target_env = "sgx"))))]
+    let cpu = String::from("not x86-64, or in an SGX enclave");
     println!(
-        "five keys ({cpu}): one by one {:.0} ns, in lanes {:.0} ns; in lanes / one by one median {:.2} over {rounds} rounds",
+        "five keys ({cpu}): one by one {:.0} ns, in lanes {:.0} ns; \
+         in lanes / one by one median {:.2} over {rounds} rounds",
         median(t_one),
         median(t_lanes),
         median(ratios)
@@ -90,9 +106,10 @@ fn main() {
 }
 
 /// The CPU's vendor string (CPUID leaf 0: EBX, EDX, ECX).
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_arch = "x86_64", not(target_env = "sgx")))]
 fn vendor() -> String {
-    // SAFETY: CPUID leaf 0 exists on every x86-64 CPU and only reads identification registers.
+    // SAFETY: CPUID leaf 0 runs on every x86-64 CPU outside an SGX enclave (excluded by the
+    // cfg) and only reads identification registers.
     // (The intrinsic is unsafe on the minimum Rust version, 1.89, and safe on later ones.)
     #[allow(unused_unsafe)]
     let leaf = unsafe { std::arch::x86_64::__cpuid(0) };

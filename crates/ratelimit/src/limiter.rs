@@ -292,8 +292,8 @@ impl AppRateLimiter {
     }
 
     /// Derives the keys of distinct `(app id, index)` pairs from `origin` (as
-    /// [`app_key`](Self::app_key) does, [`origin::LANES`] digests at a time) and pushes them in
-    /// order.
+    /// [`app_key`](Self::app_key) does, [`origin::LANES`] digests at a time where the CPU takes
+    /// the lanes) and pushes them in order.
     fn push_keys(&self, apps: &[(u64, usize)], origin: &Origin, members: &mut Members) {
         // The usual group of one app: its key alone, with no lanes to fill.
         if let [(app, index)] = *apps {

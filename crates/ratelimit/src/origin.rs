@@ -248,8 +248,9 @@ pub fn derive_key_hash(app_id: u64, salt: &[u8; 16], origin: &Origin) -> u64 {
 pub(crate) const LANES: usize = 4;
 
 /// Whether [`derive_key_hashes`] runs its keys side by side on this CPU: an Intel CPU on which
-/// blake2b_simd runs four lanes (AVX2). There five keys took 531 ns side by side against 969 ns
-/// one by one through RustCrypto's `blake2` (an Intel Xeon, 2026-12-04); on an AMD EPYC Zen 3
+/// blake2b_simd runs four lanes (AVX2). There five keys took 617-637 ns in lanes (four in one
+/// pass, the fifth through RustCrypto's `blake2`) against 903-910 ns one by one through `blake2`
+/// (`derive_cost`, an Intel Xeon, 2026-12-04); on an AMD EPYC Zen 3
 /// the four lanes measured no faster than one input at a time and `blake2` faster than both
 /// (BENCHMARKS.md, "Figures behind the code's choices"), so other CPUs keep one key at a time
 /// until measured (`cargo run --release -p txgate-benches --example derive_cost`). Decided once.
@@ -260,17 +261,18 @@ fn side_by_side() -> bool {
 
 /// Whether the CPU's vendor string (CPUID leaf 0) is `GenuineIntel`.
 fn intel() -> bool {
-    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    #[cfg(all(target_arch = "x86_64", not(target_env = "sgx"), not(miri)))]
     {
-        // SAFETY: CPUID is present on every x86-64 CPU, and leaf 0 on every CPU with CPUID
-        // (Intel SDM, CPUID); it reads identification registers and changes no state. (The
-        // intrinsic is unsafe on the minimum Rust version, 1.89, and safe on later ones.)
+        // SAFETY: CPUID runs on every x86-64 CPU outside an SGX enclave (excluded by the cfg),
+        // and leaf 0 on every CPU with CPUID (Intel SDM, CPUID); it reads identification
+        // registers and changes no state. (The intrinsic is unsafe on the minimum Rust version,
+        // 1.89, and safe on later ones.)
         #[allow(unused_unsafe)]
         let leaf = unsafe { std::arch::x86_64::__cpuid(0) };
         // The vendor string's 12 bytes, in EBX, EDX, ECX order: "Genu", "ineI", "ntel".
         (leaf.ebx, leaf.edx, leaf.ecx) == (0x756e_6547, 0x4965_6e69, 0x6c65_746e)
     }
-    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    #[cfg(not(all(target_arch = "x86_64", not(target_env = "sgx"), not(miri))))]
     {
         false
     }
@@ -324,9 +326,9 @@ pub(crate) fn derive_key_hashes(
 /// If `hashes` is not as long as `app_ids`.
 #[doc(hidden)]
 pub fn derive_in_lanes(app_ids: &[u64], salt: &[u8; 16], origin: &Origin, hashes: &mut [u64]) {
+    assert_eq!(app_ids.len(), hashes.len(), "one hash per app id");
     let mut params = blake2b_simd::Params::new();
     params.hash_length(32);
-    assert_eq!(app_ids.len(), hashes.len(), "one hash per app id");
     for (ids, out) in app_ids.chunks(LANES).zip(hashes.chunks_mut(LANES)) {
         if let [app_id] = ids {
             out[0] = derive_key_hash(*app_id, salt, origin);

@@ -547,8 +547,8 @@ mod loom_models {
     /// The count is asserted at most 1, not exactly 0. loom does not enforce a read-modify-
     /// write's atomicity in its modification order: when the removal's decrement (2 to 1) runs
     /// first and the rotation's reset (a relaxed store of 0) after it, with no synchronization
-    /// between them, loom lets the final load read the decrement's 1. In C++'s total modification order the reset follows the
-    /// decrement, so the count is 0; on one thread,
+    /// between them, loom lets the final load read the decrement's 1. In C++'s total
+    /// modification order the reset follows the decrement, so the count is 0; on one thread,
     /// `tests::a_removal_after_a_rotation_reset_the_count_leaves_it_at_zero` checks that
     /// exactly.
     #[test]
