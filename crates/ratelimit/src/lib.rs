@@ -224,9 +224,9 @@ mod stress;
 pub use config::{Config, ConfigError, RandomSourceError};
 pub use decision::{Clock, Decision, InsufficientCapacity, ManualClock, Stats, SystemClock};
 pub use limiter::AppRateLimiter;
-#[doc(hidden)]
-pub use origin::derive_in_lanes;
 pub use origin::{AppKey, Origin, OriginParseError, derive_key_hash};
+#[doc(hidden)]
+pub use origin::{derive_in_lanes, derives_in_lanes};
 
 /// The crate README's examples, compiled and run as doctests.
 #[cfg(doctest)]

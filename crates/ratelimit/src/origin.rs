@@ -253,8 +253,10 @@ pub(crate) const LANES: usize = 4;
 /// (`derive_cost`, an Intel Xeon, 2026-12-04); on an AMD EPYC Zen 3
 /// the four lanes measured no faster than one input at a time and `blake2` faster than both
 /// (BENCHMARKS.md, "Figures behind the code's choices"), so other CPUs keep one key at a time
-/// until measured (`cargo run --release -p txgate-benches --example derive_cost`). Decided once.
-fn side_by_side() -> bool {
+/// until measured (`cargo run --release -p txgate-benches --example derive_cost`, which prints
+/// this answer). Decided once.
+#[doc(hidden)]
+pub fn derives_in_lanes() -> bool {
     static SIDE_BY_SIDE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *SIDE_BY_SIDE.get_or_init(|| blake2b_simd::many::degree() >= LANES && intel())
 }
@@ -293,7 +295,7 @@ fn key_input(app_id: u64, salt: &[u8; 16], origin: &Origin) -> ([u8; MAX_INPUT],
 
 /// [`derive_key_hash`] of each of `app_ids` (one origin) into `hashes`: the same digests, up to
 /// [`LANES`] of them computed side by side in one pass of SIMD lanes (blake2b_simd's
-/// `hash_many`) where [`side_by_side`] holds, else one after another through
+/// `hash_many`) where [`derives_in_lanes`] holds, else one after another through
 /// [`derive_key_hash`].
 ///
 /// # Panics
@@ -307,7 +309,7 @@ pub(crate) fn derive_key_hashes(
 ) {
     assert_eq!(app_ids.len(), hashes.len(), "one hash per app id");
     // A single key, or a CPU where the lanes are not known to pay, one at a time.
-    if app_ids.len() < 2 || !side_by_side() {
+    if app_ids.len() < 2 || !derives_in_lanes() {
         for (hash, &app_id) in hashes.iter_mut().zip(app_ids) {
             *hash = derive_key_hash(app_id, salt, origin);
         }
@@ -382,7 +384,7 @@ mod tests {
     // miri's isolation refuses, and there is no unsafe code of ours on this path.
     #[cfg(not(miri))]
     proptest::proptest! {
-        /// Keys derived for a group (side by side where `side_by_side` holds) and in lanes
+        /// Keys derived for a group (side by side where `derives_in_lanes` holds) and in lanes
         /// (blake2b_simd, on any CPU), in any number (lanes used in part, several passes), equal
         /// those derived one by one (RustCrypto's `blake2`, checked against a known vector
         /// above), for origins of every length.
