@@ -29,19 +29,41 @@
 //!   skips the ways whose pointer tag differs; the entries' scan compares each key). Pairs are
 //!   8,192 apps times as many origins as it takes; the hot ones are the first 4,096.
 //!
+//! A third mode, `evict`, prices an eviction the same way: `ratelimit_ab`'s `new_key_eviction`
+//! stream (room for 2^16 keys, about 94 % of admissions evicting) through `entry_guard`'s table
+//! with the steps an eviction of a lock-free design on such entries cannot do without, on one
+//! thread: the guard (evictions publish a record that helpers read), the set's scan, the claim
+//! of the set (a compare-and-swap of its claim word to the record), a unit of room taken while
+//! the table has one (a compare-and-swap of one shared count, txgate's per shard), else a CLOCK
+//! sweep over the set's keys from a place drawn from the new key's hash (a compare-and-swap per
+//! reference bit it clears), the victim's entry marked with the record (a 128-bit
+//! compare-and-swap from the entry the sweep read: the eviction is exact at that instant), the
+//! claim read again (the record still owns the set), the marker replaced by the new key's entry,
+//! and the claim word freed (a compare-and-swap). It has no helping and no record allocation
+//! (one record reused), so it bounds an eviction's cost from below. A variant, `evict_node`,
+//! adds txgate's node lifecycle beside each entry without reading the nodes: a node from a
+//! per-thread pool for each key placed, swapped into a slot of its own (one more locked
+//! instruction than a node design needs, whose slot replacement is the finalizing write), and
+//! the evicted key's node retired through the collector back to the pool. It prints each side's
+//! time per admission and the floors' locked instructions per admission.
+//!
 //! ```text
-//! cargo run --release -p txgate-benches --example entry_floor -- [rounds, default 30] [sparse|full]
+//! cargo run --release -p txgate-benches --example entry_floor -- [rounds, default 30] [sparse|full|evict]
 //! ```
 //!
 //! Each round times `entry`, `entry_guard`, txgate, the rebuild, then the same four in reverse
 //! order (20 admissions of each hot key per pass), and the probe prints each side's median time
-//! per admission and the median of its per-round ratios to the rebuild.
+//! per admission and the median of its per-round ratios to the rebuild. In `evict`, a round
+//! times `evict`, `evict_node`, txgate, the rebuild and the same four in reverse, each pair of
+//! passes on the same part of the stream.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use portable_atomic::{AtomicU64, AtomicU128, Ordering};
+use seize::Guard as _;
 use strength_reduce::StrengthReducedU64;
+use txgate_benches::eviction::{CAPACITY, EvictionKeys, PASS, STREAM, eviction_keys};
 use txgate_benches::median;
 use txgate_benches::mutex_limiter::MutexLimiter;
 use txgate_ratelimit::{AppKey, AppRateLimiter, Config, Origin};
@@ -60,6 +82,8 @@ const INTERVAL_MASK: u64 = (1 << 28) - 1;
 const MAX_LAG: u64 = 1 << 20;
 /// The reference bit of a state word.
 const TOUCHED: u64 = 1 << 62;
+/// The marker flag of a state word (`evict`: the rest of the word names the record).
+const MARKER: u64 = 1 << 63;
 /// Hot keys, admitted 20 times per pass.
 const HOT: u32 = 4096;
 
@@ -189,6 +213,324 @@ impl EntryTable {
     }
 }
 
+/// A heap node of the `evict_node` variant: what txgate allocates per key (24 bytes).
+struct Node {
+    _key: u64,
+    _state: AtomicU64,
+    _way: u64,
+}
+
+thread_local! {
+    /// Reclaimed nodes for reuse, as txgate's per-thread pools (boxes, handed out as such).
+    #[allow(clippy::vec_box)]
+    static POOL: std::cell::RefCell<Vec<Box<Node>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// seize's reclaimer for a retired node: back to this thread's pool (up to 1,024, as txgate's).
+///
+/// # Safety
+///
+/// `ptr` came from `Box::into_raw`, was retired once, and no thread can reach it.
+unsafe fn to_pool(ptr: *mut Node, _collector: &seize::Collector) {
+    // SAFETY: the contract above.
+    let node = unsafe { Box::from_raw(ptr) };
+    POOL.with(|p| {
+        let mut p = p.borrow_mut();
+        if p.len() < 1024 {
+            p.push(node);
+        }
+    });
+}
+
+/// The `evict` mode's table: `entry_guard`'s, a shared count of the room left, and one record.
+struct EvictTable {
+    table: EntryTable,
+    /// `evict_node`: one heap node per key beside its entry (allocated from the pool when the
+    /// key is placed, retired through the collector when it is evicted), so that the variant
+    /// pays txgate's node lifecycle without reading the nodes.
+    nodes: Option<Box<[[std::sync::atomic::AtomicPtr<Node>; WAYS]]>>,
+    /// Keys of room left beyond one per set (txgate's units, one count for the table here).
+    units: AtomicU64,
+    /// The one record every eviction uses (the floor allocates none).
+    record: AtomicU64,
+    /// Locked instructions, counted for the report (not part of the floor's work).
+    locked: std::cell::Cell<u64>,
+    evicted: std::cell::Cell<u64>,
+}
+
+impl EvictTable {
+    fn new(capacity: usize, nodes: bool) -> Self {
+        let table = EntryTable::new(capacity, true);
+        let sets = table.sets.len() as u64;
+        Self {
+            nodes: nodes.then(|| {
+                (0..sets)
+                    .map(|_| std::array::from_fn(|_| std::sync::atomic::AtomicPtr::default()))
+                    .collect()
+            }),
+            table,
+            units: AtomicU64::new(capacity as u64 - sets),
+            record: AtomicU64::new(0),
+            locked: std::cell::Cell::new(0),
+            evicted: std::cell::Cell::new(0),
+        }
+    }
+
+    fn lock(&self, n: u64) {
+        self.locked.set(self.locked.get() + n);
+    }
+
+    /// `evict_node`: a node for the key placed at `way` of `set`, replacing (and retiring) the
+    /// evicted key's.
+    fn node_lifecycle(&self, set: &Set, way: usize, guard: Option<&seize::LocalGuard<'_>>) {
+        let (Some(nodes), Some(guard)) = (&self.nodes, guard) else {
+            return;
+        };
+        let index = (std::ptr::from_ref(set) as usize - self.table.sets.as_ptr() as usize)
+            / std::mem::size_of::<Set>();
+        let node = POOL.with(|p| p.borrow_mut().pop()).unwrap_or_else(|| {
+            Box::new(Node {
+                _key: 0,
+                _state: AtomicU64::new(0),
+                _way: 0,
+            })
+        });
+        // AcqRel: publishes the node and takes the old one (txgate's slot replacement).
+        let old = nodes[index][way].swap(Box::into_raw(node), std::sync::atomic::Ordering::AcqRel);
+        self.lock(1);
+        if !old.is_null() {
+            // SAFETY: `old` came from `Box::into_raw` and the swap took it out of its only
+            // slot, so it is retired once; `to_pool` matches the box.
+            unsafe { guard.defer_retire(old, to_pool) };
+        }
+    }
+
+    /// One admission of `key` (never 0) at `now`, inserting it (and evicting when the room is
+    /// gone) if missing. One thread only: no helping.
+    #[inline(never)]
+    fn admit(&self, key: u64, now: u64) -> bool {
+        let guard = self.table.collector.as_ref().map(seize::Collector::enter);
+        self.lock(1); // the guard's `leave`
+        let interval = now / self.table.window;
+        let interval = interval & INTERVAL_MASK;
+        let set = self.table.set(key);
+        // Acquire: as txgate's load of the claim word.
+        if set.claim.load(Ordering::Acquire) != 0 {
+            return false;
+        }
+        let mut len = WAYS;
+        for (way, entry) in set.entries.iter().enumerate() {
+            // Acquire: pairs with the Release of the write that placed the entry.
+            let v = entry.load(Ordering::Acquire);
+            match v as u64 {
+                0 => {
+                    len = way;
+                    break;
+                }
+                k if k == key => {
+                    // A key come back: a hit (one compare-and-swap, as `EntryTable::admit`).
+                    drop(guard);
+                    return self.table.admit(key, now).unwrap_or(false);
+                }
+                _ => {}
+            }
+        }
+        let record = std::ptr::from_ref(&self.record) as u64;
+        // Acquire on success: the claim orders the set's reads after it; Relaxed on failure
+        // (one thread: never).
+        if set
+            .claim
+            .compare_exchange(0, record, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return false;
+        }
+        self.lock(1);
+        let born = pack(interval, 0, 1);
+        let new = (u128::from(born) << 64) | u128::from(key);
+        let mut placed = false;
+        if len < WAYS {
+            // Each set may always hold one key; beyond that a unit of room.
+            // Relaxed: a count; the claim orders the rest.
+            let mut units = self.units.load(Ordering::Relaxed);
+            while len == 0 || units > 0 {
+                if len == 0 {
+                    placed = true;
+                    break;
+                }
+                // Relaxed: as above.
+                match self.units.compare_exchange_weak(
+                    units,
+                    units - 1,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => {
+                        self.lock(1);
+                        placed = true;
+                        break;
+                    }
+                    Err(now) => units = now,
+                }
+            }
+            if placed {
+                // Release: publishes the entry's counts.
+                set.entries[len].store(new, Ordering::Release);
+                self.node_lifecycle(set, len, guard.as_ref());
+            }
+        }
+        if !placed {
+            // CLOCK from a place drawn from the key's hash.
+            let mut way = (key >> 40) as usize % len;
+            loop {
+                let entry = &set.entries[way];
+                // Acquire: as the scan's.
+                let v = entry.load(Ordering::Acquire);
+                let word = (v >> 64) as u64;
+                if word & TOUCHED != 0 {
+                    // Relaxed: the bit publishes nothing (txgate's sweep).
+                    let cleared = v & !(u128::from(TOUCHED) << 64);
+                    if entry
+                        .compare_exchange(v, cleared, Ordering::Relaxed, Ordering::Relaxed)
+                        .is_ok()
+                    {
+                        self.lock(1);
+                    }
+                    way = (way + 1) % len;
+                    continue;
+                }
+                let marked =
+                    (u128::from(MARKER | (record >> 1)) << 64) | (v & u128::from(u64::MAX));
+                // AcqRel: the mark is the eviction's instant; Relaxed on failure (one thread).
+                if entry
+                    .compare_exchange(v, marked, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_err()
+                {
+                    continue;
+                }
+                self.lock(1);
+                // Acquire: the record still owns the set (a helper's check).
+                let owned = set.claim.load(Ordering::Acquire) == record;
+                assert!(owned);
+                // Release: publishes the new key's counts.
+                if entry
+                    .compare_exchange(marked, new, Ordering::Release, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    self.lock(1);
+                }
+                self.evicted.set(self.evicted.get() + 1);
+                self.node_lifecycle(set, way, guard.as_ref());
+                break;
+            }
+        }
+        // Release: the set's changes visible to the next claim's Acquire.
+        if set
+            .claim
+            .compare_exchange(record, 0, Ordering::Release, Ordering::Relaxed)
+            .is_ok()
+        {
+            self.lock(1);
+        }
+        true
+    }
+}
+
+/// `evict` mode: the floor, txgate and the rebuild on the `new_key_eviction` stream.
+fn evict(rounds: usize) {
+    let t = AppRateLimiter::new(
+        Config::default()
+            .with_max_size(CAPACITY)
+            .with_rate_per_second(6553)
+            .with_window(Duration::from_nanos(WINDOW))
+            .with_shards(128)
+            .with_salt(Some(SALT)),
+    )
+    .expect("valid config");
+    let m = MutexLimiter::new(CAPACITY, LIMIT, WINDOW, SALT);
+    let floors = [
+        EvictTable::new(CAPACITY, false),
+        EvictTable::new(CAPACITY, true),
+    ];
+    let EvictionKeys {
+        txgate: tkeys,
+        mutex: mkeys,
+        hashes,
+    } = eviction_keys(&SALT, &t, &m);
+    let fkeys: Vec<u64> = hashes.iter().map(|&h| h.max(1)).collect();
+    // The stream's start fills each side, as `ratelimit_ab`'s fill.
+    for ((tk, mk), &fk) in tkeys.iter().zip(&mkeys).zip(&fkeys) {
+        let _ = t.admit_key(*tk, T0);
+        black_box(m.admit_keys(std::slice::from_ref(mk), T0));
+        for f in &floors {
+            f.admit(fk, T0);
+        }
+    }
+    let before: Vec<(u64, u64)> = floors
+        .iter()
+        .map(|f| (f.locked.get(), f.evicted.get()))
+        .collect();
+    let names = ["evict", "evict_node", "txgate", "mutex"];
+    let mut secs: [Vec<f64>; 4] = Default::default();
+    let mut passes = 0;
+    for _ in 0..rounds {
+        let mut round = [0.0; 4];
+        for side in [0, 1, 2, 3, 3, 2, 1, 0] {
+            // Each pair of passes takes the same part of the stream, the next pair the next.
+            let at = (passes / 2 * PASS) % STREAM;
+            passes += 1;
+            let range = at..at + PASS;
+            round[side] += time(|| match side {
+                0 | 1 => {
+                    for &k in &fkeys[range] {
+                        black_box(floors[side].admit(k, T0));
+                    }
+                }
+                2 => {
+                    for k in &tkeys[range] {
+                        let _ = black_box(t.admit_key(*k, T0));
+                    }
+                }
+                _ => {
+                    for k in &mkeys[range] {
+                        black_box(m.admit_keys(std::slice::from_ref(k), T0));
+                    }
+                }
+            });
+        }
+        for (s, r) in secs.iter_mut().zip(round) {
+            s.push(r);
+        }
+    }
+    let timed = (2 * rounds * PASS) as f64;
+    println!("entry_floor (evict, {rounds} rounds):");
+    for (f, (locked0, evicted0)) in floors.iter().zip(before) {
+        println!(
+            "  {}: evicted {:.1} % of its timed admissions, {:.2} locked instructions per admission",
+            if f.nodes.is_some() {
+                "evict_node"
+            } else {
+                "evict"
+            },
+            100.0 * (f.evicted.get() - evicted0) as f64 / timed,
+            (f.locked.get() - locked0) as f64 / timed,
+        );
+    }
+    for side in 0..4 {
+        let ns: Vec<f64> = secs[side]
+            .iter()
+            .map(|s| s * 1e9 / (2.0 * PASS as f64))
+            .collect();
+        let ratios: Vec<f64> = (0..rounds).map(|r| secs[side][r] / secs[3][r]).collect();
+        println!(
+            "  {:<12} {:>6.1} ns per admission (median), / mutex {:.2} (median of per-round ratios)",
+            names[side],
+            median(ns),
+            median(ratios)
+        );
+    }
+}
+
 fn time(f: impl FnOnce()) -> f64 {
     let start = Instant::now();
     f();
@@ -202,7 +544,8 @@ fn main() {
     let full = match std::env::args().nth(2).as_deref() {
         None | Some("sparse") => false,
         Some("full") => true,
-        Some(other) => panic!("fill: sparse or full, not {other}"),
+        Some("evict") => return evict(rounds),
+        Some(other) => panic!("mode: sparse, full or evict, not {other}"),
     };
     let capacity = if full { 1 << 16 } else { 1 << 20 };
     // 70 % of the room in all (module docs).
