@@ -23,11 +23,17 @@
 //!
 //! - `sparse` (the default): the `existing_key` row as it is, 4,096 keys in room for 2^20, so
 //!   a hot key is mostly alone in its set;
-//! - `full`: room for 2^16 keys, 41,779 other keys placed first, then 4,096 hot ones (70 %
+//! - `full`: room for 2^16 keys, 41,779 other keys and 4,096 hot ones placed interleaved (70 %
 //!   full: shards are chosen by app id, and 8,192 apps over 128 shards leave the fullest shard
-//!   short of its room), so that a hit scans a set at about 11 keys, not alone (txgate's scan
-//!   skips the ways whose pointer tag differs; the entries' scan compares each key). Pairs are
-//!   8,192 apps times as many origins as it takes; the hot ones are the first 4,096.
+//!   short of its room), so that a hot key sits at a random depth of a set of about 12 keys
+//!   (txgate's scan skips the ways whose pointer tag differs; the entries' scan compares each
+//!   key). Pairs are 8,192 apps times as many origins as it takes; the hot ones are the first
+//!   4,096. The probe prints the hot keys' mean way and their sets' mean load.
+//!
+//! `portable-atomic` picks its 128-bit instructions at run time unless the build enables them,
+//! so by default each entry load and compare-and-swap is an indirect call. Built with
+//! `RUSTFLAGS="-C target-feature=+cmpxchg16b,+avx"` they are inlined (`lock cmpxchg16b`, and
+//! `vmovdqa` loads, which Intel and AMD document as atomic on CPUs with AVX).
 //!
 //! A third mode, `evict`, prices an eviction the same way: `ratelimit_ab`'s `new_key_eviction`
 //! stream (room for 2^16 keys, about 94 % of admissions evicting) through `entry_guard`'s table
@@ -54,8 +60,8 @@
 //! Each round times `entry`, `entry_guard`, txgate, the rebuild, then the same four in reverse
 //! order (20 admissions of each hot key per pass), and the probe prints each side's median time
 //! per admission and the median of its per-round ratios to the rebuild. In `evict`, a round
-//! times `evict`, `evict_node`, txgate, the rebuild and the same four in reverse, each pair of
-//! passes on the same part of the stream.
+//! times `evict`, `evict_node`, txgate, the rebuild (on one part of the stream) and the same four
+//! in reverse (on the next part).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -150,6 +156,25 @@ impl EntryTable {
         false
     }
 
+    /// The mean way of `keys` in their sets and the mean number of keys in those sets.
+    fn depth(&self, keys: &[u64]) -> (f64, f64) {
+        let (mut ways, mut loads) = (0, 0);
+        for &key in keys {
+            let set = self.set(key);
+            // Relaxed: read on the thread that placed the keys.
+            let taken: Vec<u64> = set
+                .entries
+                .iter()
+                .map(|e| e.load(Ordering::Relaxed) as u64)
+                .take_while(|&k| k != 0)
+                .collect();
+            ways += taken.iter().position(|&k| k == key).expect("a placed key");
+            loads += taken.len();
+        }
+        let n = keys.len().max(1) as f64;
+        (ways as f64 / n, loads as f64 / n)
+    }
+
     /// One admission of `key` at `now`: `Some(admitted)`, or `None` if the key is not in its set.
     #[inline(never)]
     fn admit(&self, key: u64, now: u64) -> Option<bool> {
@@ -162,7 +187,8 @@ impl EntryTable {
             return None;
         }
         for entry in &set.entries {
-            // Acquire: pairs with the Release of the write that placed the entry.
+            // Acquire: pairs with the Release of the compare-and-swap that last wrote the entry
+            // (`place`'s Relaxed stores are on this thread).
             let mut v = entry.load(Ordering::Acquire);
             match v as u64 {
                 0 => return None,
@@ -171,6 +197,11 @@ impl EntryTable {
             }
             loop {
                 let word = (v >> 64) as u64;
+                if word & MARKER != 0 {
+                    // An eviction or a group in flight: a real hit helps it or looks again
+                    // (never here: no markers outside `evict`, one thread).
+                    return None;
+                }
                 let (at, mut prev, mut cur) = (
                     (word >> 32) & INTERVAL_MASK,
                     (word >> 16) & 0xffff,
@@ -181,7 +212,8 @@ impl EntryTable {
                 match interval.wrapping_sub(at) & INTERVAL_MASK {
                     0 => {}
                     1 => (iv, prev, cur) = (interval, cur, 0),
-                    d if d > INTERVAL_MASK + 1 - MAX_LAG => off = 0,
+                    // The key up to `MAX_LAG` intervals ahead: the caller lags (txgate's rule).
+                    d if d >= INTERVAL_MASK + 1 - MAX_LAG => off = 0,
                     _ => (iv, prev, cur) = (interval, 0, 0),
                 }
                 let product = prev * (WINDOW - off);
@@ -204,8 +236,8 @@ impl EntryTable {
                 ) {
                     Ok(_) => return Some(true),
                     // The entry given to another key: txgate would look the key up again.
-                    Err(now) if now as u64 != key => return None,
-                    Err(now) => v = now,
+                    Err(seen) if seen as u64 != key => return None,
+                    Err(seen) => v = seen,
                 }
             }
         }
@@ -320,7 +352,8 @@ impl EvictTable {
         }
         let mut len = WAYS;
         for (way, entry) in set.entries.iter().enumerate() {
-            // Acquire: pairs with the Release of the write that placed the entry.
+            // Acquire: pairs with the Release of the write that placed the entry (one thread
+            // here: what a real scan needs).
             let v = entry.load(Ordering::Acquire);
             match v as u64 {
                 0 => {
@@ -328,8 +361,10 @@ impl EvictTable {
                     break;
                 }
                 k if k == key => {
-                    // A key come back: a hit (one compare-and-swap, as `EntryTable::admit`).
+                    // A key come back: a hit through `EntryTable::admit`, which takes a guard
+                    // of its own (one more `leave`) and its compare-and-swap.
                     drop(guard);
+                    self.lock(2);
                     return self.table.admit(key, now).unwrap_or(false);
                 }
                 _ => {}
@@ -458,7 +493,7 @@ fn evict(rounds: usize) {
         hashes,
     } = eviction_keys(&SALT, &t, &m);
     let fkeys: Vec<u64> = hashes.iter().map(|&h| h.max(1)).collect();
-    // The stream's start fills each side, as `ratelimit_ab`'s fill.
+    // The whole stream fills each side first, as `ratelimit_ab`'s fill.
     for ((tk, mk), &fk) in tkeys.iter().zip(&mkeys).zip(&fkeys) {
         let _ = t.admit_key(*tk, T0);
         black_box(m.admit_keys(std::slice::from_ref(mk), T0));
@@ -476,8 +511,9 @@ fn evict(rounds: usize) {
     for _ in 0..rounds {
         let mut round = [0.0; 4];
         for side in [0, 1, 2, 3, 3, 2, 1, 0] {
-            // Each pair of passes takes the same part of the stream, the next pair the next.
-            let at = (passes / 2 * PASS) % STREAM;
+            // The four passes of each half round take the same part of the stream, the next
+            // half round the next part.
+            let at = (passes / 4 * PASS) % STREAM;
             passes += 1;
             let range = at..at + PASS;
             round[side] += time(|| match side {
@@ -586,17 +622,16 @@ fn main() {
     // 0 is the entries' empty key.
     let entry_key = |k: &AppKey| k.hash().max(1);
     let hot_e: Vec<u64> = hot_t.iter().map(entry_key).collect();
-    // `full`: the hot keys spread evenly among the cold ones, so that a hot key sits at a
-    // random depth of its set, as a key in use does; `sparse`: the hot keys alone.
-    let stride = cold_t.len() / hot_t.len() + 1;
+    // `full`: the hot keys spread evenly among the cold ones (a hot key next whenever fewer of
+    // the hot ones than of the cold ones are placed, in proportion), so that a hot key sits at
+    // a random depth of its set, as a key in use does; `sparse`: the hot keys alone.
     let (mut cold, mut hot) = (cold_t.iter().zip(&cold_m), hot_t.iter().zip(&hot_m));
     let order = std::iter::from_fn(|| {
-        let step = if cold.len() == 0 || (hot.len() > 0 && cold.len() % stride == 0) {
-            hot.next()
+        if hot.len() * cold_t.len() >= cold.len() * hot_t.len() {
+            hot.next().or_else(|| cold.next())
         } else {
             cold.next()
-        };
-        step.or_else(|| hot.next())
+        }
     });
     for (tk, mk) in order {
         assert!(t.admit_key(*tk, T0).is_admit());
@@ -612,6 +647,8 @@ fn main() {
         .filter(|&k| tables.iter().all(|tb| tb.admit(k, T0) == Some(true)))
         .collect();
     let evicted_before = t.stats().evicted;
+    // Where the hot keys sit: the mean way among the mean set load of their sets.
+    let (depth, load) = tables[0].depth(&hot_e);
 
     let per_pass = |n: usize| 20.0 * n as f64;
     let names = ["entry", "entry_guard", "txgate", "mutex"];
@@ -650,7 +687,8 @@ fn main() {
     assert_eq!(t.stats().evicted, evicted_before, "a hot key was evicted");
     let sizes = [hot_e.len(), hot_e.len(), hot_t.len(), hot_m.len()];
     println!(
-        "entry_floor ({}, {} hot keys, {} of them in the entry tables, {rounds} rounds):",
+        "entry_floor ({}, {} hot keys, {} of them in the entry tables, at way {depth:.2} of \
+         {load:.2} keys per set on average, {rounds} rounds):",
         if full { "full" } else { "sparse" },
         HOT,
         hot_e.len()
