@@ -258,26 +258,10 @@ pub(crate) const LANES: usize = 4;
 #[doc(hidden)]
 pub fn derives_in_lanes() -> bool {
     static SIDE_BY_SIDE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *SIDE_BY_SIDE.get_or_init(|| blake2b_simd::many::degree() >= LANES && intel())
-}
-
-/// Whether the CPU's vendor string (CPUID leaf 0) is `GenuineIntel`.
-fn intel() -> bool {
-    #[cfg(all(target_arch = "x86_64", not(target_env = "sgx"), not(miri)))]
-    {
-        // SAFETY: CPUID runs on every x86-64 CPU outside an SGX enclave (excluded by the cfg),
-        // and leaf 0 on every CPU with CPUID (Intel SDM, CPUID); it reads identification
-        // registers and changes no state. (The intrinsic is unsafe on the minimum Rust version,
-        // 1.89, and safe on later ones.)
-        #[allow(unused_unsafe)]
-        let leaf = unsafe { std::arch::x86_64::__cpuid(0) };
-        // The vendor string's 12 bytes, in EBX, EDX, ECX order: "Genu", "ineI", "ntel".
-        (leaf.ebx, leaf.edx, leaf.ecx) == (0x756e_6547, 0x4965_6e69, 0x6c65_746e)
-    }
-    #[cfg(not(all(target_arch = "x86_64", not(target_env = "sgx"), not(miri))))]
-    {
-        false
-    }
+    *SIDE_BY_SIDE.get_or_init(|| {
+        blake2b_simd::many::degree() >= LANES
+            && txgate_sync::cpu::vendor() == txgate_sync::cpu::Vendor::Intel
+    })
 }
 
 /// The longest key input: app id (8 bytes), salt (16), origin (at most 16).

@@ -1,5 +1,6 @@
-//! The concurrency plumbing every txgate crate shares: one loom shim ([`sync`]) and one memory
-//! reclamation wrapper ([`reclaim`]) with one loom stand-in for it.
+//! The plumbing every txgate crate shares: one loom shim ([`sync`]), one memory reclamation
+//! wrapper ([`reclaim`]) with one loom stand-in for it, and the CPU vendor check of the SIMD
+//! paths ([`cpu`]).
 //!
 //! Normal builds re-export `std`'s atomics and use [seize](https://docs.rs/seize/0.5) for
 //! reclamation. Built with `RUSTFLAGS="--cfg loom"`, [`sync`] re-exports
@@ -18,6 +19,8 @@
 //! - [`reclaim`]: [`Collector`](reclaim::Collector) and [`Guard`](reclaim::Guard), seize's
 //!   reclamation, or under `cfg(loom)` a stand-in that flags any access to memory a real
 //!   collector could already have freed.
+//! - [`cpu`]: the CPU's [`Vendor`](cpu::Vendor), read once, for the SIMD paths whose faster
+//!   form differs between Intel and AMD cores.
 //!
 //! # Example
 //!
@@ -42,6 +45,7 @@
 //! ```
 
 pub mod claims;
+pub mod cpu;
 pub mod reclaim;
 pub mod split;
 pub mod sync;

@@ -109,9 +109,9 @@ pub enum Backend {
     /// (BMI2's `mulx`).
     Avx2,
     /// x86-64 AVX-512F, AVX-512VL and BMI2 (with AVX2): a 512-bit block is one vector, its mask one
-    /// `vpmuludq`, one `vpsrlq` and one `vprolvq`, a query one `vptestnmq` (on CPUs with
+    /// `vpmuludq`, one `vpsrlq` and one `vprolvq`, a query one `vptestnmq` (on AMD CPUs with
     /// AVX512_BITALG, one `vpshufbitqmb` of the block by the shifted products, which needs no
-    /// one-hot mask). A 256-bit block's
+    /// one-hot mask: faster on an AMD Zen 4, slower on an Intel Xeon). A 256-bit block's
     /// query is the AVX2 kernel's mask in the EVEX forms (broadcast from the general-purpose
     /// register, test by one `vptestnmd`), in registers 16-31 so that it needs no
     /// `vzeroupper`; its inserts and batch queries run the AVX2 kernel. Every AVX-512 CPU but
@@ -160,7 +160,8 @@ pub struct Kernel {
     backend: Backend,
     // Invariant: true only if the backend is `Avx512` and the CPU has AVX-512BW, AVX512_BITALG
     // and BMI1 (`bitalg_available`): the 512-bit layout's query then tests with
-    // `vpshufbitqmb` (see `avx512::contains_hash512_bitalg_asm`).
+    // `vpshufbitqmb` (see `avx512::contains_hash512_bitalg_asm`). Chosen by `checked` where
+    // that query measured faster (`bitalg_preferred`); tests build the other form too.
     // Not a `Backend` of its own: the same backend and the same filter, one query kernel or
     // another chosen by what else the CPU has.
     bitalg: bool,
@@ -183,18 +184,19 @@ impl Kernel {
         debug_assert!(backend.is_available());
         Kernel {
             backend,
-            bitalg: backend == Backend::Avx512 && bitalg_available(),
+            bitalg: backend == Backend::Avx512 && bitalg_available() && bitalg_preferred(),
         }
     }
 
-    /// Every form of this kernel's queries this CPU can run: itself, and the same backend
-    /// without its optional query kernel, to test both on a CPU that has it.
+    /// Every form of this kernel's queries this CPU can run: itself, and the same backend with
+    /// its optional query kernel switched the other way where the CPU can run both, to test
+    /// both on a CPU that has it, whichever `checked` chose.
     #[cfg(all(test, not(loom)))]
     pub(crate) fn forms(self) -> Vec<Kernel> {
         let mut forms = vec![self];
-        if self.bitalg {
+        if self.backend == Backend::Avx512 && bitalg_available() {
             forms.push(Kernel {
-                bitalg: false,
+                bitalg: !self.bitalg,
                 ..self
             });
         }
@@ -430,7 +432,7 @@ fn avx2_available() -> bool {
 /// `vpshufbitqmb` (AVX512_BITALG), `kmovq` (AVX-512BW) and `andn` (BMI1). Ice Lake and later
 /// Intel cores and AMD Zen 4 and later have all three; Skylake-SP and Cascade Lake have no
 /// AVX512_BITALG and keep the `vptestnmq` query.
-fn bitalg_available() -> bool {
+pub(crate) fn bitalg_available() -> bool {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
         std::is_x86_feature_detected!("avx512bw")
@@ -441,6 +443,15 @@ fn bitalg_available() -> bool {
     {
         false
     }
+}
+
+/// Whether the 512-bit layout's queries take the AVX512_BITALG form where the CPU can run it:
+/// on AMD CPUs. On an AMD Zen 4 that form took 0.92x the time of the `vptestnmq` one (a probe
+/// of both on one filter); on an Intel Xeon (family 6, model 207, 2026-12-04) 1.10x (1.67-1.70
+/// against 1.52-1.54 ns per query over a 2^20-key filter, the two forms alternated in one
+/// scratch program). Other vendors keep `vptestnmq` until measured.
+fn bitalg_preferred() -> bool {
+    txgate_sync::cpu::vendor() == txgate_sync::cpu::Vendor::Amd
 }
 
 fn avx512_available() -> bool {
