@@ -163,7 +163,7 @@ pub struct Kernel {
     // `vpshufbitqmb` (see `avx512::contains_hash512_bitalg_asm`). Chosen by `checked` where
     // that query measured faster (`bitalg_preferred`); tests build the other form too.
     // Not a `Backend` of its own: the same backend and the same filter, one query kernel or
-    // another chosen by what else the CPU has.
+    // another chosen by what else the CPU has and by its vendor.
     bitalg: bool,
 }
 
