@@ -471,17 +471,23 @@ impl EvictTable {
     }
 }
 
-/// `evict` mode: the floor, txgate and the rebuild on the `new_key_eviction` stream.
-fn evict(rounds: usize) {
-    let t = AppRateLimiter::new(
+/// txgate's limiter with room for `capacity` keys, as `ratelimit_ab`'s (L = 65,530 per 10 s
+/// window, 128 shards).
+fn txgate(capacity: usize) -> AppRateLimiter {
+    AppRateLimiter::new(
         Config::default()
-            .with_max_size(CAPACITY)
+            .with_max_size(capacity)
             .with_rate_per_second(6553)
             .with_window(Duration::from_nanos(WINDOW))
             .with_shards(128)
             .with_salt(Some(SALT)),
     )
-    .expect("valid config");
+    .expect("valid config")
+}
+
+/// `evict` mode: the floor, txgate and the rebuild on the `new_key_eviction` stream.
+fn evict(rounds: usize) {
+    let t = txgate(CAPACITY);
     let m = MutexLimiter::new(CAPACITY, LIMIT, WINDOW, SALT);
     let floors = [
         EvictTable::new(CAPACITY, false),
@@ -586,15 +592,7 @@ fn main() {
     let capacity = if full { 1 << 16 } else { 1 << 20 };
     // 70 % of the room in all (module docs).
     let cold = if full { (1 << 16) * 7 / 10 - HOT } else { 0 };
-    let t = AppRateLimiter::new(
-        Config::default()
-            .with_max_size(capacity)
-            .with_rate_per_second(6553)
-            .with_window(Duration::from_nanos(WINDOW))
-            .with_shards(128)
-            .with_salt(Some(SALT)),
-    )
-    .expect("valid config");
+    let t = txgate(capacity);
     let m = MutexLimiter::new(capacity, LIMIT, WINDOW, SALT);
     let tables = [
         EntryTable::new(capacity, false),

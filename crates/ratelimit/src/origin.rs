@@ -237,7 +237,12 @@ pub fn derive_key_hash(app_id: u64, salt: &[u8; 16], origin: &Origin) -> u64 {
     h.update(app_id.to_le_bytes());
     h.update(salt);
     h.update(origin.as_bytes());
-    let digest = h.finalize();
+    key_of_digest(&h.finalize())
+}
+
+/// A key from its BLAKE2b-256 digest: the first 8 bytes, little-endian (go-algorand keeps the
+/// first 8 bytes of `blake2b.Sum256`).
+fn key_of_digest(digest: &[u8]) -> u64 {
     let mut first = [0; 8];
     first.copy_from_slice(&digest[..8]);
     u64::from_le_bytes(first)
@@ -327,9 +332,7 @@ pub fn derive_in_lanes(app_ids: &[u64], salt: &[u8; 16], origin: &Origin, hashes
             std::array::from_fn(|i| HashManyJob::new(&params, &inputs[i].0[..inputs[i].1]));
         hash_many(jobs[..ids.len()].iter_mut());
         for (hash, job) in out.iter_mut().zip(&jobs) {
-            let mut first = [0; 8];
-            first.copy_from_slice(&job.to_hash().as_bytes()[..8]);
-            *hash = u64::from_le_bytes(first);
+            *hash = key_of_digest(job.to_hash().as_bytes());
         }
     }
 }
