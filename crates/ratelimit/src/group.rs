@@ -45,8 +45,10 @@
 //! it replaces the marker on *its* node with the decided value. So nobody ever reads a count that
 //! could still be taken back, and nobody waits: a marker is resolved by whoever meets it.
 //! Touching only its own node keeps the resolver safe from memory reclamation: it dereferences
-//! the operation (retired only after all its markers are gone, so protected by the resolver's
-//! guard) and the node it already holds, never the group's other nodes.
+//! the operation (retired only once no thread entering after can load a marker of it, so
+//! protected by the resolver's guard: a group's after all its markers are gone, an eviction's
+//! that succeeded after its victim, which keeps the marker, left its slot; `table`'s I5) and
+//! the node it already holds, never the group's other nodes.
 //!
 //! A marker is unique to one operation while any guard that saw it is alive (an operation is
 //! recycled only after reclamation), so a late compare-and-swap expecting a marker fails
@@ -311,8 +313,8 @@ impl GroupOp {
     /// allocated (I5).
     pub(crate) fn take_ref(op: *const Self, guard: &Guard<'_>) -> bool {
         guard.check(op);
-        // SAFETY: the marker was loaded under `guard`; the record is retired only after every
-        // marker of it was replaced (I5), so it is allocated until `guard` drops.
+        // SAFETY: the marker was loaded under `guard`; the record is retired only once no thread
+        // entering after can load a marker of it (I5), so it is allocated until `guard` drops.
         let this = unsafe { &*op };
         let mut word = UNDECIDED;
         loop {
@@ -332,17 +334,18 @@ impl GroupOp {
     }
 
     /// Releases the caller's hold on the decided eviction `op` (the owner's, `owner`, or a
-    /// helper's reference from [`GroupOp::take_ref`]) and retires the record, and its new node
-    /// unless it succeeded (then the node is in its slot), if that hold was the last (I1, I5):
-    /// returns whether it did.
+    /// helper's reference from [`GroupOp::take_ref`]) and retires the record, with its victim
+    /// if it succeeded (then the new node is in the victim's slot) or its new node if it failed,
+    /// if that hold was the last (I1, I5): returns whether it did.
     /// The owner's release is one load when no helper holds a reference (no read-modify-write).
     ///
     /// # Safety
     ///
     /// `op` is an eviction record from [`GroupOp::eviction`], decided, whose marker has been
-    /// replaced; the caller holds the hold it releases and has finished with the record: its
-    /// own installs of the eviction's claim word, if any, were completed ([`crate::table`]'s
-    /// `complete` returned after each).
+    /// replaced if it failed, and whose victim is out of its slot if it succeeded; the caller
+    /// holds the hold it releases and has finished with the record: its own installs of the
+    /// eviction's claim word, if any, were completed ([`crate::table`]'s `complete` returned
+    /// after each).
     #[inline]
     pub(crate) unsafe fn release(op: *mut Self, owner: bool, guard: &Guard<'_>) -> bool {
         guard.check(op);
@@ -392,19 +395,27 @@ impl GroupOp {
             "an eviction record retired twice"
         );
         let succeeded = word & DECISION == SUCCEEDED;
-        let node = this.insert;
+        // The victim if it succeeded (out of its slot), the new node if it failed (never in
+        // one).
+        let node = if succeeded {
+            this.entries[0].node.cast_mut()
+        } else {
+            this.insert
+        };
         // SAFETY: (1) the record came from `Box::into_raw` and is retired once, by the last
-        // holder; (2) its marker was replaced before the owner's release, and no claim word
+        // holder; (2) its marker was replaced (failed) or its victim left its slot (succeeded,
+        // the marker staying on the victim) before the last release, and no claim word
         // holds it: each install was by a holder (the owner's claim, a helper's) and each
         // holder's completion moved the claim word past it before its release; no helper can
         // take a reference any more (the record is decided), so no thread entering now can
         // load it (I5).
         unsafe { guard.retire(op) };
-        if !succeeded {
-            // SAFETY: (1) from `Box::into_raw`, retired once, here; (2) a failed eviction's new
-            // node was never in a slot, and only the record's claim word led to it (I1).
-            unsafe { guard.retire(node) };
-        }
+        // SAFETY: (1) from `Box::into_raw`, retired once, here (I1); (2) a succeeded eviction's
+        // victim is out of its slot, and a failed one's new node was never in a slot: either is
+        // reachable only through the record (its entry, its new node), the slot the victim has
+        // left and the claim words the claim word has moved past, so no thread entering now can
+        // load it (I1, I5).
+        unsafe { guard.retire(node) };
         true
     }
 
@@ -438,18 +449,18 @@ impl GroupOp {
         )
     }
 
-    /// Replaces a decided eviction's marker on its victim `node` with the decided word (final,
-    /// `EVICTED`, if it succeeded; the planned word if not). Idempotent: a later call finds the
-    /// marker gone.
-    pub(crate) fn replace(op: *const Self, node: &Node, guard: &Guard<'_>) {
+    /// Puts a failed eviction's planned word back on its victim `node` in place of its marker.
+    /// Idempotent: a later call finds the marker gone. (A successful eviction leaves its marker
+    /// on the victim, which has left its slot: whoever meets it resolves it to the final word,
+    /// [`resolve`].)
+    pub(crate) fn restore(op: *const Self, node: &Node, guard: &Guard<'_>) {
         guard.check(op);
         // SAFETY: as in `decide`.
         let this = unsafe { &*op };
         // Acquire: pairs with the decision's Release.
-        let status = this.status.load(Ordering::Acquire) & DECISION;
-        debug_assert_ne!(status, UNDECIDED);
-        // Relaxed: as in `eviction_parts`.
-        let value = this.entries[0].decided(status == SUCCEEDED);
+        debug_assert_eq!(this.status.load(Ordering::Acquire) & DECISION, FAILED);
+        // Relaxed (in `decided`): as in `eviction_parts`.
+        let value = this.entries[0].decided(false);
         // Release on success: as in `resolve`. Acquire on failure: as in `finish` (the owner
         // retires the operation after this).
         let _ = node.state.compare_exchange(
@@ -572,8 +583,9 @@ pub(crate) fn resolve(node: &Node, word: u64, guard: &Guard<'_>) {
     let ptr: *const GroupOp = std::ptr::with_exposed_provenance((word & !MARKER) as usize);
     guard.check(ptr);
     // SAFETY: the marker was loaded from `node` under `guard`; an operation is retired only
-    // after every marker of it has been replaced, so it was not retired before `guard` entered
-    // and the collector keeps it allocated until `guard` drops.
+    // once no thread entering after can load a marker of it (every marker replaced, or, for an
+    // eviction that succeeded, its victim out of its slot, I5), so it was not retired before
+    // `guard` entered and the collector keeps it allocated until `guard` drops.
     let op = unsafe { &*ptr };
     // Acquire: pairs with the decision's Release.
     let mut status = op.status.load(Ordering::Acquire) & DECISION;
@@ -858,8 +870,8 @@ fn look_up_all<'g>(
                 .iter_mut()
                 .find(|k| k.node == v.node)
         {
-            // An evicted node is not read again (the thread that took it out of its slot may
-            // have been this one, which retired it): its final word came with the eviction.
+            // An evicted node is not read again (the last holder of the eviction's record, this
+            // thread possibly, retired it): its final word came with the eviction.
             key.frozen = Some(v.word);
         }
     }
@@ -868,8 +880,11 @@ fn look_up_all<'g>(
 /// The node of a group's key.
 fn node<'g>(key: &Key, guard: &'g Guard<'_>) -> &'g Node {
     guard.check(key.node);
-    // SAFETY: returned by `get_or_insert` or `peek` under `guard`, which keeps it allocated; not
-    // one this thread retired (those are frozen with their final word and never read again).
+    // SAFETY: returned by `get_or_insert` or `peek` under `guard`, loaded from its slot, so it
+    // was retired, if at all, after `guard` entered (by any thread, this one included: a lookup
+    // may have helped another eviction of it and released that record last), and the collector
+    // keeps it allocated until `guard` drops. (A key whose node this group's own insertion
+    // evicted is frozen with its final word and not read here.)
     unsafe { &*key.node }
 }
 

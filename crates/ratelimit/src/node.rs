@@ -13,7 +13,8 @@ pub(crate) struct Node {
     pub(crate) key: u64,
     /// Packed counts and flags ([`crate::state`]). Invariant: changed only by compare-and-swap;
     /// once `EVICTED` it never changes again; a `MARKER` word is replaced only by its group
-    /// operation's resolution.
+    /// operation's resolution. A node an eviction took out of the table keeps that eviction's
+    /// marker until a thread that still reaches it resolves it to `EVICTED` (or never).
     pub(crate) state: AtomicU64,
     /// The way of its set that this node's insertion claims. Invariant: written before the
     /// insertion is published, never after.

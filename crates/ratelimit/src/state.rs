@@ -8,7 +8,8 @@
 //! ```text
 //! bit  63      MARKER   the word is a multi-word operation in flight (bits 0..63 its address;
 //!                       see `group.rs`); resolved before anyone reads the counts
-//! bit  62      EVICTED  the node left the table: terminal, no count changes after it
+//! bit  62      EVICTED  the node left the table: terminal, no count changes after it (a node
+//!                       that left keeps its eviction's marker until someone resolves it)
 //! bit  61      TOUCHED  the key was accessed since a CLOCK sweep last passed it (the reference
 //!                       bit); set by every access, cleared only by a sweep
 //! bit  60      WIDE     the layout of bits 59..0 below

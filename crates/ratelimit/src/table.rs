@@ -53,13 +53,16 @@
 //!   idle(X)` (the word it replaced) once `E` failed: any thread that completes it.
 //! - **A slot** (one way): `null -> N` (an empty way's insertion, any completer) or `v -> N`
 //!   (an eviction's victim replaced by its new node, any completer, only after the eviction
-//!   succeeded). Never back to null; the thread whose compare-and-swap took `v` out retires it.
+//!   succeeded). Never back to null; `v` is retired with the eviction's record, by its last
+//!   holder (I1).
 //! - **A node's state word** ([`crate::state`]): counts words (`interval, prev, cur` and the
 //!   reference bit `TOUCHED`), changed by accesses (compare-and-swap); `counts -> marker(G)` by a
 //!   group's owner and back to counts by whoever resolves it; `w -> marker(E)` by an eviction's
-//!   owner (`w` the victim's word as planned, `TOUCHED` clear), then `-> w | EVICTED`
-//!   (terminal) if `E` succeeded or `-> w` if it failed, by whoever resolves it; `TOUCHED`
-//!   cleared by a CLOCK sweep.
+//!   owner (`w` the victim's word as planned, `TOUCHED` clear), then `-> w` if `E` failed, by
+//!   whoever completes or resolves it, or, if `E` succeeded, `-> w | EVICTED` (terminal) by a
+//!   thread that meets the marker later (completers leave it: the victim has left its slot,
+//!   and a reader that still reaches it treats `marker(E)` of a succeeded `E` as evicted, I5);
+//!   `TOUCHED` cleared by a CLOCK sweep.
 //! - **The units word** (`units`, one per shard): `free << 1` (`free` units of spare
 //!   room, none being taken) or `R | 1`, a pending [`Reservation`] `R` (its node `N`, the claim
 //!   word `idle(X)` its owner's scan saw, its set, the free units `f >= 1` when it was
@@ -81,14 +84,19 @@
 //!   compare-and-swap only while it is undecided, a decision keeps them, released after the
 //!   helper's completion of it) and an `OWNER_DONE` bit (set by its owner when it is done and
 //!   helpers still hold references). A group is retired by its owner once no marker of it is
-//!   left; an eviction, with its new node if it failed, by whichever of its owner and its
-//!   helpers releases last (I1, I5).
+//!   left; an eviction, with its victim if it succeeded or its new node if it failed, by
+//!   whichever of its owner and its helpers releases last (I1, I5).
 //!
 //! ## Invariants
 //!
-//! - **I1** A node is published in one slot, once, and retired exactly once: by the thread
-//!   whose compare-and-swap took it out of its slot, or, for the new node of an eviction that
-//!   failed (never in a slot), by the last holder of that eviction's record (I5). A group's
+//! - **I1** A node is published in one slot, once, and retired exactly once: by the last
+//!   holder of an eviction's record (I5), the victim of an eviction that succeeded (out of its
+//!   slot by then) or the new node of an eviction that failed (never in a slot); or, the node
+//!   of a reservation that failed (never in a slot or a claim word), by its owner (I7). Not at
+//!   the slot's compare-and-swap: a completer that holds no reference on the record (it loaded
+//!   `E | 2` from the claim word) compares the victim's address with the slot, and that
+//!   address must stay the victim's while it can (its guard entered before the claim word
+//!   moved past `E | 2`, so before the last release). A group's
 //!   record is retired once, by its owner; an eviction's once, by its last holder. The new node
 //!   of an eviction whose marker was installed is never reused by its owner, even if the
 //!   eviction fails: a helper may have published it in the claim word.
@@ -113,8 +121,9 @@
 //!   and the planned word has the bit clear, so every access after the plan read it fails the
 //!   eviction. A sweep's clearing of a bit is itself a step.
 //! - **I5** A marker's record stays allocated while any thread can load the marker: it is
-//!   retired only after every marker of it was replaced (seize frees it once every guard that
-//!   could have loaded one has dropped). An eviction's record `E`, and its new node `N` while
+//!   retired only once no thread entering a guard after can load one, every marker of it
+//!   replaced, or, for an eviction that succeeded, its victim out of its slot (below; seize
+//!   frees it once every guard that could have loaded one has dropped). An eviction's record `E`, and its new node `N` while
 //!   `E` is not known to have succeeded, also stay allocated while any thread can load `E | 2`
 //!   from the claim word: the owner and every helper hold `E` (helpers by a reference in the
 //!   status word, taken only while `E` is undecided) from before their first install of the
@@ -127,6 +136,19 @@
 //!   the last release, which happens before the retirement: the loading thread's guard is one
 //!   seize waits for. A helper reads `E` before taking its reference under the guard with
 //!   which it loaded `marker(E)` while the marker was in place (so before the retirement).
+//!   One marker stays past the retirement: a succeeded `E` leaves `marker(E)` on its victim
+//!   (no completer writes the victim's line). The victim is then out of its slot before the
+//!   last release: each holder's completion of a succeeded `E` ends with the slot past the
+//!   victim, changed by its own compare-and-swap or seen changed by its Acquire load (the
+//!   load, or the compare-and-swap's failure), and the last release follows every holder's
+//!   completion. A thread reaches the victim only through its slot (a claim word `idle(X)` is
+//!   compared, never followed), through `E` (a completer), or through the claim word of the
+//!   insertion that placed it (`N` or the `E0 | 2` whose new node it was: a late completer of
+//!   that insertion, whose guard entered before that claim word moved on, so before `E`
+//!   claimed the set); and `E` only through the victim or the claim word. So no thread whose
+//!   guard enters after the retirement of `E` and its victim can load `marker(E)` or the
+//!   victim (seize's contract), and one that did load them
+//!   did so under a guard that entered before, which seize waits for.
 //! - **I6** `idle(X)` does not recur while a planner that loaded it holds its guard, except as
 //!   restored by a failed eviction, which changed no slot: so when a planner's claim succeeds, the
 //!   set's membership is the one its scan saw (the key is still missing, the planned way still
@@ -474,7 +496,7 @@ pub(crate) struct Victim {
     pub(crate) node: *const Node,
     /// Its final state word (its planned word with `EVICTED`: the eviction succeeded only if the
     /// victim's word was still the planned one, I4), so that the caller never reads the node
-    /// again (whichever thread took it out of its slot retired it, possibly this one).
+    /// again (the last holder of the eviction's record retired it, possibly this thread).
     pub(crate) word: u64,
 }
 
@@ -495,9 +517,8 @@ pub(crate) struct Shard {
     /// Set `s` is words `s * stride ..`: its claim word, then its slots. A claim word holds `N`
     /// while node `N`'s insertion is in flight, else `idle(X)` (module docs). Invariants: every
     /// change of a set's slots happens while its claim word holds that change's claim; a node is
-    /// published in one slot, once, and retired exactly once, by the thread whose
-    /// compare-and-swap took it out of that slot; each set's non-null slots are a prefix of its
-    /// ways.
+    /// published in one slot, once, and retired exactly once, with the record of the eviction
+    /// that took it out of that slot (I1); each set's non-null slots are a prefix of its ways.
     words: Box<[Line]>,
     /// Number of sets.
     sets: usize,
@@ -1021,8 +1042,9 @@ impl Shard {
                 }
             };
             // SAFETY: `complete` (also at the end of `drive`) returned after the record was
-            // decided, its marker replaced and our install of its claim, if any, completed; the
-            // owner's hold is ours to release.
+            // decided, its marker replaced if it failed or its victim out of its slot if it
+            // succeeded, and our install of its claim, if any, completed; the owner's hold is
+            // ours to release.
             let retired = unsafe { GroupOp::release(op, true, guard) };
             #[cfg(any(debug_assertions, loom))]
             self.assert_claim_gone(set, op, retired);
@@ -1334,8 +1356,9 @@ impl Shard {
         self.helps
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.drive(set, op, guard);
-        // SAFETY: `drive` decided the eviction (its `complete` decides) and replaced its marker,
-        // and our installs of its claim, if any, were completed by it; we hold a reference.
+        // SAFETY: `drive` decided the eviction (its `complete` decides), replaced its marker if
+        // it failed or saw its victim out of its slot if it succeeded, and our installs of its
+        // claim, if any, were completed by it; we hold a reference.
         let retired = unsafe { GroupOp::release(op, false, guard) };
         #[cfg(any(debug_assertions, loom))]
         self.assert_claim_gone(set, op, retired);
@@ -1471,6 +1494,9 @@ impl Shard {
         }
         let op: *const GroupOp = c.map_addr(|a| a & !EVICTION).cast();
         let (victim, _, n) = GroupOp::eviction_parts(op, guard);
+        // The victim's address is compared with the slot below, and compares true only while
+        // it is the victim's: the victim is not reclaimed while `guard` lives (I1, I5).
+        guard.check(victim);
         // SAFETY: the new node was published through the operation, which the caller loaded
         // from the claim word under `guard`; it is retired only after the claim moved past it.
         let node = unsafe { self.deref(n, guard) };
@@ -1482,24 +1508,30 @@ impl Shard {
         // installs only while the record is undecided and the set's membership the owner's,
         // I6. Callers that never saw `c` in place call this only on a decided record.)
         let evicts = GroupOp::decide(op, true, guard);
-        // Acquire: as in `scan`.
+        // Acquire: as in `scan`; and a slot seen past the victim was changed by the
+        // compare-and-swap below, which then happens before our release of the record (I5).
         let v = guard.protect(slot, Ordering::Acquire);
         if untag(v) == victim.cast_mut() {
-            // SAFETY: the victim is still in its way, so not retired before `guard` entered.
-            let victim_node = unsafe { self.deref(victim.cast_mut(), guard) };
-            GroupOp::replace(op, victim_node, guard);
-            // AcqRel on success: Release publishes `n` to the Acquire loads of `scan`; Acquire
-            // orders our retirement of `v` after its publication. Relaxed on failure: done by
-            // another thread.
-            if evicts
-                && slot
-                    .compare_exchange(v, tagged(n, node.key), Ordering::AcqRel, Ordering::Relaxed)
-                    .is_ok()
-            {
-                // SAFETY: (1) `v` came from `Box::into_raw` and our compare-and-swap is the one
-                // that took it out of its only slot, so it is retired once; (2) a node is
-                // published once, so no thread entering after this can load it.
-                unsafe { guard.retire(untag(v)) };
+            if evicts {
+                // The victim keeps the marker: a thread that meets it later, while it can still
+                // reach the victim, resolves it to the final word (I5). No write of the victim's
+                // line here.
+                // The victim is retired with the record, by its last holder (I1, I5): a
+                // completer that holds no reference (it loaded `c` from the claim word) compares
+                // the victim's address with the slot, and the address must not be reused while
+                // it can. Release on success: publishes `n` to the Acquire loads of `scan`.
+                // Acquire on failure: the slot was changed by another completer, whose change
+                // then happens before our release of the record (I5).
+                let _ = slot.compare_exchange(
+                    v,
+                    tagged(n, node.key),
+                    Ordering::Release,
+                    Ordering::Acquire,
+                );
+            } else {
+                // SAFETY: the victim is still in its way, so not retired before `guard` entered.
+                let victim_node = unsafe { self.deref(victim.cast_mut(), guard) };
+                GroupOp::restore(op, victim_node, guard);
             }
         }
         // Release on success: as above. Relaxed on failure: another thread freed it. An abort

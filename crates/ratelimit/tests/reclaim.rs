@@ -42,8 +42,9 @@ fn evicted_nodes_are_reclaimed() {
     let evicted = n - 2;
     assert_eq!(l.stats().evicted, evicted);
     // Each eviction retires two objects (the protocol's I1, single-threaded so no claim or
-    // install fails and nothing is re-planned): the victim node, by the thread that took it out
-    // of its slot, and the eviction's record, by its owner once the claim word moved past it.
+    // install fails and nothing is re-planned): the eviction's record and its victim node, both
+    // by the record's last holder (here its owner), once the slot and the claim word moved past
+    // them.
     let retired = 2 * evicted;
     // Retirements were batched and freed while the limiter was alive: all but the last partial
     // batch (512 objects; 2 under Miri), so at least `retired - batch` and a whole number of
