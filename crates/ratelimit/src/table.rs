@@ -89,17 +89,16 @@
 //!
 //! ## Invariants
 //!
-//! - **I1** A node is published in one slot, once, and retired exactly once: by the last
-//!   holder of an eviction's record (I5), the victim of an eviction that succeeded (out of its
-//!   slot by then) or the new node of an eviction that failed (never in a slot); or, the node
-//!   of a reservation that failed (never in a slot or a claim word), by its owner (I7). Not at
-//!   the slot's compare-and-swap: a completer that holds no reference on the record (it loaded
-//!   `E | 2` from the claim word) compares the victim's address with the slot, and that
-//!   address must stay the victim's while it can (its guard entered before the claim word
-//!   moved past `E | 2`, so before the last release). A group's
-//!   record is retired once, by its owner; an eviction's once, by its last holder. The new node
-//!   of an eviction whose marker was installed is never reused by its owner, even if the
-//!   eviction fails: a helper may have published it in the claim word.
+//! - **I1** A node is published in one slot, once, and retired exactly once: by the last holder of
+//!   an eviction's record (I5), the victim of an eviction that succeeded (out of its slot by then)
+//!   or the new node of an eviction that failed (never in a slot); or, the node of a reservation
+//!   that failed (never in a slot or a claim word), by its owner (I7). Not at the slot's
+//!   compare-and-swap: a completer that holds no reference on the record (it loaded `E | 2` from
+//!   the claim word) compares the victim's address with the slot, and that address must stay the
+//!   victim's while it can (its guard entered before the claim word moved past `E | 2`, so before
+//!   the last release). A group's record is retired once, by its owner; an eviction's once, by its
+//!   last holder. The new node of an eviction whose marker was installed is never reused by its
+//!   owner, even if the eviction fails: a helper may have published it in the claim word.
 //! - **I2** While a set's claim word holds `N`, way `N.way` is empty or holds `N`, and no other
 //!   slot of the set changes: every change of a set's slots happens while its claim word holds
 //!   that change's claim. Each set's non-null slots are a prefix of its ways.
@@ -120,35 +119,34 @@
 //!   writes a key's word unless the word already shows it (same interval, reference bit set),
 //!   and the planned word has the bit clear, so every access after the plan read it fails the
 //!   eviction. A sweep's clearing of a bit is itself a step.
-//! - **I5** A marker's record stays allocated while any thread can load the marker: it is
-//!   retired only once no thread entering a guard after can load one, every marker of it
-//!   replaced, or, for an eviction that succeeded, its victim out of its slot (below; seize
-//!   frees it once every guard that could have loaded one has dropped). An eviction's record `E`, and its new node `N` while
-//!   `E` is not known to have succeeded, also stay allocated while any thread can load `E | 2`
-//!   from the claim word: the owner and every helper hold `E` (helpers by a reference in the
-//!   status word, taken only while `E` is undecided) from before their first install of the
-//!   claim until their own completion of `E` returned, so after the claim word left their
-//!   install; only the last release retires `E` (and `N` if `E` failed). No install comes after
-//!   it: the owner's precede its release, and a helper installs only while holding a reference,
-//!   which it can take no more once `E` is decided (so an owner that finds `E` decided with no
-//!   reference retires at once, one load, no read-modify-write). So every load of `E | 2` or
-//!   `marker(E)` happens before the word moves past it for the last time, which happens before
-//!   the last release, which happens before the retirement: the loading thread's guard is one
-//!   seize waits for. A helper reads `E` before taking its reference under the guard with
-//!   which it loaded `marker(E)` while the marker was in place (so before the retirement).
-//!   One marker stays past the retirement: a succeeded `E` leaves `marker(E)` on its victim
-//!   (no completer writes the victim's line). The victim is then out of its slot before the
-//!   last release: each holder's completion of a succeeded `E` ends with the slot past the
-//!   victim, changed by its own compare-and-swap or seen changed by its Acquire load (the
-//!   load, or the compare-and-swap's failure), and the last release follows every holder's
-//!   completion. A thread reaches the victim only through its slot (a claim word `idle(X)` is
-//!   compared, never followed), through `E` (a completer), or through the claim word of the
-//!   insertion that placed it (`N` or the `E0 | 2` whose new node it was: a late completer of
-//!   that insertion, whose guard entered before that claim word moved on, so before `E`
-//!   claimed the set); and `E` only through the victim or the claim word. So no thread whose
-//!   guard enters after the retirement of `E` and its victim can load `marker(E)` or the
-//!   victim (seize's contract), and one that did load them
-//!   did so under a guard that entered before, which seize waits for.
+//! - **I5** A marker's record stays allocated while any thread can load the marker: it is retired
+//!   only once no thread entering a guard after can load one, every marker of it replaced, or, for
+//!   an eviction that succeeded, its victim out of its slot (below; seize frees it once every guard
+//!   that could have loaded one has dropped). An eviction's record `E`, and its new node `N` while
+//!   `E` is not known to have succeeded, also stay allocated while any thread can load `E | 2` from
+//!   the claim word: the owner and every helper hold `E` (helpers by a reference in the status
+//!   word, taken only while `E` is undecided) from before their first install of the claim until
+//!   their own completion of `E` returned, so after the claim word left their install; only the
+//!   last release retires `E` (with its victim if `E` succeeded, `N` if it failed). No install
+//!   comes after it: the owner's precede its release, and a helper installs only while holding a
+//!   reference, which it can take no more once `E` is decided (so an owner that finds `E` decided
+//!   with no reference retires at once, one load, no read-modify-write). So every load of `E | 2`
+//!   or `marker(E)` happens before the word moves past it for the last time, which happens before
+//!   the last release, which happens before the retirement: the loading thread's guard is one seize
+//!   waits for. A helper reads `E` before taking its reference under the guard with which it loaded
+//!   `marker(E)` while the marker was in place (so before the retirement). One marker stays past
+//!   the retirement: a succeeded `E` leaves `marker(E)` on its victim (no completer writes the
+//!   victim's line). The victim is then out of its slot before the last release: each holder's
+//!   completion of a succeeded `E` ends with the slot past the victim, changed by its own
+//!   compare-and-swap or seen changed by its Acquire load (the load, or the compare-and-swap's
+//!   failure), and the last release follows every holder's completion. A thread reaches the victim
+//!   only through its slot (a claim word `idle(X)` is compared, never followed), through `E` (a
+//!   completer), or through the claim word of the insertion that placed it (`N` or the `E0 | 2`
+//!   whose new node it was: a late completer of that insertion, whose guard entered before that
+//!   claim word moved on, so before `E` claimed the set); and `E` only through the victim or the
+//!   claim word. So no thread whose guard enters after the retirement of `E` and its victim can
+//!   load `marker(E)` or the victim (seize's contract), and one that did load them did so under a
+//!   guard that entered before, which seize waits for.
 //! - **I6** `idle(X)` does not recur while a planner that loaded it holds its guard, except as
 //!   restored by a failed eviction, which changed no slot: so when a planner's claim succeeds, the
 //!   set's membership is the one its scan saw (the key is still missing, the planned way still
