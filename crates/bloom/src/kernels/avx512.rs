@@ -268,18 +268,18 @@ pub(super) unsafe fn contains256_asm(block: &Block256, x: u32) -> u32 {
     missing
 }
 
-/// [`contains_hash512_asm`] with the test by AVX512_BITALG's `vpshufbitqmb`, taken on AMD CPUs
-/// that have it (the kernel's `bitalg_preferred`): per byte `j` of the index operand, mask bit `j` = bit `(byte j) mod 64` of the data
-/// operand's 64-bit lane `j / 8` (Intel SDM, VPSHUFBITQMB). After the shift, byte 0 of lane `i`
-/// holds the lane's bit index in its low six bits (bits 26..32 of the product), so with the
-/// block as the data the mask's bit `8i` is block word `i`'s bit: the mask is the test itself,
-/// and the `vpbroadcastq` of the 1s and the `vprolvq` that make the one-hot mask are gone (the
-/// block takes a load of its own, which the other form folds into `vptestnmq`). The other seven
-/// bytes of each lane index bits the query ignores: `andn` with the constant that keeps bits
-/// `8i` (a general-purpose register the caller keeps across its loop) leaves the lanes that
-/// miss their bit. On an AMD Zen 4 this query takes 0.92x the time of the other form (a probe
-/// of both on one filter); on an Intel Xeon (family 6, model 207) 1.10x, so Intel CPUs keep the
-/// other form.
+/// [`contains_hash512_asm`] with the test by AVX512_BITALG's `vpshufbitqmb`, taken on AMD CPUs that
+/// have it (the kernel's `bitalg_preferred`): per byte `j` of the index operand, mask bit `j` = bit
+/// `(byte j) mod 64` of the data operand's 64-bit lane `j / 8` (Intel SDM, VPSHUFBITQMB). After the
+/// shift, byte 0 of lane `i` holds the lane's bit index in its low six bits (bits 26..32 of the
+/// product), so with the block as the data the mask's bit `8i` is block word `i`'s bit: the mask is
+/// the test itself, and the `vpbroadcastq` of the 1s and the `vprolvq` that make the one-hot mask
+/// are gone (the block takes a load of its own, which the other form folds into `vptestnmq`). The
+/// other seven bytes of each lane index bits the query ignores: `andn` with the constant that keeps
+/// bits `8i` (a general-purpose register the caller keeps across its loop) leaves the lanes that
+/// miss their bit. On an AMD Zen 4 this query takes 0.92x the time of the other form (a probe of
+/// both on one filter); on an Intel Xeon (family 6, model 207) 1.10x, so Intel CPUs keep the other
+/// form.
 ///
 /// Returns the missing lanes' bits (0 if every bit is set).
 ///
