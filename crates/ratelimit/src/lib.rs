@@ -55,7 +55,10 @@
 //!   - **E2**: a group is its per-key lookup steps (each a touch, an insertion, or an insertion
 //!     with an eviction, under E1), then one atomic admit-or-drop step; the lookups of an
 //!     attempt that another operation aborts stand (go-algorand also creates and evicts keys for
-//!     groups it drops).
+//!     groups it drops). A key that a later lookup of the same attempt evicted is decided on the
+//!     counts its own lookup saw, and the decision stores nothing for it, also where another
+//!     operation has inserted the key again since (a new life of the key, which the group did
+//!     not look up).
 //!   - **E3** (a bounded escape, forcing an eviction after failed commits) is not used: in a
 //!     CLOCK shard an insertion whose victim keeps being used plans again, so an insertion and
 //!     the uses of its victim are obstruction-free against each other.
@@ -201,7 +204,12 @@
 //!   commits an eviction (one entry).
 //! - [`model`]: a single-threaded reference model for differential tests and fuzzing (hidden).
 //! - `stress` (tests only): threaded trials against the linearizability rules.
+//! - `checker` (loom builds and tests only): the linearizability checker of two threads'
+//!   histories against [`model`], shared by the loom models and the threaded trials.
 
+#[cfg(any(test, loom))]
+#[doc(hidden)]
+pub mod checker;
 mod config;
 mod counters;
 mod decision;

@@ -506,9 +506,10 @@ impl AppRateLimiter {
     }
 
     /// The tracked keys whose CLOCK reference bit is set, as `(shard, hash)`, sorted (loom
-    /// builds; for the model checker, to compare with `model::Model::referenced_keys`); empty
-    /// for exact-LRU shards, which keep no bits. Call only when no operation is in flight.
-    #[cfg(loom)]
+    /// builds and unit tests; for the model checker, to compare with
+    /// `model::Model::referenced_keys`); empty for exact-LRU shards, which keep no bits. Call
+    /// only when no operation is in flight.
+    #[cfg(any(loom, test))]
     #[doc(hidden)]
     pub fn referenced_keys(&self) -> Vec<(u32, u64)> {
         let mut keys: Vec<(u32, u64)> = match &self.shards {
@@ -528,9 +529,9 @@ impl AppRateLimiter {
         keys
     }
 
-    /// The keys evicted so far, as `(shard, hash)`, sorted (loom builds; for the model checker,
-    /// to compare with `model::Model::victims`).
-    #[cfg(loom)]
+    /// The keys evicted so far, as `(shard, hash)`, sorted (loom builds and unit tests; for the
+    /// model checker, to compare with `model::Model::victims`).
+    #[cfg(any(loom, test))]
     #[doc(hidden)]
     pub fn victims(&self) -> Vec<(u32, u64)> {
         let mut v: Vec<(u32, u64)> = match &self.shards {
@@ -560,9 +561,10 @@ impl AppRateLimiter {
         }
     }
 
-    /// Under loom: the reference bits the calling thread's CLOCK sweeps have cleared so far,
-    /// for the model checker, to match with `model::Model::cleared` (0 for LRU shards).
-    #[cfg(loom)]
+    /// Under loom and in unit tests: the reference bits the calling thread's CLOCK sweeps have
+    /// cleared so far, for the model checker, to match with `model::Model::cleared` (0 for LRU
+    /// shards).
+    #[cfg(any(loom, test))]
     #[doc(hidden)]
     pub fn cleared_by_this_thread(&self) -> usize {
         match &self.shards {

@@ -92,8 +92,9 @@ pub(crate) struct Table {
     /// Accesses so far: the recency order. A `u64` counted once per access does not wrap
     /// (2^64 accesses at 10^9 per second take 584 years).
     clock: u64,
-    /// Under loom: the hashes of the keys evicted, in order, for the model checker.
-    #[cfg(loom)]
+    /// Under loom and in unit tests: the hashes of the keys evicted, in order, for the model
+    /// checker.
+    #[cfg(any(loom, test))]
     victims: Vec<u64>,
 }
 
@@ -157,7 +158,7 @@ impl Table {
                 (best, slot) = (rank, i);
             }
         }
-        #[cfg(loom)]
+        #[cfg(any(loom, test))]
         self.victims.push(self.entries[slot].hash);
         self.entries[slot] = entry;
         Touched {
@@ -195,8 +196,8 @@ impl Table {
             .map(|e| state::counts(e.word))
     }
 
-    /// Under loom: the hashes of the keys this shard evicted, in order.
-    #[cfg(loom)]
+    /// Under loom and in unit tests: the hashes of the keys this shard evicted, in order.
+    #[cfg(any(loom, test))]
     pub(crate) fn victims(&self) -> Vec<u64> {
         self.victims.clone()
     }
@@ -254,7 +255,7 @@ impl LruShard {
                 entries: entries.into_boxed_slice(),
                 len: 0,
                 clock: 0,
-                #[cfg(loom)]
+                #[cfg(any(loom, test))]
                 victims: Vec::new(),
             }),
         })

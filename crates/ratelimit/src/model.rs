@@ -59,7 +59,7 @@ struct Shard {
 }
 
 /// The reference model of [`AppRateLimiter`](crate::AppRateLimiter) over pre-derived keys.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Model {
     limits: Limits,
     capacity: usize,
@@ -86,6 +86,14 @@ pub struct Model {
 /// all, the sweep goes on.
 #[derive(Clone, Debug, Default)]
 pub struct Sweeps(HashMap<u64, usize>);
+
+impl Sweeps {
+    /// The sweep steps taken so far by the pending insertion of `key` that these steps belong
+    /// to (0: none, or the insertion took effect).
+    pub fn steps(&self, key: &AppKey) -> usize {
+        self.0.get(&key.hash).copied().unwrap_or(0)
+    }
+}
 
 impl Model {
     /// A model of a limiter built from `config`.
@@ -159,20 +167,25 @@ impl Model {
         // Touch every distinct key first (create, evict, refresh), in canonical order, keeping
         // each key's counts as seen then: a later key of the group may evict an earlier one,
         // whose counts still decide.
-        let seen: Vec<(AppKey, usize, Counts)> = self
+        let seen: Vec<(AppKey, usize, Counts, bool)> = self
             .canonical(keys)
             .into_iter()
-            .map(|(key, index)| (key, index, self.touch(&key, at)))
+            .map(|(key, index)| (key, index, self.touch(&key, at), true))
             .collect();
         Ok(self.decide(&seen, cost, at))
     }
 
     /// The admit-or-drop step of a group whose keys were looked up with counts `seen`.
-    fn decide(&mut self, seen: &[(AppKey, usize, Counts)], cost: u32, at: Instant) -> Decision {
+    fn decide(
+        &mut self,
+        seen: &[(AppKey, usize, Counts, bool)],
+        cost: u32,
+        at: Instant,
+    ) -> Decision {
         let mut next = Vec::with_capacity(seen.len());
-        for &(key, index, counts) in seen {
+        for &(key, index, counts, store) in seen {
             match state::admit(counts, at, &self.limits, cost) {
-                Some(c) => next.push((key, c)),
+                Some(c) => next.push((key, c, store)),
                 None => {
                     self.stats.dropped += 1;
                     let wait = state::retry_after(counts, at, &self.limits, cost);
@@ -182,10 +195,12 @@ impl Model {
         }
         let remaining = next
             .iter()
-            .map(|(_, c)| state::remaining(*c, at, &self.limits))
+            .map(|(_, c, _)| state::remaining(*c, at, &self.limits))
             .min();
-        for (key, counts) in next {
-            if let Some(e) = self.shard_mut(&key).entries.get_mut(&key.hash) {
+        for (key, counts, store) in next {
+            if let Some(e) = self.shard_mut(&key).entries.get_mut(&key.hash)
+                && store
+            {
                 e.counts = counts;
             }
         }
@@ -212,8 +227,10 @@ impl Model {
 
     /// E2, step by step: a group's admit-or-drop step after its lookups `seen` (canonical
     /// order); `own[i]`: key `i` was evicted by the group's own later lookups (its counts as seen
-    /// decide, and nothing is stored for it). `None` if a key is missing otherwise (the real
-    /// group aborts and looks its keys up again), or the cost exceeds `L`.
+    /// decide, and nothing is stored for it, also where another operation has inserted the key
+    /// again since: that is a new life of the key, which the group did not look up). `None` if
+    /// another key is missing (the real group aborts and looks its keys up again), or the cost
+    /// exceeds `L`.
     pub fn decide_step(
         &mut self,
         seen: &[Seen],
@@ -231,17 +248,21 @@ impl Model {
     pub fn penalize_step(&mut self, seen: &[Seen], own: &[bool], now_ns: u64) -> Option<()> {
         let at = self.limits.instant(now_ns);
         let limits = self.limits;
-        for (key, _, counts) in self.current(seen, own)? {
-            if let Some(e) = self.shard_mut(&key).entries.get_mut(&key.hash) {
+        for (key, _, counts, store) in self.current(seen, own)? {
+            if let Some(e) = self.shard_mut(&key).entries.get_mut(&key.hash)
+                && store
+            {
                 e.counts = state::penalize(counts, at, &limits);
             }
         }
         Some(())
     }
 
-    /// The counts a group's decision reads: each tracked key's current counts, a key its own
-    /// lookups evicted as seen; `None` if another key is missing.
-    fn current(&self, seen: &[Seen], own: &[bool]) -> Option<Vec<(AppKey, usize, Counts)>> {
+    /// The counts a group's decision reads, each with whether the decision stores to the key:
+    /// each tracked key's current counts (stored), a key its own lookups evicted as seen (not
+    /// stored, whether or not another operation inserted it again); `None` if another key is
+    /// missing.
+    fn current(&self, seen: &[Seen], own: &[bool]) -> Option<Vec<(AppKey, usize, Counts, bool)>> {
         seen.iter()
             .zip(own)
             .map(|(s, &own)| {
@@ -250,8 +271,8 @@ impl Model {
                     .get(&s.key.hash)
                     .map(|e| e.counts);
                 match (tracked, own) {
-                    (Some(c), false) => Some((s.key, s.index, c)),
-                    (None, true) => Some((s.key, s.index, s.counts)),
+                    (Some(c), false) => Some((s.key, s.index, c, true)),
+                    (_, true) => Some((s.key, s.index, s.counts, false)),
                     _ => None,
                 }
             })
@@ -341,6 +362,42 @@ impl Model {
         }
     }
 
+    /// The model's state up to what no later step can tell apart, as a string: two models with
+    /// the same fingerprint give the same results from here on (for a checker that remembers
+    /// the states it has explored). Each key's recency counts only by its order among the
+    /// shard's keys, and the victims only as a multiset; `pending` sweep steps are a checker's
+    /// own, passed in.
+    pub fn fingerprint(&self, pending: &[&Sweeps]) -> String {
+        let mut out = String::new();
+        for shard in &self.shards {
+            let mut keys: Vec<(&u64, &Entry)> = shard.entries.iter().collect();
+            keys.sort_unstable_by_key(|(_, e)| e.last);
+            let mut keys: Vec<(usize, u64, &Entry)> = keys
+                .into_iter()
+                .enumerate()
+                .map(|(rank, (h, e))| (rank, *h, e))
+                .collect();
+            keys.sort_unstable_by_key(|&(_, h, _)| h);
+            for (rank, h, e) in keys {
+                let c = e.counts;
+                out += &format!(
+                    "{h}:{rank}:{}:{}:{}:{} ",
+                    c.interval, c.prev, c.cur, e.touched
+                );
+            }
+            out += &format!("{:?} {}|", shard.sets, shard.units);
+        }
+        let mut victims = self.victims.clone();
+        victims.sort_unstable();
+        out += &format!("{victims:?} {} {:?}", self.cleared, self.stats);
+        for sweeps in [&self.sweeps].into_iter().chain(pending.iter().copied()) {
+            let mut s: Vec<_> = sweeps.0.iter().collect();
+            s.sort_unstable();
+            out += &format!(" {s:?}");
+        }
+        out
+    }
+
     /// Whether the shards evict by CLOCK (sets of several keys' ways) rather than exact LRU.
     pub fn clock(&self) -> bool {
         !self.shards[0].lru
@@ -359,7 +416,7 @@ impl Model {
     /// sweeping insertion then gives up, finding the key present; its steps stand, and go on
     /// if the operation inserts the key later). That scan is the caller's to place: a step the
     /// table can take needs a moment, after the operation began and before the sweep's first
-    /// step, at which the model did not track the key (the loom checker's `Miss` step checks
+    /// step, at which the model did not track the key (the checker's `Miss` step checks
     /// [`Model::counts`] is `None` there); this method does not check it.
     pub fn sweep_step(&mut self, key: &AppKey) -> bool {
         let i = self.shard_index(key);

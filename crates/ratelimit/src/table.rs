@@ -257,17 +257,18 @@
 //!   per operation and key does (`model::Sweeps`). An insertion that takes effect ends its
 //!   sweep. (An insertion that plans again, after a failed claim, a stale plan or a help, goes
 //!   on likewise.)
-//!   The loom checker interleaves the sweep steps of each operation's own sweeps
-//!   (`Model::sweep_step`; up to three per operation, each key's after a step at which the
-//!   model does not track it, the scan that found it missing; only for keys that the
-//!   scenario's set-up left untracked: before a single key's insertion, or before a group's
-//!   lookups in its last attempt or, for the keys its aborted attempt looked up, all before
-//!   that attempt's lookups) and at most one aborted attempt per group (its lookups one step;
-//!   not a sweep split between attempts, nor one of a set-up key that another operation
-//!   evicted and an operation inserts again). It compares the reference bits left at the end
-//!   and, per operation, the bits its sweeps cleared with the model's clearings (a loom-only
-//!   count), so a clearing that is no model step, or one by an operation that never found its
-//!   key missing, fails it.
+//!   The linearizability checker (`checker`, run by the loom models and by the threaded
+//!   trials of `stress`) searches the orders of two threads' model steps: each operation's
+//!   sweep steps (`Model::sweep_step`; each key's after a step at which the model does not
+//!   track it, the scan that found it missing; as many as the operation cleared), each of a
+//!   group's lookups as a step of its own, in as many attempts as it takes (an attempt aborts
+//!   only after the other thread took a step that can change a key; at most one abort more
+//!   than the history's evictions), and its decision. It compares the reference bits left at
+//!   the end and, per operation, the bits its sweeps cleared with the model's clearings (a
+//!   count kept in loom builds and unit tests), so a clearing that is no model step, or one by
+//!   an operation that never found its key missing, fails it. A search that runs past its
+//!   budget decides nothing; the threaded trials count those histories (a few in a thousand,
+//!   two groups aborting each other's attempts many times) and fail if they are not rare.
 //! - What rests on addresses not being reused while a guard that loaded them lives (I6, I7:
 //!   `idle(X)` not recurring, a reservation's or record's word not recurring) is argued from
 //!   seize's guarantee, not model-checked: loom's stand-in for the collector never reuses an
@@ -535,11 +536,11 @@ pub(crate) struct Shard {
     units: AtomicPtr<Reservation>,
     /// Keys tracked (exact when no insertion is in flight).
     entries: AtomicUsize,
-    /// Under loom: the hashes of the keys evicted, each pushed by its eviction's owner once it
-    /// learnt the eviction succeeded (possibly completed by a helper first; the checker sorts
-    /// them), for the model checker (a plain mutex: loom runs one thread at a time and none blocks
-    /// while holding it).
-    #[cfg(loom)]
+    /// Under loom and in the crate's unit tests: the hashes of the keys evicted, each pushed by
+    /// its eviction's owner once it learnt the eviction succeeded (possibly completed by a
+    /// helper first; the checker sorts them), for the model checker (a plain mutex: loom runs
+    /// one thread at a time and none blocks while holding it; on real threads, a test's lock).
+    #[cfg(any(loom, test))]
     victims: std::sync::Mutex<Vec<u64>>,
     /// Under loom: evictions attempted (markers installed on a victim), for models that bound
     /// the retries of racing evictions (a plain atomic: it adds no interleavings).
@@ -549,10 +550,10 @@ pub(crate) struct Shard {
     /// models that check what follows a help (a plain atomic: it adds no interleavings).
     #[cfg(loom)]
     helps: std::sync::atomic::AtomicUsize,
-    /// Under loom: per thread, the reference bits its sweeps cleared (`Swept::Cleared`), for a
-    /// checker that matches each clearing with a step of the sequential model (a plain mutex, as
-    /// `victims`).
-    #[cfg(loom)]
+    /// Under loom and in unit tests: per thread, the reference bits its sweeps cleared
+    /// (`Swept::Cleared`), for a checker that matches each clearing with a step of the
+    /// sequential model (a plain mutex, as `victims`).
+    #[cfg(any(loom, test))]
     cleared: std::sync::Mutex<Vec<(txgate_sync::sync::thread::ThreadId, usize)>>,
 }
 
@@ -598,13 +599,13 @@ impl Shard {
             capacity,
             units: AtomicPtr::new(units_word(capacity.saturating_sub(sets))),
             entries: AtomicUsize::new(0),
-            #[cfg(loom)]
+            #[cfg(any(loom, test))]
             victims: std::sync::Mutex::new(Vec::new()),
             #[cfg(loom)]
             attempts: std::sync::atomic::AtomicUsize::new(0),
             #[cfg(loom)]
             helps: std::sync::atomic::AtomicUsize::new(0),
-            #[cfg(loom)]
+            #[cfg(any(loom, test))]
             cleared: std::sync::Mutex::new(Vec::new()),
         };
         for set in 0..sets {
@@ -622,8 +623,8 @@ impl Shard {
         self.entries.load(Ordering::Relaxed)
     }
 
-    /// Under loom: the hashes of the keys this shard evicted (see `victims`).
-    #[cfg(loom)]
+    /// Under loom and in unit tests: the hashes of the keys this shard evicted (see `victims`).
+    #[cfg(any(loom, test))]
     pub(crate) fn victims(&self) -> Vec<u64> {
         self.victims.lock().expect("not poisoned").clone()
     }
@@ -634,8 +635,9 @@ impl Shard {
         self.attempts.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Under loom: one more reference bit cleared by the calling thread's sweep.
-    #[cfg(loom)]
+    /// Under loom and in unit tests: one more reference bit cleared by the calling thread's
+    /// sweep.
+    #[cfg(any(loom, test))]
     fn count_cleared(&self) {
         let me = txgate_sync::sync::thread::current().id();
         let mut cleared = self.cleared.lock().unwrap();
@@ -645,8 +647,9 @@ impl Shard {
         }
     }
 
-    /// Under loom: the reference bits the calling thread's sweeps have cleared in this shard.
-    #[cfg(loom)]
+    /// Under loom and in unit tests: the reference bits the calling thread's sweeps have cleared
+    /// in this shard.
+    #[cfg(any(loom, test))]
     pub(crate) fn cleared_by_this_thread(&self) -> usize {
         let me = txgate_sync::sync::thread::current().id();
         let cleared = self.cleared.lock().unwrap();
@@ -996,7 +999,7 @@ impl Shard {
             // SAFETY: `victim` was loaded under `guard` from our slot.
             let victim_node = unsafe { self.deref(victim.cast_mut(), guard) };
             // Read now: once the eviction completes, this thread may have retired the victim.
-            #[cfg(loom)]
+            #[cfg(any(loom, test))]
             let victim_key = victim_node.key;
             if !GroupOp::install_victim(op, victim_node, word, guard) {
                 // The victim was used (or swept) since the plan: plan again. Nothing was shared.
@@ -1049,7 +1052,7 @@ impl Shard {
             #[cfg(not(any(debug_assertions, loom)))]
             let _ = retired;
             if evicted {
-                #[cfg(loom)]
+                #[cfg(any(loom, test))]
                 self.victims.lock().expect("not poisoned").push(victim_key);
                 *swept = 0;
                 return Got {
@@ -1315,7 +1318,7 @@ impl Shard {
                 Swept::Evicted => return None,
                 Swept::Cleared => {
                     *swept += 1;
-                    #[cfg(loom)]
+                    #[cfg(any(loom, test))]
                     self.count_cleared();
                 }
                 Swept::Victim(word) => return Some((way, ptr.cast_const(), word)),
@@ -1564,7 +1567,7 @@ impl Shard {
 
     /// The keys whose reference bit is set; call only when no operation is in flight (no
     /// marker is left on a node then).
-    #[cfg(loom)]
+    #[cfg(any(loom, test))]
     pub(crate) fn referenced_keys<'g>(
         &'g self,
         guard: &'g Guard<'_>,

@@ -6,14 +6,14 @@
 //! entry. Each model ends with the structural validator.
 #![cfg(loom)]
 
-use std::num::NonZeroU32;
 use std::time::Duration;
 
 use loom::sync::Arc;
 use loom::thread;
 use txgate_ratelimit::{AppKey, AppRateLimiter, Config, Decision, Origin};
 
-const T0: u64 = 1_700_000_000 * 1_000_000_000;
+/// The instant the checker's operations count from.
+const T0: u64 = txgate_ratelimit::checker::T0;
 
 /// The eviction policy a model's shards run (the same scenario is checked under both).
 #[derive(Clone, Copy, Debug)]
@@ -609,9 +609,7 @@ fn aliased_keys_count_once() {
     });
 }
 
-fn cost(n: u32) -> NonZeroU32 {
-    NonZeroU32::new(n).unwrap()
-}
+use txgate_ratelimit::checker::cost;
 
 twins! {
     /// Weighted: two threads admit a cost of 2 on a key neither finds in the table (L = 3): exactly
@@ -701,42 +699,11 @@ twins! {
 // victims under loom). A group is its lookup steps and its decision
 // step, preceded perhaps by the lookups of one aborted attempt (E2 in the crate docs).
 
-use txgate_ratelimit::model::{Model, Sweeps};
-
-/// An operation of the check: a weighted admission at `T0 + dt`, or a penalty at `T0`.
-#[derive(Clone, Debug)]
-enum Op {
-    Admit(Vec<AppKey>, u32, u64),
-    Penalize(Vec<AppKey>),
-}
+use txgate_ratelimit::checker::{self, History, Op, on_limiter};
 
 fn admit(keys: &[AppKey], c: u32) -> Op {
     Op::Admit(keys.to_vec(), c, 0)
 }
-
-fn on_limiter(l: &AppRateLimiter, op: &Op) -> Option<Decision> {
-    match op {
-        Op::Admit(k, c, dt) => Some(l.admit_keys_n(k, cost(*c), T0 + dt).unwrap()),
-        Op::Penalize(k) => {
-            l.penalize_keys(k, T0);
-            None
-        }
-    }
-}
-
-fn on_model(m: &mut Model, op: &Op) -> Option<Decision> {
-    match op {
-        Op::Admit(k, c, dt) => Some(m.admit_keys_n(k, cost(*c), T0 + dt).unwrap()),
-        Op::Penalize(k) => {
-            m.penalize_keys(k, T0);
-            None
-        }
-    }
-}
-
-/// The tracked keys, the compared keys' counts and the keys whose reference bit is set (E1:
-/// a sweep clears a bit only in a step the sequential model takes too).
-type Outcome = (Vec<(u32, u64)>, Vec<Option<(u32, u32)>>, Vec<(u32, u64)>);
 
 /// A scenario: the set-up run first on one thread, the two threads' operations, and the keys
 /// whose counts are compared.
@@ -848,344 +815,42 @@ fn linearizable_when(
         // thread at a time and switches only at its own operations, so a plain atomic (which
         // adds no interleavings) orders the stamps as the execution ran.
         let clock = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        // Per operation: its decision, its span and the reference bits its sweeps cleared.
-        let run = |l: &AppRateLimiter, ops: &[Op], clock: &std::sync::atomic::AtomicUsize| {
-            let (mut got, mut spans, mut cleared) = (Vec::new(), Vec::new(), Vec::new());
-            for op in ops {
-                let before = l.cleared_by_this_thread();
-                let start = clock.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                got.push(on_limiter(l, op));
-                let end = clock.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                spans.push((start, end));
-                cleared.push(l.cleared_by_this_thread() - before);
-            }
-            (got, spans, cleared)
+        let stamp = |clock: &std::sync::atomic::AtomicUsize| {
+            clock.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         };
         let t = {
             let (l, ops, clock) = (l.clone(), s.threads[1].clone(), clock.clone());
-            thread::spawn(move || run(&l, &ops, &clock))
+            thread::spawn(move || checker::run(&l, &ops, || stamp(&clock)))
         };
-        let (mine, my_spans, my_cleared) = run(&l, &s.threads[0], &clock);
-        let (theirs, their_spans, their_cleared) = t.join().unwrap();
-        let got = [mine, theirs];
-        let spans = [my_spans, their_spans];
-        // E1: every bit a sweep clears is a step of the sequential model, so each operation's
-        // clearings are as many as its steps clear in the model.
-        let cleared = [my_cleared, their_cleared];
-        let outcome: Outcome = (
-            l.tracked_keys(),
-            s.keys.iter().map(|k| l.counts(*k)).collect(),
-            l.referenced_keys(),
-        );
-        // The keys the real operations evicted (the set-up's included), as a sorted list: the
-        // sequential order must evict the same keys, as often.
-        let victims = l.victims();
-        seen.lock()
-            .unwrap()
-            .insert(format!("{got:?} {outcome:?} {victims:?}"));
+        let mine = checker::run(&l, &s.threads[0], || stamp(&clock));
+        let theirs = t.join().unwrap();
+        let h = History {
+            setup: s.setup,
+            threads: s.threads,
+            runs: [mine, theirs],
+            outcome: checker::outcome(&l, &s.keys),
+            keys: s.keys,
+            // The keys the real operations evicted (the set-up's included), sorted: the
+            // sequential order must evict the same keys, as often.
+            victims: l.victims(),
+        };
+        seen.lock().unwrap().insert(format!(
+            "{:?} {:?} {:?}",
+            [&h.runs[0].got, &h.runs[1].got],
+            h.outcome,
+            h.victims
+        ));
         l.validate();
         if !when(&l) {
             return;
         }
-        // E2: a group of two keys or more is its lookup steps, then its admit-or-drop step,
-        // each a step of its own; it may first have run the lookups of one attempt that another
-        // operation aborted (a prefix of its keys, one more step).
-        let distinct = |op: &Op| -> usize {
-            let k = match op {
-                Op::Admit(k, ..) | Op::Penalize(k) => k,
-            };
-            Model::new(&config).unwrap().group_keys(k).len()
-        };
-        // E1 in a CLOCK shard: a new key's insertion may first take sweep steps of its own
-        // (each clearing one reference bit), up to `SWEEP_STEPS` per operation, interleaved with
-        // the other thread's steps, each key's after a `Miss` step (the scan that found it
-        // missing): a single-key operation's before it, a group's before the lookup of each of
-        // its keys that the set-up left untracked, or, for the keys its aborted attempt looked
-        // up, all before that attempt's lookups.
-        let after_setup = {
-            let mut m = Model::new(&config).unwrap();
-            for op in &s.setup {
-                let _ = on_model(&mut m, op);
-            }
-            m
-        };
-        let canonical = |op: &Op| -> Vec<AppKey> {
-            let k = match op {
-                Op::Admit(k, ..) | Op::Penalize(k) => k,
-            };
-            after_setup
-                .group_keys(k)
-                .into_iter()
-                .map(|(k, _)| k)
-                .collect()
-        };
-        // Every way to spread at most `SWEEP_STEPS` sweep steps over the lookups of `keys`
-        // (only new keys of a CLOCK shard take any).
-        let spreads = |keys: &[AppKey]| -> Vec<Vec<usize>> {
-            keys.iter().fold(vec![vec![]], |acc, key| {
-                let new = after_setup.clock() && after_setup.counts(key).is_none();
-                acc.into_iter()
-                    .flat_map(|v: Vec<usize>| {
-                        let left = SWEEP_STEPS - v.iter().sum::<usize>();
-                        (0..=if new { left } else { 0 }).map(move |c| {
-                            let mut v = v.clone();
-                            v.push(c);
-                            v
-                        })
-                    })
-                    .collect()
-            })
-        };
-        let prefixes = |ops: &[Op]| -> Vec<Vec<Choice>> {
-            ops.iter().fold(vec![vec![]], |acc, op| {
-                let n = distinct(op);
-                let aborted = if n >= 2 { n } else { 0 };
-                let choices: Vec<Choice> = (0..=aborted)
-                    .flat_map(|a| {
-                        spreads(&canonical(op)).into_iter().flat_map(move |sweeps| {
-                            // With an aborted attempt, the sweep steps of the keys it looked up
-                            // may also be that attempt's, all before its lookups (a sweep goes
-                            // on across attempts).
-                            let early = a > 0 && sweeps[..a].iter().any(|&c| c > 0);
-                            (0..=usize::from(early)).map(move |e| Choice {
-                                aborted: a,
-                                sweeps: sweeps.clone(),
-                                early: e == 1,
-                            })
-                        })
-                    })
-                    .collect();
-                acc.into_iter()
-                    .flat_map(|p| {
-                        choices.iter().map(move |c| {
-                            let mut p = p.clone();
-                            p.push(c.clone());
-                            p
-                        })
-                    })
-                    .collect()
-            })
-        };
-        let steps = |ops: &[Op], prefix: &[Choice]| -> Vec<(usize, Step)> {
-            (0..ops.len())
-                .flat_map(|i| {
-                    let n = distinct(&ops[i]);
-                    let c = &prefix[i];
-                    let mut v = Vec::new();
-                    // A key's sweep steps, after the scan that found the key missing (E1).
-                    let sweep = |v: &mut Vec<(usize, Step)>, k: usize| {
-                        if c.sweeps[k] > 0 {
-                            v.push((i, Step::Miss(k)));
-                            v.extend((0..c.sweeps[k]).map(|_| (i, Step::Sweep(k))));
-                        }
-                    };
-                    if n < 2 {
-                        sweep(&mut v, 0);
-                        v.push((i, Step::Whole));
-                        return v;
-                    }
-                    // `early`: the aborted attempt's keys' sweeps, before its lookups.
-                    let early = if c.early { c.aborted } else { 0 };
-                    for k in 0..early {
-                        sweep(&mut v, k);
-                    }
-                    if c.aborted > 0 {
-                        v.push((i, Step::Aborted(c.aborted)));
-                    }
-                    for k in 0..n {
-                        if k >= early {
-                            sweep(&mut v, k);
-                        }
-                        v.push((i, Step::Lookup(k)));
-                    }
-                    v.push((i, Step::Decide));
-                    v
-                })
-                .collect()
-        };
-        let explained = prefixes(&s.threads[0]).iter().any(|p0| {
-            prefixes(&s.threads[1]).iter().any(|p1| {
-                let st = [steps(&s.threads[0], p0), steps(&s.threads[1], p1)];
-                let (n0, n1) = (st[0].len(), st[1].len());
-                // Bit i of `order` set: the i-th step of the merge is thread 1's next one. An
-                // operation that ended before another started has all its steps before the
-                // other's (linearizability keeps real-time order).
-                (0u32..1 << (n0 + n1))
-                    .filter(|order| order.count_ones() as usize == n1)
-                    .filter(|&order| respects_real_time(order, &st, &spans))
-                    .any(|order| {
-                        let mut m = Model::new(&config).unwrap();
-                        for op in &s.setup {
-                            let _ = on_model(&mut m, op);
-                        }
-                        let mut next = [0, 0];
-                        // Per thread, the group in its lookups: what they saw, and the victims
-                        // they made (with the lookup that made each).
-                        let mut seen: [Vec<txgate_ratelimit::model::Seen>; 2] = [vec![], vec![]];
-                        let mut made: [Vec<(usize, (u32, u64))>; 2] = [vec![], vec![]];
-                        // Per thread, the sweep steps of its operation in flight (a sweep
-                        // belongs to one insertion: E1).
-                        let mut sweeps: [Sweeps; 2] = Default::default();
-                        // Per thread and operation, the bits its steps cleared in the model.
-                        let mut model_cleared =
-                            [vec![0; s.threads[0].len()], vec![0; s.threads[1].len()]];
-                        let same = (0..n0 + n1).all(|i| {
-                            let t = (order >> i & 1) as usize;
-                            let (op, step) = st[t][next[t]];
-                            next[t] += 1;
-                            let op_ = &s.threads[t][op];
-                            let (k, c, dt) = match op_ {
-                                Op::Admit(k, c, dt) => (k, Some(*c), *dt),
-                                Op::Penalize(k) => (k, None, 0),
-                            };
-                            m.swap_sweeps(&mut sweeps[t]);
-                            let cleared_before = m.cleared();
-                            let ok = match step {
-                                Step::Whole => on_model(&mut m, op_) == got[t][op],
-                                Step::Sweep(j) => {
-                                    let key = m.group_keys(k)[j].0;
-                                    m.sweep_step(&key)
-                                }
-                                Step::Miss(j) => {
-                                    let key = m.group_keys(k)[j].0;
-                                    m.counts(&key).is_none()
-                                }
-                                Step::Aborted(n) => {
-                                    m.lookup_keys(k, n, T0 + dt);
-                                    true
-                                }
-                                Step::Lookup(j) => {
-                                    if j == 0 {
-                                        seen[t].clear();
-                                        made[t].clear();
-                                    }
-                                    let (key, index) = m.group_keys(k)[j];
-                                    let before = m.victims().len();
-                                    seen[t].push(m.lookup_step(key, index, T0 + dt));
-                                    made[t].extend(m.victims()[before..].iter().map(|&v| (j, v)));
-                                    true
-                                }
-                                Step::Decide => {
-                                    let own: Vec<bool> = m
-                                        .group_keys(k)
-                                        .iter()
-                                        .enumerate()
-                                        .map(|(i, (key, _))| {
-                                            // Evicted by a later lookup of the same attempt.
-                                            made[t].iter().any(|&(j, v)| {
-                                                j > i && v == (key.shard(), key.hash())
-                                            })
-                                        })
-                                        .collect();
-                                    match c {
-                                        Some(c) => {
-                                            let d = m.decide_step(&seen[t], &own, cost(c), T0 + dt);
-                                            d.is_some() && d == got[t][op]
-                                        }
-                                        None => m.penalize_step(&seen[t], &own, T0).is_some(),
-                                    }
-                                }
-                            };
-                            m.swap_sweeps(&mut sweeps[t]);
-                            model_cleared[t][op] += (m.cleared() - cleared_before) as usize;
-                            if matches!(step, Step::Whole | Step::Decide) {
-                                // The operation ended: its sweep, if it took any steps, too.
-                                sweeps[t] = Sweeps::default();
-                            }
-                            ok
-                        });
-                        same && model_cleared == cleared
-                            && (
-                                m.tracked_keys(),
-                                s.keys.iter().map(|k| m.counts(k)).collect(),
-                                m.referenced_keys(),
-                            ) == outcome
-                            && {
-                                let mut v = m.victims().to_vec();
-                                v.sort_unstable();
-                                v == victims
-                            }
-                    })
-            })
-        });
-        assert!(
-            explained,
-            "no sequential order gives {got:?} ending in {outcome:?}, evicting {victims:?}, \
-             clearing {cleared:?} reference bits per operation"
+        assert_eq!(
+            checker::explained(&config, &h),
+            Ok(true),
+            "no sequential order of the steps explains {h:?}"
         );
     });
     histories.lock().map(|h| h.len()).unwrap()
-}
-
-/// The most sweep steps the checker lets a CLOCK insertion take before its eviction: enough for
-/// a sweep to go round a set of two keys once and a half (clear both bits, then the start key's
-/// again after a use set it).
-const SWEEP_STEPS: usize = 3;
-
-/// A step of the sequential model in the checker.
-#[derive(Clone, Copy, Debug)]
-enum Step {
-    /// A single key's operation, whole.
-    Whole,
-    /// One step of the CLOCK sweep of the insertion of an operation's `j`-th key (canonical
-    /// order), before its lookup (clears one bit).
-    Sweep(usize),
-    /// The scan that found an operation's `j`-th key missing, before its sweep's first step
-    /// (E1: a sweep runs from such a scan; its later steps may come after another operation
-    /// inserted the key). Changes nothing; allowed only where the model does not track the key.
-    Miss(usize),
-    /// The lookups of the first `n` keys of a group's aborted attempt.
-    Aborted(usize),
-    /// The lookup of a group's `j`-th key (canonical order) in its last attempt.
-    Lookup(usize),
-    /// A group's admit-or-drop (or penalty) step.
-    Decide,
-}
-
-/// Whether the merge `order` (bit `i` set: the `i`-th step is thread 1's next) of the threads'
-/// steps `st` (each tagged with its operation's index) keeps real time: an operation whose
-/// end stamp precedes another's start stamp (`spans`, per thread and operation) has its last
-/// step before the other's first.
-fn respects_real_time(
-    order: u32,
-    st: &[Vec<(usize, Step)>; 2],
-    spans: &[Vec<(usize, usize)>; 2],
-) -> bool {
-    // Per thread and operation: the merge positions of its first and last steps.
-    let mut first = [
-        vec![usize::MAX; spans[0].len()],
-        vec![usize::MAX; spans[1].len()],
-    ];
-    let mut last = [vec![0; spans[0].len()], vec![0; spans[1].len()]];
-    let mut next = [0, 0];
-    for pos in 0..st[0].len() + st[1].len() {
-        let t = (order >> pos & 1) as usize;
-        let op = st[t][next[t]].0;
-        next[t] += 1;
-        first[t][op] = first[t][op].min(pos);
-        last[t][op] = pos;
-    }
-    (0..2).all(|t| {
-        let u = 1 - t;
-        spans[t].iter().enumerate().all(|(i, &(_, end))| {
-            spans[u]
-                .iter()
-                .enumerate()
-                .all(|(j, &(start, _))| end > start || last[t][i] < first[u][j])
-        })
-    })
-}
-
-/// The checker's choice of an operation's hidden steps.
-#[derive(Clone)]
-struct Choice {
-    /// A group's aborted attempt: the number of keys it looked up (0: none).
-    aborted: usize,
-    /// Sweep steps before the lookup of each key (canonical order; a single key: its one).
-    sweeps: Vec<usize>,
-    /// The sweep steps of the keys a group's aborted attempt looked up are that attempt's: all
-    /// of them before its lookups, none in its last attempt.
-    early: bool,
 }
 
 /// One shard of `capacity` keys, L = `limit` per 1 s window, as a config.
@@ -2188,20 +1853,6 @@ fn linearizable_clock_a_read_only_group_drop_touches_its_keys() {
             keys: vec![a, x, n],
         }
     });
-}
-
-/// The checker's real-time rule: thread 0's operation ended (stamp 1) before thread 1's began
-/// (stamp 2), so only merges with its step first explain the history; overlapping operations
-/// may merge either way.
-#[test]
-fn the_checker_keeps_real_time_order() {
-    let st = [vec![(0, Step::Whole)], vec![(0, Step::Whole)]];
-    let disjoint = [vec![(0, 1)], vec![(2, 3)]];
-    assert!(respects_real_time(0b10, &st, &disjoint));
-    assert!(!respects_real_time(0b01, &st, &disjoint));
-    let overlapping = [vec![(0, 2)], vec![(1, 3)]];
-    assert!(respects_real_time(0b10, &st, &overlapping));
-    assert!(respects_real_time(0b01, &st, &overlapping));
 }
 
 /// CLOCK, one set of 4 ways and one spare unit (capacity 2; L = 1), empty: threads insert a1
