@@ -160,9 +160,9 @@ enum Step {
     Lookup,
     /// Another operation aborted the group's current attempt after some of its lookups (which
     /// stand, E2): the next attempt looks its keys up again from the first. Allowed only after
-    /// the other thread took a step since the attempt began (an attempt starts over only when
-    /// another operation evicts one of its keys or aborts it; each such change is in one of
-    /// that operation's steps).
+    /// the other thread took a step since the attempt (or, for the first, the operation) began:
+    /// an attempt starts over only when another operation evicts one of its keys or aborts it,
+    /// each such change in one of that operation's steps.
     Abort,
     /// A group's admit-or-drop (or penalty) step.
     Decide,
@@ -178,7 +178,7 @@ struct Thread {
     /// A group: the lookups its current attempt has taken.
     next: usize,
     /// The steps that may change a key (not `Miss` nor `Abort`) the other thread took since
-    /// this operation's current attempt began.
+    /// this operation's current attempt (or, for its first, the operation) began.
     others: usize,
     /// A group: the attempts aborted so far.
     aborts: usize,
@@ -237,9 +237,12 @@ struct Search<'h> {
     clock: bool,
     /// The most attempts the search lets one group abort: one more than the history's
     /// evictions. Two groups can abort each other's attempts in turn without end in the
-    /// search, so it needs a bound; on real threads an attempt that aborts the other's evicts
-    /// one of its keys (each eviction recorded) or writes one (a touch, a commit: few).
+    /// search, so it needs a bound. It is no rule of the table (a read that resolves a
+    /// group's marker aborts that group too), so a search that failed after the bound cut a
+    /// branch is undecided ([`Exhausted`]), not a refusal.
     max_aborts: usize,
+    /// Whether the abort bound cut a branch.
+    capped: std::cell::Cell<bool>,
     /// The recorded victims, with how many times each was evicted.
     victims: std::collections::HashMap<(u32, u64), usize>,
     /// States from which no order explains the rest (their fingerprints).
@@ -270,7 +273,9 @@ impl Search<'_> {
         let keys = &self.keys[t][th.op];
         let mut v = Vec::new();
         if self.clock && th.cleared < h.runs[t].cleared[th.op] {
-            for (j, key) in keys.iter().enumerate() {
+            // A key's sweep runs in its lookup (its insertion), so only keys the current
+            // attempt has still to look up take sweep steps.
+            for (j, key) in keys.iter().enumerate().skip(th.next) {
                 if th.missed.get(j) == Some(&true) || th.sweeps.steps(key) > 0 {
                     v.push(Step::Sweep(j));
                 } else if s.m.counts(key).is_none() {
@@ -286,8 +291,14 @@ impl Search<'_> {
             } else {
                 v.push(Step::Decide);
             }
-            if th.next > 0 && th.others > 0 && th.aborts < self.max_aborts {
-                v.push(Step::Abort);
+            if th.next > 0 && th.others > 0 {
+                if th.aborts < self.max_aborts {
+                    v.push(Step::Abort);
+                } else {
+                    // A branch cut by the bound, not by the history: a failed search is then
+                    // undecided, not a refusal.
+                    self.capped.set(true);
+                }
             }
         }
         v
@@ -307,7 +318,10 @@ impl Search<'_> {
             Op::Penalize(_) => (None, 0),
         };
         if !th.started {
+            // The operation's first step: the other thread's steps before it cannot have
+            // aborted any of its attempts.
             th.started = true;
+            th.others = 0;
             th.missed = vec![false; keys.len()];
         }
         m.swap_sweeps(&mut th.sweeps);
@@ -333,7 +347,7 @@ impl Search<'_> {
                 th.next += 1;
                 let index = m.group_keys(op.keys())[j].1;
                 let before = m.victims().len();
-                th.seen.push(m.lookup_step(keys[j], index, T0 + dt));
+                m.lookup_in_attempt(&mut th.seen, keys[j], index, T0 + dt);
                 th.made
                     .extend(m.victims()[before..].iter().map(|&v| (j, v)));
                 true
@@ -482,7 +496,8 @@ pub const BUDGET: usize = 1_000_000;
 ///
 /// # Errors
 ///
-/// [`Exhausted`] if the search takes more than [`BUDGET`] steps.
+/// [`Exhausted`] if the search takes more than [`BUDGET`] steps, or finds no order after its
+/// bound on a group's aborted attempts cut a branch.
 ///
 /// # Panics
 ///
@@ -512,14 +527,18 @@ pub fn explained(config: &Config, h: &History) -> Result<bool, Exhausted> {
         keys,
         clock: m.clock(),
         max_aborts: h.victims.len() + 1,
+        capped: std::cell::Cell::new(false),
         victims,
         failed: std::collections::HashSet::new(),
         budget: BUDGET,
     };
-    search.explains(State {
+    match search.explains(State {
         m,
         threads: Default::default(),
-    })
+    }) {
+        Ok(false) if search.capped.get() => Err(Exhausted),
+        result => result,
+    }
 }
 
 #[cfg(all(test, not(loom)))]

@@ -55,10 +55,10 @@
 //!   - **E2**: a group is its per-key lookup steps (each a touch, an insertion, or an insertion
 //!     with an eviction, under E1), then one atomic admit-or-drop step; the lookups of an
 //!     attempt that another operation aborts stand (go-algorand also creates and evicts keys for
-//!     groups it drops). A key that a later lookup of the same attempt evicted is decided on the
-//!     counts its own lookup saw, and the decision stores nothing for it, also where another
-//!     operation has inserted the key again since (a new life of the key, which the group did
-//!     not look up).
+//!     groups it drops). A key that a later lookup of the same attempt evicted is decided on its
+//!     counts at that eviction (its final counts), and the decision stores nothing for it, also
+//!     where another operation has inserted the key again since (a new life of the key, which
+//!     the group did not look up).
 //!   - **E3** (a bounded escape, forcing an eviction after failed commits) is not used: in a
 //!     CLOCK shard an insertion whose victim keeps being used plans again, so an insertion and
 //!     the uses of its victim are obstruction-free against each other.

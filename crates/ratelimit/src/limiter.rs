@@ -529,8 +529,21 @@ impl AppRateLimiter {
         keys
     }
 
-    /// The keys evicted so far, as `(shard, hash)`, sorted (loom builds and unit tests; for the
-    /// model checker, to compare with `model::Model::victims`).
+    /// Under loom and in unit tests: from now on, keeps what [`victims`](Self::victims) and
+    /// [`cleared_by_this_thread`](Self::cleared_by_this_thread) report (always kept under
+    /// loom; in unit tests, keeping them orders the threads' CLOCK evictions and sweeps through
+    /// a mutex, so only a history checker asks). Call before the threads start.
+    #[cfg(any(loom, test))]
+    #[doc(hidden)]
+    pub fn record_history(&self) {
+        if let Shards::Clock(shards) = &self.shards {
+            shards.iter().for_each(|s| s.record_history());
+        }
+    }
+
+    /// The keys evicted so far, as `(shard, hash)`, sorted (loom builds and unit tests, CLOCK
+    /// shards once [`record_history`](Self::record_history) was called; for the model checker,
+    /// to compare with `model::Model::victims`).
     #[cfg(any(loom, test))]
     #[doc(hidden)]
     pub fn victims(&self) -> Vec<(u32, u64)> {

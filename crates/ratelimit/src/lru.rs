@@ -244,7 +244,8 @@ impl LruShard {
     }
 
     /// An empty shard holding at most `capacity` keys, or `Err` if its table cannot be
-    /// allocated. Nothing allocates after this (outside loom's victims log).
+    /// allocated. Nothing allocates after this (outside the victims log of loom builds and unit
+    /// tests).
     pub(crate) fn new(capacity: usize) -> Result<Self, TryReserveError> {
         debug_assert!((2..=SMALL_SHARD).contains(&capacity));
         let mut entries = Vec::new();

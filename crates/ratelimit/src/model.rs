@@ -18,7 +18,8 @@
 //!   way whose bit was clear (the start way if all were set). A new key's bit starts clear.
 //!
 //! Single-threaded the real limiter takes exactly these decisions and evictions; concurrently,
-//! its histories are checked against interleavings of this model's operations (`tests/loom.rs`).
+//! its histories are checked against interleavings of this model's steps (the `checker`
+//! module, run by the loom models in `tests/loom.rs` and by the threaded trials).
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
@@ -225,10 +226,46 @@ impl Model {
         }
     }
 
+    /// E2, step by step: [`Model::lookup_step`] as a lookup of a group's attempt whose earlier
+    /// lookups saw `seen`: appends what this one saw, and where it evicted a key of `seen` (a
+    /// set too small for the group), sets that key's counts in `seen` to its counts at the
+    /// eviction, which decide for it ([`Model::decide_step`]): as its own lookup left them, or
+    /// as another operation wrote them since (the table decides on the victim's final word).
+    pub fn lookup_in_attempt(
+        &mut self,
+        seen: &mut Vec<Seen>,
+        key: AppKey,
+        index: usize,
+        now_ns: u64,
+    ) {
+        let last: Vec<Option<Counts>> = seen
+            .iter()
+            .map(|s| {
+                self.shards[self.shard_index(&s.key)]
+                    .entries
+                    .get(&s.key.hash)
+                    .map(|e| e.counts)
+            })
+            .collect();
+        let victims = self.victims.len();
+        let this = self.lookup_step(key, index, now_ns);
+        for &(shard, hash) in &self.victims[victims..] {
+            for (earlier, last) in seen.iter_mut().zip(&last) {
+                if let Some(c) = last
+                    && (self.shard_index(&earlier.key) as u32, earlier.key.hash) == (shard, hash)
+                {
+                    earlier.counts = *c;
+                }
+            }
+        }
+        seen.push(this);
+    }
+
     /// E2, step by step: a group's admit-or-drop step after its lookups `seen` (canonical
-    /// order); `own[i]`: key `i` was evicted by the group's own later lookups (its counts as seen
-    /// decide, and nothing is stored for it, also where another operation has inserted the key
-    /// again since: that is a new life of the key, which the group did not look up). `None` if
+    /// order); `own[i]`: key `i` was evicted by the group's own later lookups (its counts in
+    /// `seen` decide, those at its eviction if `seen` was built by [`Model::lookup_in_attempt`],
+    /// and nothing is stored for it, also where another operation has inserted the key again
+    /// since: that is a new life of the key, which the group did not look up). `None` if
     /// another key is missing (the real group aborts and looks its keys up again), or the cost
     /// exceeds `L`.
     pub fn decide_step(

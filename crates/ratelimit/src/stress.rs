@@ -584,17 +584,20 @@ fn race_spinning<R: Send>(f: impl Fn(usize) -> R + Sync) -> [R; 2] {
 /// evictions, groups and penalties on real threads, with nodes reused from the per-thread
 /// pools; half the operations go to two hot keys, so that accesses to one key race too. The
 /// threads start spinning together (in a quarter of the trials one after a random delay).
-/// Trials go on until 2,000 histories had overlapping operations and an eviction, and fail if
-/// too few did. A hit that wrote its counts over a newer word (a lost update, tried as a
-/// mutation when this test was written) failed it in every one of four runs. Run alone by
-/// nextest (`.config/nextest.toml`).
+/// Trials go on until 2,000 histories had overlapping operations and an eviction (or a minute
+/// passed), and fail if fewer than 20 did where two CPUs are available. Two mutations, tried
+/// when this test was written, each failed it in every run (four and three): a hit that wrote
+/// its counts over a newer word (a lost update), and an eviction whose victim was used after
+/// its plan (the marker installed over the newer word). The other stress tests pass the
+/// second. Run alone by nextest (`.config/nextest.toml`).
 #[test]
 fn two_thread_histories_with_evictions_are_linearizable() {
     use crate::checker::{self, History, Op};
-    // Trials go on until `wanted` histories overlapped with an eviction among their operations,
-    // or `most` trials ran (on a machine whose other work leaves the two threads one core, few
-    // overlap); then at least `least` must have. Under miri, one trial (its search alone takes
-    // most of a minute there).
+    // Trials go on until `wanted` histories had overlapping operations and an eviction among
+    // the threads' operations, or `most` trials ran, or a minute passed (on a machine whose
+    // other work leaves the two threads one core, few overlap); then at least `least` must
+    // have, where the process may run on two CPUs at all. Under miri, one trial (its search
+    // alone takes most of a minute there).
     let (wanted, least, most) = if cfg!(miri) {
         (usize::MAX, 0, 1)
     } else {
@@ -603,7 +606,9 @@ fn two_thread_histories_with_evictions_are_linearizable() {
     let mut rng = SplitMix64(0x11AE_A21B);
     let (mut overlapped, mut racing_evictions, mut undecided) = (0, 0, 0);
     let mut trials = 0;
-    while trials < most && racing_evictions < wanted {
+    let start = std::time::Instant::now();
+    let minute = Duration::from_secs(60);
+    while trials < most && racing_evictions < wanted && (cfg!(miri) || start.elapsed() < minute) {
         let trial = trials;
         trials += 1;
         let limit = 1 + rng.below(2);
@@ -618,6 +623,7 @@ fn two_thread_histories_with_evictions_are_linearizable() {
             config = config.with_clock_ways(Some(2 + rng.below(3) as usize));
         }
         let l = AppRateLimiter::new(config.clone()).unwrap();
+        l.record_history();
         let keys: Vec<AppKey> = (0..6)
             .map(|i| l.app_key(1 + i % 2, &origin(i / 2)))
             .collect();
@@ -630,19 +636,13 @@ fn two_thread_histories_with_evictions_are_linearizable() {
                     rng.below(6)
                 } as usize]
             };
-            match if std::env::var_os("SINGLES").is_some() {
-                3 + rng.below(17)
-            } else {
-                rng.below(20)
-            } {
+            match rng.below(20) {
                 0..=2 => {
                     let (a, b) = (key(rng), key(rng));
                     Op::Admit(vec![a, b], 1, 0)
                 }
                 3 => Op::Penalize(vec![key(rng)]),
-                4 if std::env::var_os("SINGLES").is_none() => {
-                    Op::Penalize(vec![key(rng), key(rng)])
-                }
+                4 => Op::Penalize(vec![key(rng), key(rng)]),
                 5 => Op::Admit(vec![key(rng)], 1, 1_000_000_000),
                 6 => Op::Admit(vec![key(rng)], 1 + rng.below(limit) as u32, 0),
                 _ => Op::Admit(vec![key(rng)], 1, 0),
@@ -698,11 +698,16 @@ fn two_thread_histories_with_evictions_are_linearizable() {
         "{overlapped} of {trials} histories overlapped, {racing_evictions} with evictions; \
          {undecided} too large for the checker's budget"
     );
-    assert!(
-        racing_evictions >= least,
-        "too few races reached: {overlapped} histories overlapped, {racing_evictions} with \
-         evictions, of {trials}"
-    );
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 2 {
+        eprintln!("one CPU available: races cannot be reached here, their count is not required");
+    } else {
+        assert!(
+            racing_evictions >= least,
+            "too few races reached: {overlapped} histories overlapped, {racing_evictions} with \
+             evictions, of {trials}"
+        );
+    }
     assert!(
         undecided <= trials / 100,
         "{undecided} of {trials} histories too large for the checker"

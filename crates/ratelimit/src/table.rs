@@ -260,15 +260,18 @@
 //!   The linearizability checker (`checker`, run by the loom models and by the threaded
 //!   trials of `stress`) searches the orders of two threads' model steps: each operation's
 //!   sweep steps (`Model::sweep_step`; each key's after a step at which the model does not
-//!   track it, the scan that found it missing; as many as the operation cleared), each of a
-//!   group's lookups as a step of its own, in as many attempts as it takes (an attempt aborts
-//!   only after the other thread took a step that can change a key; at most one abort more
-//!   than the history's evictions), and its decision. It compares the reference bits left at
-//!   the end and, per operation, the bits its sweeps cleared with the model's clearings (a
-//!   count kept in loom builds and unit tests), so a clearing that is no model step, or one by
-//!   an operation that never found its key missing, fails it. A search that runs past its
-//!   budget decides nothing; the threaded trials count those histories (a few in a thousand,
-//!   two groups aborting each other's attempts many times) and fail if they are not rare.
+//!   track it, the scan that found it missing, and before the key's lookup; as many as the
+//!   operation cleared), each of a group's lookups as a step of its own, in as many attempts
+//!   as it takes (an attempt aborts only after the other thread took a step that can change a
+//!   key), and its decision. It compares the reference bits left at the end and, per
+//!   operation, the bits its sweeps cleared with the model's clearings (a count kept in loom
+//!   builds and, once a test asks, unit tests), so a clearing that is no model step, or one by
+//!   an operation that never found its key missing, fails it. Its search is bounded (its
+//!   steps, and a group's aborted attempts at one more than the history's evictions, which
+//!   is no rule of the table: a read that resolves a group's marker aborts that group too); a
+//!   search cut by a bound decides nothing, and the threaded trials count those histories (a
+//!   few in a thousand, two groups aborting each other's attempts many times) and fail if
+//!   they are not rare.
 //! - What rests on addresses not being reused while a guard that loaded them lives (I6, I7:
 //!   `idle(X)` not recurring, a reservation's or record's word not recurring) is argued from
 //!   seize's guarantee, not model-checked: loom's stand-in for the collector never reuses an
@@ -555,6 +558,11 @@ pub(crate) struct Shard {
     /// sequential model (a plain mutex, as `victims`).
     #[cfg(any(loom, test))]
     cleared: std::sync::Mutex<Vec<(txgate_sync::sync::thread::ThreadId, usize)>>,
+    /// Whether `victims` and `cleared` are kept: always under loom; in unit tests only once a
+    /// test asks (`record_history`), since on real threads their mutexes order the threads'
+    /// evictions and sweeps, which would hide races from the sanitizers and miri elsewhere.
+    #[cfg(any(loom, test))]
+    recording: std::sync::atomic::AtomicBool,
 }
 
 impl Shard {
@@ -607,6 +615,8 @@ impl Shard {
             helps: std::sync::atomic::AtomicUsize::new(0),
             #[cfg(any(loom, test))]
             cleared: std::sync::Mutex::new(Vec::new()),
+            #[cfg(any(loom, test))]
+            recording: std::sync::atomic::AtomicBool::new(cfg!(loom)),
         };
         for set in 0..sets {
             // Relaxed: not shared yet.
@@ -635,10 +645,29 @@ impl Shard {
         self.attempts.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Under loom and in unit tests: keeps the victims and the cleared bits from now on (see
+    /// `recording`).
+    #[cfg(any(loom, test))]
+    pub(crate) fn record_history(&self) {
+        // Relaxed: set before the recording threads are spawned, which orders it for them.
+        self.recording
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether the victims and cleared bits are kept (see `recording`).
+    #[cfg(any(loom, test))]
+    fn recording(&self) -> bool {
+        // Relaxed: as in `record_history`.
+        self.recording.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Under loom and in unit tests: one more reference bit cleared by the calling thread's
-    /// sweep.
+    /// sweep, if recording.
     #[cfg(any(loom, test))]
     fn count_cleared(&self) {
+        if !self.recording() {
+            return;
+        }
         let me = txgate_sync::sync::thread::current().id();
         let mut cleared = self.cleared.lock().unwrap();
         match cleared.iter_mut().find(|(t, _)| *t == me) {
@@ -1053,7 +1082,9 @@ impl Shard {
             let _ = retired;
             if evicted {
                 #[cfg(any(loom, test))]
-                self.victims.lock().expect("not poisoned").push(victim_key);
+                if self.recording() {
+                    self.victims.lock().expect("not poisoned").push(victim_key);
+                }
                 *swept = 0;
                 return Got {
                     // SAFETY: our node, placed in its way by the completion; it leaves its slot
