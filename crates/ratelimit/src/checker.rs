@@ -160,9 +160,9 @@ enum Step {
     Lookup,
     /// Another operation aborted the group's current attempt after some of its lookups (which
     /// stand, E2): the next attempt looks its keys up again from the first. Allowed only after
-    /// the other thread took a step since the attempt (or, for the first, the operation) began:
-    /// an attempt starts over only when another operation evicts one of its keys or aborts it,
-    /// each such change in one of that operation's steps.
+    /// the other thread took a step since the attempt's first lookup: an attempt starts over
+    /// only when another operation evicts one of its keys or aborts it after the attempt read
+    /// it, each such change in one of that operation's steps.
     Abort,
     /// A group's admit-or-drop (or penalty) step.
     Decide,
@@ -178,10 +178,12 @@ struct Thread {
     /// A group: the lookups its current attempt has taken.
     next: usize,
     /// The steps that may change a key (not `Miss` nor `Abort`) the other thread took since
-    /// this operation's current attempt (or, for its first, the operation) began.
+    /// the current attempt's first lookup.
     others: usize,
-    /// A group: the attempts aborted so far.
-    aborts: usize,
+    /// A group: another operation evicted a key after the current attempt looked it up. The
+    /// table's attempt then aborts (it finds the node it looked up evicted), so it cannot
+    /// decide.
+    lost: bool,
     /// A group: what its current attempt's lookups saw.
     seen: Vec<Seen>,
     /// A group: the victims its current attempt's lookups made, each with the lookup's key.
@@ -212,7 +214,7 @@ impl State {
                 t.started,
                 t.next,
                 t.others.min(1),
-                t.aborts,
+                t.lost,
                 t.seen,
                 t.made,
                 t.missed,
@@ -235,18 +237,12 @@ struct Search<'h> {
     keys: [Vec<Vec<AppKey>>; 2],
     /// Whether the shards evict by CLOCK (only then do sweep steps exist).
     clock: bool,
-    /// The most attempts the search lets one group abort: one more than the history's
-    /// evictions. Two groups can abort each other's attempts in turn without end in the
-    /// search, so it needs a bound. It is no rule of the table (a read that resolves a
-    /// group's marker aborts that group too), so a search that failed after the bound cut a
-    /// branch is undecided ([`Exhausted`]), not a refusal.
-    max_aborts: usize,
-    /// Whether the abort bound cut a branch.
-    capped: std::cell::Cell<bool>,
     /// The recorded victims, with how many times each was evicted.
     victims: std::collections::HashMap<(u32, u64), usize>,
-    /// States from which no order explains the rest (their fingerprints).
-    failed: std::collections::HashSet<String>,
+    /// The states the search has reached (their fingerprints). Two groups can abort each
+    /// other's attempts in turn without end, so the steps' graph has cycles: a state reached
+    /// again is not explored again (if an order from it exists, the first visit finds it).
+    visited: std::collections::HashSet<String>,
     /// Steps the search may still take before it gives up.
     budget: usize,
 }
@@ -292,13 +288,7 @@ impl Search<'_> {
                 v.push(Step::Decide);
             }
             if th.next > 0 && th.others > 0 {
-                if th.aborts < self.max_aborts {
-                    v.push(Step::Abort);
-                } else {
-                    // A branch cut by the bound, not by the history: a failed search is then
-                    // undecided, not a refusal.
-                    self.capped.set(true);
-                }
+                v.push(Step::Abort);
             }
         }
         v
@@ -318,10 +308,7 @@ impl Search<'_> {
             Op::Penalize(_) => (None, 0),
         };
         if !th.started {
-            // The operation's first step: the other thread's steps before it cannot have
-            // aborted any of its attempts.
             th.started = true;
-            th.others = 0;
             th.missed = vec![false; keys.len()];
         }
         m.swap_sweeps(&mut th.sweeps);
@@ -343,6 +330,11 @@ impl Search<'_> {
             }
             Step::Lookup => {
                 let j = th.next;
+                if j == 0 {
+                    // The attempt's first read: only the other thread's later steps can abort
+                    // it.
+                    th.others = 0;
+                }
                 th.missed[j] = false;
                 th.next += 1;
                 let index = m.group_keys(op.keys())[j].1;
@@ -354,12 +346,12 @@ impl Search<'_> {
             }
             Step::Abort => {
                 th.next = 0;
-                th.others = 0;
-                th.aborts += 1;
+                th.lost = false;
                 th.seen.clear();
                 th.made.clear();
                 true
             }
+            Step::Decide if th.lost => false,
             Step::Decide => {
                 done = true;
                 let own: Vec<bool> = keys
@@ -403,7 +395,16 @@ impl Search<'_> {
             };
         }
         if !matches!(step, Step::Miss(_) | Step::Abort) {
-            threads[1 - t].others += 1;
+            let other = &mut threads[1 - t];
+            other.others += 1;
+            // A key the other thread's current attempt looked up, evicted by this step.
+            if let Some(keys) = self.keys[1 - t].get(other.op) {
+                other.lost |= m.victims()[victims..].iter().any(|&v| {
+                    keys[..other.next]
+                        .iter()
+                        .any(|k| v == (k.shard(), k.hash()))
+                });
+            }
         }
         Some(s)
     }
@@ -420,11 +421,11 @@ impl Search<'_> {
         Some(v == h.victims && model_outcome(&s.m, &h.keys) == h.outcome)
     }
 
-    /// `s`'s frame for the search: its fingerprint and the steps to try from it; `None` if it is
-    /// known to lead nowhere.
-    fn frame(&self, s: State) -> Option<Frame> {
+    /// `s`'s frame for the search: the steps to try from it; `None` if the search reached it
+    /// before.
+    fn frame(&mut self, s: State) -> Option<Frame> {
         let key = s.fingerprint();
-        if self.failed.contains(&key) {
+        if !self.visited.insert(key) {
             return None;
         }
         let mut next: Vec<(usize, Step)> = (0..2)
@@ -432,11 +433,7 @@ impl Search<'_> {
             .collect();
         // Tried from the end.
         next.reverse();
-        Some(Frame {
-            state: s,
-            key,
-            next,
-        })
+        Some(Frame { state: s, next })
     }
 
     /// Whether some order of the steps left from `root` gives the rest of the history; `Err` if
@@ -450,8 +447,7 @@ impl Search<'_> {
         while let Some(top) = stack.last_mut() {
             let Some((t, step)) = top.next.pop() else {
                 // Every step from here was tried: no order from this state.
-                let done = stack.pop().expect("the top frame");
-                self.failed.insert(done.key);
+                stack.pop();
                 continue;
             };
             self.budget = self.budget.checked_sub(1).ok_or(Exhausted)?;
@@ -471,8 +467,6 @@ impl Search<'_> {
 /// A state on the search's stack.
 struct Frame {
     state: State,
-    /// The state's fingerprint ([`State::fingerprint`]).
-    key: String,
     /// The steps not yet tried from it, the next one last.
     next: Vec<(usize, Step)>,
 }
@@ -496,8 +490,7 @@ pub const BUDGET: usize = 1_000_000;
 ///
 /// # Errors
 ///
-/// [`Exhausted`] if the search takes more than [`BUDGET`] steps, or finds no order after its
-/// bound on a group's aborted attempts cut a branch.
+/// [`Exhausted`] if the search takes more than [`BUDGET`] steps.
 ///
 /// # Panics
 ///
@@ -526,19 +519,15 @@ pub fn explained(config: &Config, h: &History) -> Result<bool, Exhausted> {
         h,
         keys,
         clock: m.clock(),
-        max_aborts: h.victims.len() + 1,
-        capped: std::cell::Cell::new(false),
+
         victims,
-        failed: std::collections::HashSet::new(),
+        visited: std::collections::HashSet::new(),
         budget: BUDGET,
     };
-    match search.explains(State {
+    search.explains(State {
         m,
         threads: Default::default(),
-    }) {
-        Ok(false) if search.capped.get() => Err(Exhausted),
-        result => result,
-    }
+    })
 }
 
 #[cfg(all(test, not(loom)))]
@@ -546,20 +535,25 @@ mod tests {
     use super::*;
     use crate::Origin;
 
+    /// One shard of `max_size` keys, L = `limit` per 1 s window (CLOCK sets of `ways` ways if
+    /// given, else exact LRU), salted with `salt`.
+    fn one_shard(limit: u64, max_size: usize, ways: Option<usize>, salt: u8) -> Config {
+        Config::default()
+            .with_rate_per_second(limit)
+            .with_window(std::time::Duration::from_secs(1))
+            .with_max_size(max_size)
+            .with_shards(1)
+            .with_clock_ways(ways)
+            .with_salt(Some([salt; 16]))
+    }
+
     /// A history of one key at L = 1: thread 0 admitted once, thread 1 was dropped (`Drop`
     /// as the limiter answers the second admission). With the drop first in real time, no
     /// order explains it; overlapping, the admission first does. A history whose end state
     /// lies fails too.
     #[test]
     fn a_history_no_order_gives_is_refused() {
-        let config = Config {
-            rate_per_second: 1,
-            window: std::time::Duration::from_secs(1),
-            max_size: 8,
-            shards: 1,
-            salt: Some([3; 16]),
-            ..Config::default()
-        };
+        let config = one_shard(1, 8, None, 3);
         let l = AppRateLimiter::new(config.clone()).unwrap();
         let a = l.app_key(1, &Origin::from_peer_id(b"p"));
         let first = on_limiter(&l, &Op::Admit(vec![a], 1, 0));
@@ -602,13 +596,7 @@ mod tests {
     /// life. That order explains it; a model that made the penalty start over there would not.
     #[test]
     fn a_key_the_group_evicted_and_another_operation_inserted_again_keeps_its_new_counts() {
-        let config = Config::default()
-            .with_rate_per_second(1)
-            .with_window(std::time::Duration::from_secs(1))
-            .with_max_size(2)
-            .with_shards(1)
-            .with_clock_ways(Some(4))
-            .with_salt(Some([9; 16]));
+        let config = one_shard(1, 2, Some(4), 9);
         let l = AppRateLimiter::new(config.clone()).unwrap();
         let origin = |i: u64| Origin::from_peer_id(&i.to_le_bytes());
         let keys: Vec<AppKey> = (0..6u64)
@@ -653,5 +641,103 @@ mod tests {
         let mut penalized = h.clone();
         penalized.outcome.1[0] = Some((0, 2));
         assert_eq!(explained(&config, &penalized), Ok(false));
+    }
+
+    /// An LRU shard of 8 keys at L = 1, the history's set-up, its runs and its victims as
+    /// given, its end state as the limiter's after `real` ran alone.
+    fn lru_history(
+        real: &[Op],
+        threads: [Vec<Op>; 2],
+        runs: [Run; 2],
+        victims: Vec<(u32, u64)>,
+        keys: &[AppKey],
+        l: &AppRateLimiter,
+    ) -> History {
+        for op in real {
+            let _ = on_limiter(l, op);
+        }
+        History {
+            setup: vec![],
+            threads,
+            runs,
+            keys: keys.to_vec(),
+            outcome: outcome(l, keys),
+            victims,
+        }
+    }
+
+    fn run_of(got: Vec<Option<Decision>>, spans: Vec<(usize, usize)>) -> Run {
+        let cleared = vec![0; got.len()];
+        Run {
+            got,
+            spans,
+            cleared,
+        }
+    }
+
+    /// Two overlapping groups {a, b} at L = 1 both admitted: no order gives that (one of them
+    /// finds the other's admissions), however often either aborts; the search must refuse it,
+    /// not give up on the two groups aborting each other without end.
+    #[test]
+    fn two_overlapping_groups_both_admitted_at_l_1_are_refused() {
+        let config = one_shard(1, 8, None, 5);
+        let l = AppRateLimiter::new(config.clone()).unwrap();
+        let (a, b) = (
+            l.app_key(1, &Origin::from_peer_id(b"a")),
+            l.app_key(2, &Origin::from_peer_id(b"a")),
+        );
+        let group = Op::Admit(vec![a, b], 1, 0);
+        let admitted = Some(Decision::admit(Some(0)));
+        let h = lru_history(
+            std::slice::from_ref(&group),
+            [vec![group.clone()], vec![group.clone()]],
+            [
+                run_of(vec![admitted], vec![(0, 3)]),
+                run_of(vec![admitted], vec![(1, 2)]),
+            ],
+            vec![],
+            &[a, b],
+            &l,
+        );
+        assert_eq!(explained(&config, &h), Ok(false));
+    }
+
+    /// A group that ran alone (thread 1's only operation ended before it began) cannot abort.
+    /// The history below is what the model gives if the group's first attempt was aborted
+    /// after its lookups (capacity 2: its third key evicts its first, then a second attempt
+    /// evicts again); no other thread ran beside it to abort it, so it is refused.
+    #[test]
+    fn a_group_that_ran_alone_takes_one_attempt() {
+        let config = one_shard(10, 2, None, 5);
+        let l = AppRateLimiter::new(config.clone()).unwrap();
+        let o = Origin::from_peer_id(b"a");
+        let keys = [l.app_key(1, &o), l.app_key(2, &o), l.app_key(3, &o)];
+        let single = Op::Admit(vec![keys[0]], 1, 0);
+        let group = Op::Admit(keys.to_vec(), 1, 0);
+        let history = |aborted: bool| {
+            let mut m = Model::new(&config).unwrap();
+            let first = on_model(&mut m, &single);
+            if aborted {
+                m.lookup_keys(&keys, 3, T0);
+            }
+            let second = on_model(&mut m, &group);
+            let mut victims = m.victims().to_vec();
+            victims.sort_unstable();
+            History {
+                setup: vec![],
+                threads: [vec![group.clone()], vec![single.clone()]],
+                runs: [
+                    run_of(vec![second], vec![(2, 3)]),
+                    run_of(vec![first], vec![(0, 1)]),
+                ],
+                keys: keys.to_vec(),
+                outcome: model_outcome(&m, &keys),
+                victims,
+            }
+        };
+        assert_eq!(explained(&config, &history(false)), Ok(true));
+        let twice = history(true);
+        assert_ne!(twice.victims, history(false).victims, "the abort must show");
+        assert_eq!(explained(&config, &twice), Ok(false));
     }
 }

@@ -231,6 +231,8 @@ impl Model {
     /// set too small for the group), sets that key's counts in `seen` to its counts at the
     /// eviction, which decide for it ([`Model::decide_step`]): as its own lookup left them, or
     /// as another operation wrote them since (the table decides on the victim's final word).
+    /// Matched by hash: a checker must itself refuse a decision after another operation
+    /// evicted a key the attempt looked up (the table's attempt aborts there).
     pub fn lookup_in_attempt(
         &mut self,
         seen: &mut Vec<Seen>,

@@ -263,15 +263,13 @@
 //!   track it, the scan that found it missing, and before the key's lookup; as many as the
 //!   operation cleared), each of a group's lookups as a step of its own, in as many attempts
 //!   as it takes (an attempt aborts only after the other thread took a step that can change a
-//!   key), and its decision. It compares the reference bits left at the end and, per
-//!   operation, the bits its sweeps cleared with the model's clearings (a count kept in loom
-//!   builds and, once a test asks, unit tests), so a clearing that is no model step, or one by
-//!   an operation that never found its key missing, fails it. Its search is bounded (its
-//!   steps, and a group's aborted attempts at one more than the history's evictions, which
-//!   is no rule of the table: a read that resolves a group's marker aborts that group too); a
-//!   search cut by a bound decides nothing, and the threaded trials count those histories (a
-//!   few in a thousand, two groups aborting each other's attempts many times) and fail if
-//!   they are not rare.
+//!   key since the attempt's first lookup; it cannot decide once another operation evicted a
+//!   key it looked up, since the table's attempt then finds that node evicted), and its
+//!   decision. It compares the reference bits left at the end and, per operation, the bits its
+//!   sweeps cleared with the model's clearings (a count kept in loom builds and, once a test
+//!   asks, unit tests), so a clearing that is no model step, or one by an operation that never
+//!   found its key missing, fails it. Its search is bounded in steps; a history that needs
+//!   more is undecided, and the threaded trials fail if such histories are not rare.
 //! - What rests on addresses not being reused while a guard that loaded them lives (I6, I7:
 //!   `idle(X)` not recurring, a reservation's or record's word not recurring) is argued from
 //!   seize's guarantee, not model-checked: loom's stand-in for the collector never reuses an
@@ -539,10 +537,11 @@ pub(crate) struct Shard {
     units: AtomicPtr<Reservation>,
     /// Keys tracked (exact when no insertion is in flight).
     entries: AtomicUsize,
-    /// Under loom and in the crate's unit tests: the hashes of the keys evicted, each pushed by
-    /// its eviction's owner once it learnt the eviction succeeded (possibly completed by a
-    /// helper first; the checker sorts them), for the model checker (a plain mutex: loom runs
-    /// one thread at a time and none blocks while holding it; on real threads, a test's lock).
+    /// Under loom and in unit tests (while `recording`): the hashes of the keys evicted, each
+    /// pushed by its eviction's owner once it learnt the eviction succeeded (possibly completed
+    /// by a helper first; the checker sorts them), for the model checker (a plain mutex: loom
+    /// runs one thread at a time and none blocks while holding it; on real threads, a test's
+    /// lock).
     #[cfg(any(loom, test))]
     victims: std::sync::Mutex<Vec<u64>>,
     /// Under loom: evictions attempted (markers installed on a victim), for models that bound
