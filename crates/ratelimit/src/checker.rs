@@ -15,10 +15,15 @@
 //!   before its last attempt it may have taken the lookups of attempts that another operation
 //!   aborted (they stand, E2), and sweep steps of its insertions.
 //!
+//! A group's attempt aborts only after the other thread took a step since the attempt's first
+//! lookup, and cannot decide once the other thread evicted a key it looked up (the table's
+//! attempt then finds that node evicted and starts over).
+//!
 //! The search is depth-first over both threads' next steps. It cuts a branch as soon as a
-//! decision, a victim or a count of cleared bits differs from the history's, and remembers the
-//! states (up to what no later step can tell apart, [`Model::fingerprint`]) from which it found
-//! no order. Its work is bounded ([`BUDGET`]): a history that needs more is undecided.
+//! decision, a victim or a count of cleared bits differs from the history's, and remembers
+//! every state it reached (up to what no later step can tell apart, [`Model::fingerprint`]),
+//! exploring none twice: two groups can abort each other's attempts without end. Its work is
+//! bounded ([`BUDGET`]): a history that needs more is undecided.
 
 use std::num::NonZeroU32;
 
@@ -477,8 +482,7 @@ struct Frame {
 pub struct Exhausted;
 
 /// Most steps [`explained`]'s search takes: a history that needs more is [`Exhausted`]. The
-/// histories of the loom models and the threaded trials need far fewer, except a few trials
-/// whose two groups abort each other's attempts many times in a row.
+/// histories of the loom models and the threaded trials need far fewer.
 pub const BUDGET: usize = 1_000_000;
 
 /// Whether some sequential order of `h`'s operations' steps on the model of `config` gives what
