@@ -117,7 +117,7 @@ pub struct Run {
 }
 
 /// Runs `ops` on the limiter in the calling thread, stamping each operation's start and end
-/// from `clock` (`stamp` takes the next stamp).
+/// with `stamp` (each call takes the next stamp of a counter both threads share).
 pub fn run(l: &AppRateLimiter, ops: &[Op], stamp: impl Fn() -> usize) -> Run {
     let mut r = Run::default();
     for op in ops {
@@ -238,8 +238,9 @@ impl State {
 /// What the search compares with, computed once.
 struct Search<'h> {
     h: &'h History,
-    /// Per thread and operation, the operation's distinct keys in canonical order.
-    keys: [Vec<Vec<AppKey>>; 2],
+    /// Per thread and operation, the operation's distinct keys in canonical order, each with
+    /// the index of its first occurrence ([`Model::group_keys`]).
+    keys: [Vec<Vec<(AppKey, usize)>>; 2],
     /// Whether the shards evict by CLOCK (only then do sweep steps exist).
     clock: bool,
     /// The recorded victims, with how many times each was evicted.
@@ -276,7 +277,7 @@ impl Search<'_> {
         if self.clock && th.cleared < h.runs[t].cleared[th.op] {
             // A key's sweep runs in its lookup (its insertion), so only keys the current
             // attempt has still to look up take sweep steps.
-            for (j, key) in keys.iter().enumerate().skip(th.next) {
+            for (j, (key, _)) in keys.iter().enumerate().skip(th.next) {
                 if th.missed.get(j) == Some(&true) || th.sweeps.steps(key) > 0 {
                     v.push(Step::Sweep(j));
                 } else if s.m.counts(key).is_none() {
@@ -327,7 +328,7 @@ impl Search<'_> {
             }
             Step::Sweep(j) => {
                 th.missed[j] = false;
-                m.sweep_step(&keys[j])
+                m.sweep_step(&keys[j].0)
             }
             Step::Miss(j) => {
                 th.missed[j] = true;
@@ -342,9 +343,9 @@ impl Search<'_> {
                 }
                 th.missed[j] = false;
                 th.next += 1;
-                let index = m.group_keys(op.keys())[j].1;
+                let (key, index) = keys[j];
                 let before = m.victims().len();
-                m.lookup_in_attempt(&mut th.seen, keys[j], index, T0 + dt);
+                m.lookup_in_attempt(&mut th.seen, key, index, T0 + dt);
                 th.made
                     .extend(m.victims()[before..].iter().map(|&v| (j, v)));
                 true
@@ -362,7 +363,7 @@ impl Search<'_> {
                 let own: Vec<bool> = keys
                     .iter()
                     .enumerate()
-                    .map(|(i, key)| {
+                    .map(|(i, (key, _))| {
                         // Evicted by a later lookup of the same attempt.
                         th.made
                             .iter()
@@ -407,7 +408,7 @@ impl Search<'_> {
                 other.lost |= m.victims()[victims..].iter().any(|&v| {
                     keys[..other.next]
                         .iter()
-                        .any(|k| v == (k.shard(), k.hash()))
+                        .any(|(k, _)| v == (k.shard(), k.hash()))
                 });
             }
         }
@@ -507,12 +508,7 @@ pub fn explained(config: &Config, h: &History) -> Result<bool, Exhausted> {
     let keys = [0, 1].map(|t| {
         h.threads[t]
             .iter()
-            .map(|op| {
-                m.group_keys(op.keys())
-                    .into_iter()
-                    .map(|(k, _)| k)
-                    .collect()
-            })
+            .map(|op| m.group_keys(op.keys()))
             .collect()
     });
     let mut victims = std::collections::HashMap::new();

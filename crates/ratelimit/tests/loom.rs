@@ -609,8 +609,6 @@ fn aliased_keys_count_once() {
     });
 }
 
-use txgate_ratelimit::checker::cost;
-
 twins! {
     /// Weighted: two threads admit a cost of 2 on a key neither finds in the table (L = 3): exactly
     /// one is admitted, and the key's node is born holding that cost (2), whichever insertion won.
@@ -693,13 +691,14 @@ twins! {
 }
 
 // A linearizability check against the reference model: two threads run their operations on the
-// real limiter; every interleaving of the two sequences (each thread's order kept) is replayed
-// on `Model` from the same start, and one of them must give every decision (with its details),
-// the tracked keys, every key's stored counts and the keys evicted (the real limiter logs its
-// victims under loom). A group is its lookup steps and its decision
-// step, preceded perhaps by the lookups of one aborted attempt (E2 in the crate docs).
+// real limiter, and the crate's checker (`txgate_ratelimit::checker`, whose module docs give
+// the steps it interleaves: E1's sweep steps, E2's lookups, aborted attempts and decisions)
+// must find an order of the two threads' model steps, from the same start and keeping real
+// time, that gives every decision (with its details), the tracked keys, the compared keys'
+// stored counts, the reference bits, the keys evicted (the real limiter logs its victims
+// under loom) and the bits each operation's sweeps cleared.
 
-use txgate_ratelimit::checker::{self, History, Op, on_limiter};
+use txgate_ratelimit::checker::{self, History, Op, cost, on_limiter};
 
 fn admit(keys: &[AppKey], c: u32) -> Op {
     Op::Admit(keys.to_vec(), c, 0)
