@@ -16,6 +16,9 @@
 //!   from its two ends, lock-free.
 //! - [`split`]: [`split`](split::split), such a run shared by the calling thread and one helper,
 //!   with the helper's handover of its work (not waited for when it took nothing).
+//! - [`pair`]: [`AtomicPair`](pair::AtomicPair), two 64-bit words loaded and
+//!   compare-and-swapped as one 16-byte atomic (a key beside its state), with loom and
+//!   ThreadSanitizer stand-ins.
 //! - [`reclaim`]: [`Collector`](reclaim::Collector) and [`Guard`](reclaim::Guard), seize's
 //!   reclamation, or under `cfg(loom)` a stand-in that flags any access to memory a real
 //!   collector could already have freed.
@@ -46,6 +49,7 @@
 
 pub mod claims;
 pub mod cpu;
+pub mod pair;
 pub mod reclaim;
 pub mod split;
 pub mod sync;
