@@ -15,8 +15,11 @@
 //!   before its last attempt it may have taken the lookups of attempts that another operation
 //!   aborted (they stand, E2), and sweep steps of its insertions.
 //!
-//! A group's attempt aborts only after the other thread took a step since the attempt's first
-//! lookup, and cannot decide once the other thread evicted a key it looked up (the table's
+//! A group's attempt aborts only after its first lookup, and only while the other thread could
+//! be aborting it: after a step of the other thread that can change a key (since the attempt's
+//! first lookup), or while the other thread's current operation overlaps the group's in real
+//! time (an operation that meets the group's marker aborts it, possibly before it takes a step
+//! of its own). It cannot decide once the other thread evicted a key it looked up (the table's
 //! attempt then finds that node evicted and starts over).
 //!
 //! The search is depth-first over both threads' next steps. It cuts a branch as soon as a
@@ -293,7 +296,14 @@ impl Search<'_> {
             } else {
                 v.push(Step::Decide);
             }
-            if th.next > 0 && th.others > 0 {
+            // An abort follows a step of the other thread that can change a key, or comes from
+            // the other thread's operation in progress (overlapping this one in real time),
+            // which may resolve the attempt's marker before it takes a step of its own.
+            let concurrent = h.runs[1 - t]
+                .spans
+                .get(other.op)
+                .is_some_and(|&(start, end)| start < span.1 && span.0 < end);
+            if th.next > 0 && (th.others > 0 || concurrent) {
                 v.push(Step::Abort);
             }
         }
@@ -700,6 +710,73 @@ mod tests {
             &l,
         );
         assert_eq!(explained(&config, &h), Ok(false));
+    }
+
+    /// A history the threaded trials met under load (CLOCK, one set of four ways holding two
+    /// keys, L = 2; A..E below): thread 1's group {A, B} spans all of thread 0's operations,
+    /// and its first attempt was aborted by thread 0's operation in progress, which met the
+    /// group's marker before it took a step of its own. Only an abort without a prior step of
+    /// the other thread explains it (refused while the checker required such a step).
+    #[test]
+    fn an_operation_in_progress_may_abort_a_group_before_its_own_step() {
+        let config = one_shard(2, 2, Some(4), 9);
+        let key = |h: u64| AppKey::from_parts(0, h);
+        let [a, b, c, d, e, f] = [
+            4_664_626_402_457_047_798,
+            13_613_728_493_441_216_920,
+            9_462_601_221_547_956_992,
+            15_598_500_206_040_861_789,
+            5_003_510_990_448_377_593,
+            16_172_284_865_326_367_723,
+        ]
+        .map(key);
+        let admitted = Some(Decision::admit(Some(1)));
+        let mut victims: Vec<(u32, u64)> = [(a, 3), (b, 3), (c, 2), (d, 3)]
+            .iter()
+            .flat_map(|&(k, n)| std::iter::repeat_n((0, k.hash()), n))
+            .collect();
+        victims.sort_unstable();
+        let history = |group_span: (usize, usize)| History {
+            setup: vec![],
+            threads: [
+                vec![
+                    Op::Admit(vec![d, b], 1, 0),
+                    Op::Admit(vec![d], 1, 0),
+                    Op::Admit(vec![c], 1, 0),
+                ],
+                vec![
+                    Op::Admit(vec![a, b], 1, 0),
+                    Op::Penalize(vec![c, b]),
+                    Op::Admit(vec![e], 1, 0),
+                ],
+            ],
+            runs: [
+                Run {
+                    got: vec![admitted; 3],
+                    spans: vec![(0, 2), (3, 4), (5, 6)],
+                    cleared: vec![0, 2, 0],
+                },
+                Run {
+                    got: vec![admitted, None, admitted],
+                    spans: vec![group_span, (8, 9), (10, 11)],
+                    cleared: vec![0, 0, 0],
+                },
+            ],
+            keys: vec![a, b, c, d, e, f],
+            outcome: (
+                vec![(0, e.hash()), (0, b.hash())],
+                vec![None, Some((0, 1)), None, None, Some((0, 1)), None],
+                vec![],
+            ),
+            victims: victims.clone(),
+        };
+        let mut h = history((1, 7));
+        h.outcome.0.sort_unstable();
+        assert_eq!(explained(&config, &h), Ok(true));
+        // The same group after thread 0's operations (no overlap): no abort, and no order.
+        let mut alone = history((7, 8));
+        alone.outcome.0.sort_unstable();
+        assert_eq!(explained(&config, &alone), Ok(false));
     }
 
     /// A group that ran alone (thread 1's only operation ended before it began) cannot abort.

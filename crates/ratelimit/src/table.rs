@@ -262,9 +262,11 @@
 //!   sweep steps (`Model::sweep_step`; each key's after a step at which the model does not
 //!   track it, the scan that found it missing, and before the key's lookup; as many as the
 //!   operation cleared), each of a group's lookups as a step of its own, in as many attempts
-//!   as it takes (an attempt aborts only after the other thread took a step that can change a
-//!   key since the attempt's first lookup; it cannot decide once another operation evicted a
-//!   key it looked up, since the table's attempt then finds that node evicted), and its
+//!   as it takes (an attempt aborts only after its first lookup and after a step of the other
+//!   thread that can change a key, or while the other thread's operation overlaps it in real
+//!   time: an operation that meets its marker aborts it, possibly before a step of its own; it
+//!   cannot decide once another operation evicted a key it looked up, since the table's attempt
+//!   then finds that node evicted), and its
 //!   decision. It compares the reference bits left at the end and, per operation, the bits its
 //!   sweeps cleared with the model's clearings (a count kept in loom builds and, once a test
 //!   asks, unit tests), so a clearing that is no model step, or one by an operation that never
