@@ -562,6 +562,10 @@ mod tests {
     /// order explains it; overlapping, the admission first does. A history whose end state
     /// lies fails too.
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "the checker's search is pure Rust with no unsafe code and takes minutes under miri: run natively"
+    )]
     fn a_history_no_order_gives_is_refused() {
         let config = one_shard(1, 8, None, 3);
         let l = AppRateLimiter::new(config.clone()).unwrap();
@@ -605,6 +609,10 @@ mod tests {
     /// K2 before the penalty's decision, which penalizes K2 and stores nothing for K1's new
     /// life. That order explains it; a model that made the penalty start over there would not.
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "the checker's search is pure Rust with no unsafe code and takes minutes under miri: run natively"
+    )]
     fn a_key_the_group_evicted_and_another_operation_inserted_again_keeps_its_new_counts() {
         let config = one_shard(1, 2, Some(4), 9);
         let l = AppRateLimiter::new(config.clone()).unwrap();
@@ -689,6 +697,10 @@ mod tests {
     /// finds the other's admissions), however often either aborts; the search must refuse it,
     /// not give up on the two groups aborting each other without end.
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "the checker's search is pure Rust with no unsafe code and takes minutes under miri: run natively"
+    )]
     fn two_overlapping_groups_both_admitted_at_l_1_are_refused() {
         let config = one_shard(1, 8, None, 5);
         let l = AppRateLimiter::new(config.clone()).unwrap();
@@ -718,6 +730,10 @@ mod tests {
     /// group's marker before it took a step of its own. Only an abort without a prior step of
     /// the other thread explains it (refused while the checker required such a step).
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "the checker's search is pure Rust with no unsafe code and takes minutes under miri: run natively"
+    )]
     fn an_operation_in_progress_may_abort_a_group_before_its_own_step() {
         let config = one_shard(2, 2, Some(4), 9);
         let key = |h: u64| AppKey::from_parts(0, h);
@@ -784,6 +800,10 @@ mod tests {
     /// after its lookups (capacity 2: its third key evicts its first, then a second attempt
     /// evicts again); no other thread ran beside it to abort it, so it is refused.
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "the checker's search is pure Rust with no unsafe code and takes minutes under miri: run natively"
+    )]
     fn a_group_that_ran_alone_takes_one_attempt() {
         let config = one_shard(10, 2, None, 5);
         let l = AppRateLimiter::new(config.clone()).unwrap();
