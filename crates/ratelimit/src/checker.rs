@@ -564,7 +564,7 @@ mod tests {
     #[test]
     #[cfg_attr(
         miri,
-        ignore = "the checker's search is pure Rust with no unsafe code and takes minutes under miri: run natively"
+        ignore = "the checker's search (pure Rust, no unsafe code of its own) takes minutes under miri: run natively"
     )]
     fn a_history_no_order_gives_is_refused() {
         let config = one_shard(1, 8, None, 3);
@@ -611,7 +611,7 @@ mod tests {
     #[test]
     #[cfg_attr(
         miri,
-        ignore = "the checker's search is pure Rust with no unsafe code and takes minutes under miri: run natively"
+        ignore = "the checker's search (pure Rust, no unsafe code of its own) takes minutes under miri: run natively"
     )]
     fn a_key_the_group_evicted_and_another_operation_inserted_again_keeps_its_new_counts() {
         let config = one_shard(1, 2, Some(4), 9);
@@ -699,7 +699,7 @@ mod tests {
     #[test]
     #[cfg_attr(
         miri,
-        ignore = "the checker's search is pure Rust with no unsafe code and takes minutes under miri: run natively"
+        ignore = "the checker's search (pure Rust, no unsafe code of its own) takes minutes under miri: run natively"
     )]
     fn two_overlapping_groups_both_admitted_at_l_1_are_refused() {
         let config = one_shard(1, 8, None, 5);
@@ -732,7 +732,7 @@ mod tests {
     #[test]
     #[cfg_attr(
         miri,
-        ignore = "the checker's search is pure Rust with no unsafe code and takes minutes under miri: run natively"
+        ignore = "the checker's search (pure Rust, no unsafe code of its own) takes minutes under miri: run natively"
     )]
     fn an_operation_in_progress_may_abort_a_group_before_its_own_step() {
         let config = one_shard(2, 2, Some(4), 9);
@@ -802,7 +802,7 @@ mod tests {
     #[test]
     #[cfg_attr(
         miri,
-        ignore = "the checker's search is pure Rust with no unsafe code and takes minutes under miri: run natively"
+        ignore = "the checker's search (pure Rust, no unsafe code of its own) takes minutes under miri: run natively"
     )]
     fn a_group_that_ran_alone_takes_one_attempt() {
         let config = one_shard(10, 2, None, 5);
