@@ -269,8 +269,9 @@
 //!   then finds that node evicted), and its decision. It compares the reference bits left at
 //!   the end and, per operation, the bits its sweeps cleared with the model's clearings (a
 //!   count kept in loom builds and, once a test asks, unit tests), so a clearing that is no
-//!   model step, or one by an operation that never found its key missing, fails it. Its search is bounded in steps; a history that needs
-//!   more is undecided, and the threaded trials fail if such histories are not rare.
+//!   model step, or one by an operation that never found its key missing, fails it. Its
+//!   search is bounded in steps; a history that needs more is undecided, and the threaded
+//!   trials fail if such histories are not rare.
 //! - What rests on addresses not being reused while a guard that loaded them lives (I6, I7:
 //!   `idle(X)` not recurring, a reservation's or record's word not recurring) is argued from
 //!   seize's guarantee, not model-checked: loom's stand-in for the collector never reuses an
